@@ -1,0 +1,104 @@
+// Package accountable holds the domain of the Accountable Work Service: its types, enums,
+// identifiers, error codes and context helpers. It imports the standard library only; the
+// store, api, planner, activities, workflows and worker packages are adapters around it.
+package accountable
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// APIVersion is the constant meta.apiVersion of every success envelope.
+const APIVersion = "1"
+
+// SchemaVersion is the schemaVersion carried by resource schemas and ledger events.
+const SchemaVersion = "1.0.0"
+
+// ContractDates are the documented contract dates a client may pin with the Svc-Version
+// header. The first is the default applied when the header is absent.
+var ContractDates = []string{"2026-11-22"}
+
+// SupportedContractDate reports whether d is a contract date this build serves.
+func SupportedContractDate(d string) bool {
+	for _, c := range ContractDates {
+		if c == d {
+			return true
+		}
+	}
+	return false
+}
+
+// TimeLayout is the one representation of instants on the wire: UTC, RFC 3339 with a fixed
+// six-digit fraction, so that a value read back compares equal to the value written (the
+// complete operation compares expected_updated_at exactly). PostgreSQL keeps microseconds.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Now returns the current instant at the precision the service stores.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// FormatTime renders t in TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(TimeLayout) }
+
+// ParseTime parses an RFC 3339 instant (any fraction) and normalises it to UTC.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ValidUUID reports whether s is a UUID in its canonical hyphenated text form.
+func ValidUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+// NormalizeUUID lower-cases a valid UUID so ids compare and hash the same however they
+// were written.
+func NormalizeUUID(s string) string { return strings.ToLower(s) }
+
+// Principal is who a request acts as: the user behind an API key and the workspace the
+// request is scoped to.
+type Principal struct {
+	UserID      string
+	UserEmail   string
+	WorkspaceID string
+	KeyID       string
+	KeyPrefix   string
+}
+
+// Actor is the actor recorded on ledger events for commands made by this principal.
+func (p Principal) Actor() Actor { return Actor{Type: ActorHuman, ID: p.UserID} }
+
+// ActorType says what kind of party made a change.
+type ActorType string
+
+// Actor types (the specification's authoredBy enum).
+const (
+	ActorHuman         ActorType = "human"
+	ActorAgent         ActorType = "agent"
+	ActorService       ActorType = "service"
+	ActorExternalAgent ActorType = "external_agent"
+	ActorSystem        ActorType = "system"
+)
+
+// Actor is a party that made a change.
+type Actor struct {
+	Type ActorType `json:"type"`
+	ID   string    `json:"id"`
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal of ctx, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

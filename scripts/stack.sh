@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# stack.sh: start (or reuse) the servers the service needs on this machine, run a command
+# with their addresses in the environment, and stop whatever this script started when the
+# command ends or on Ctrl-C.
+#
+#   scripts/stack.sh COMMAND [ARGS...]
+#
+# PostgreSQL: DATABASE_URL if set; otherwise a private cluster under .data/postgres on
+#   127.0.0.1:${ACCOUNTABLE_PG_PORT:-54329}, made from the machine's PostgreSQL binaries
+#   (Debian's postgresql package is installed when they are missing and we are root).
+# Temporal:   TEMPORAL_ADDRESS if set; otherwise the pinned Temporal CLI dev server on
+#   127.0.0.1:${ACCOUNTABLE_TEMPORAL_PORT:-7233} (Web UI on the port + 1000), built once
+#   into a cache outside the clone so fresh clones reuse it.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+data="$root/.data"
+mkdir -p "$data/logs"
+
+TEMPORAL_CLI_VERSION=v1.5.1
+cache_bin="${XDG_CACHE_HOME:-$HOME/.cache}/accountable/bin"
+pg_port="${ACCOUNTABLE_PG_PORT:-54329}"
+temporal_port="${ACCOUNTABLE_TEMPORAL_PORT:-7233}"
+ui_port=$((temporal_port + 1000))
+
+log() { printf 'stack: %s\n' "$*" >&2; }
+die() { printf 'stack: error: %s\n' "$*" >&2; exit 1; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+started_pg=""
+started_temporal=""
+pg_ctl_cmd=()
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$started_temporal" ]; then
+    log "stopping Temporal dev server (pid $started_temporal)"
+    kill -TERM "$started_temporal" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$started_temporal" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$started_temporal" 2>/dev/null || true
+  fi
+  if [ -n "$started_pg" ]; then
+    log "stopping PostgreSQL ($started_pg)"
+    "${pg_ctl_cmd[@]}" stop -D "$started_pg" -m fast >/dev/null 2>&1 || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+find_pg_bindir() {
+  local d
+  if command -v pg_config >/dev/null 2>&1; then
+    d=$(pg_config --bindir 2>/dev/null || true)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return 0; fi
+  fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$d/initdb" ]; then echo "$d"; return 0; fi
+  done
+  return 1
+}
+
+ensure_pg_binaries() {
+  if pg_bindir=$(find_pg_bindir); then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "PostgreSQL binaries not found; installing Debian's postgresql package"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    pg_bindir=$(find_pg_bindir) || die "installed postgresql but found no initdb"
+    return 0
+  fi
+  die "PostgreSQL 15+ binaries not found. Install them (Debian: sudo apt-get install postgresql) or set DATABASE_URL."
+}
+
+# as_pg runs a PostgreSQL binary as the user that owns the cluster: initdb refuses root.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+start_postgres() {
+  ensure_pg_binaries
+  local pgdata="$data/postgres"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+    # The postgres user must be able to reach the data directory; a clone under a private
+    # home directory (/root is 0700) cannot, so the cluster lives under /var/tmp instead.
+    mkdir -p "$pgdata"
+    if ! runuser -u postgres -- test -x "$pgdata" 2>/dev/null; then
+      pgdata="/var/tmp/accountable-$(printf '%s' "$root" | sha256sum | cut -c1-12)/postgres"
+      mkdir -p "$pgdata"
+      chmod 755 "$(dirname "$pgdata")"
+    fi
+    chown postgres: "$pgdata"
+    chmod 700 "$pgdata"
+    touch "$data/logs/postgres.log" && chown postgres: "$data/logs/postgres.log"
+    # The log lives in the clone; fall back to the data directory's parent if unreachable.
+    pg_log="$data/logs/postgres.log"
+    runuser -u postgres -- test -w "$pg_log" 2>/dev/null || pg_log="$(dirname "$pgdata")/postgres.log"
+  else
+    mkdir -p "$pgdata"
+    chmod 700 "$pgdata"
+    pg_log="$data/logs/postgres.log"
+  fi
+  if [ "$(id -u)" = 0 ]; then pg_ctl_cmd=(runuser -u postgres -- "$pg_bindir/pg_ctl"); else pg_ctl_cmd=("$pg_bindir/pg_ctl"); fi
+  if [ ! -f "$pgdata/PG_VERSION" ]; then
+    log "initialising a private PostgreSQL cluster in $pgdata"
+    as_pg "$pg_bindir/initdb" -D "$pgdata" -U accountable --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null \
+      || as_pg "$pg_bindir/initdb" -D "$pgdata" -U accountable --auth=trust -E UTF8 --no-locale >/dev/null
+  fi
+  log "starting PostgreSQL on 127.0.0.1:$pg_port"
+  # setsid keeps Ctrl-C from reaching the server directly; cleanup stops it in order.
+  setsid "${pg_ctl_cmd[@]}" start -D "$pgdata" -w -t 60 -l "$pg_log" \
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='' -c max_connections=300 -c fsync=${ACCOUNTABLE_PG_FSYNC:-on}" >/dev/null \
+    || { tail -20 "$pg_log" >&2; die "PostgreSQL did not start (log: $pg_log)"; }
+  started_pg="$pgdata"
+}
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  if port_open "$pg_port"; then
+    log "reusing PostgreSQL already listening on 127.0.0.1:$pg_port"
+  else
+    start_postgres
+  fi
+  export DATABASE_URL="postgres://accountable@127.0.0.1:$pg_port/accountable?sslmode=disable"
+  # The cluster's bootstrap superuser owns a maintenance database; the service's own database
+  # is created on first use by `accountable migrate` (it connects to "postgres" to do so).
+fi
+
+# --- Temporal ---------------------------------------------------------------------------
+
+ensure_temporal_cli() {
+  temporal_bin="$cache_bin/temporal-$TEMPORAL_CLI_VERSION"
+  if [ -x "$temporal_bin" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || die "Go is needed to build the Temporal CLI"
+  log "building the Temporal CLI $TEMPORAL_CLI_VERSION into $cache_bin (first time only, takes a few minutes)"
+  mkdir -p "$cache_bin"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION") \
+    || die "could not build the Temporal CLI"
+  mv "$tmp/temporal" "$temporal_bin"
+  rm -rf "$tmp"
+}
+
+start_temporal() {
+  ensure_temporal_cli
+  log "starting Temporal dev server on 127.0.0.1:$temporal_port (Web UI http://127.0.0.1:$ui_port)"
+  setsid "$temporal_bin" server start-dev \
+    --ip 127.0.0.1 --port "$temporal_port" --ui-port "$ui_port" \
+    --db-filename "$data/temporal.db" --log-level warn \
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+    --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
+    >>"$data/logs/temporal.log" 2>&1 </dev/null &
+  started_temporal=$!
+  for _ in $(seq 1 300); do
+    if port_open "$temporal_port" && "$temporal_bin" operator cluster health --address "127.0.0.1:$temporal_port" >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$started_temporal" 2>/dev/null || { tail -20 "$data/logs/temporal.log" >&2; die "Temporal dev server exited"; }
+    sleep 0.2
+  done
+  die "Temporal dev server did not become healthy (log: $data/logs/temporal.log)"
+}
+
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  if port_open "$temporal_port"; then
+    log "reusing Temporal already listening on 127.0.0.1:$temporal_port"
+  else
+    start_temporal
+  fi
+  export TEMPORAL_ADDRESS="127.0.0.1:$temporal_port"
+fi
+
+# --- the command ------------------------------------------------------------------------
+
+[ $# -gt 0 ] || die "usage: scripts/stack.sh COMMAND [ARGS...]"
+# The command runs as a child (not exec) so that cleanup runs when it ends.
+"$@" &
+child=$!
+trap 'kill -INT "$child" 2>/dev/null || true' INT
+trap 'kill -TERM "$child" 2>/dev/null || true' TERM
+set +e
+wait "$child"; rc=$?
+# wait returns early when a trapped signal arrives; wait again for the child to finish.
+while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+set -e
+exit "$rc"

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+// canonicalJSON returns the RFC 8785 canonical form of the JSON encoding of v.
+func canonicalJSON(v any) ([]byte, error) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	return jcs.Transform(raw)
+}
+
+// sha256Digest returns "sha256:" + the hex SHA-256 of b.
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// CanonicalDigest returns "sha256:" + hex SHA-256 of the canonical JSON of v: the digest
+// used for ledger payloads, event hashes and idempotency request fingerprints.
+func CanonicalDigest(v any) (string, error) {
+	c, err := canonicalJSON(v)
+	if err != nil {
+		return "", err
+	}
+	return sha256Digest(c), nil
+}
+
+// EventHash recomputes the hash of e from its hashed fields.
+func EventHash(e accountable.Event) (string, error) { return CanonicalDigest(e.HashedFields()) }
+
+// change is what a command appends to the ledger for one aggregate.
+type change struct {
+	AggregateType    string
+	AggregateID      string
+	AggregateVersion int64
+	PreviousHash     *string // eventHash of AggregateVersion-1; nil at version 1
+	EventType        string
+	Payload          any
+}
+
+// commandContext is who runs a command and why: it fills the ledger event's envelope.
+type commandContext struct {
+	WorkspaceID string
+	Actor       accountable.Actor
+	Idempotency *accountable.Idempotency
+	Causation   accountable.Causation
+	Now         time.Time
+}
+
+// newEvent builds the ledger event for c with its payload digest and event hash.
+func newEvent(cc commandContext, c change) (accountable.Event, error) {
+	payload, err := canonicalJSON(c.Payload)
+	if err != nil {
+		return accountable.Event{}, fmt.Errorf("store: canonical payload: %w", err)
+	}
+	e := accountable.Event{
+		ID:               uuid.Must(uuid.NewV7()).String(),
+		WorkspaceID:      cc.WorkspaceID,
+		AggregateType:    c.AggregateType,
+		AggregateID:      c.AggregateID,
+		AggregateVersion: c.AggregateVersion,
+		EventType:        c.EventType,
+		SchemaVersion:    accountable.SchemaVersion,
+		ActorType:        cc.Actor.Type,
+		ActorID:          cc.Actor.ID,
+		Payload:          payload,
+		PayloadDigest:    sha256Digest(payload),
+		OccurredAt:       cc.Now,
+		RecordedAt:       cc.Now,
+		CausationID:      cc.Causation.CausationID,
+		CorrelationID:    cc.Causation.CorrelationID,
+		PreviousHash:     c.PreviousHash,
+	}
+	if cc.Idempotency != nil {
+		k := cc.Idempotency.Key
+		e.IdempotencyKey = &k
+	}
+	if e.EventHash, err = EventHash(e); err != nil {
+		return accountable.Event{}, err
+	}
+	return e, nil
+}
+
+const insertEventSQL = `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id,
+	aggregate_version, event_type, schema_version, actor_type, actor_id, payload, payload_digest,
+	occurred_at, recorded_at, idempotency_key, causation_id, correlation_id, previous_hash, event_hash)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+
+// queueEvent adds the insert of e to b. The unique (aggregate, version) constraint makes a
+// second writer of the same version fail instead of forking the chain.
+func queueEvent(b *pgx.Batch, e accountable.Event) {
+	b.Queue(insertEventSQL, e.WorkspaceID, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion,
+		e.EventType, e.SchemaVersion, string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest,
+		e.OccurredAt, e.RecordedAt, e.IdempotencyKey, e.CausationID, e.CorrelationID, e.PreviousHash, e.EventHash)
+}
+
+const eventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
+	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
+	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text, seq`
+
+func scanEvent(row pgx.Row) (accountable.Event, accountable.StreamPosition, error) {
+	var e accountable.Event
+	var payload, actorType, txID string
+	var pos accountable.StreamPosition
+	err := row.Scan(&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
+		&e.SchemaVersion, &actorType, &e.ActorID, &payload, &e.PayloadDigest, &e.OccurredAt, &e.RecordedAt,
+		&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &txID, &pos.Seq)
+	if err != nil {
+		return e, pos, err
+	}
+	e.Payload = json.RawMessage(payload)
+	e.ActorType = accountable.ActorType(actorType)
+	e.OccurredAt = e.OccurredAt.UTC()
+	e.RecordedAt = e.RecordedAt.UTC()
+	if pos.TxID, err = strconv.ParseUint(txID, 10, 64); err != nil {
+		return e, pos, fmt.Errorf("store: tx_id %q: %w", txID, err)
+	}
+	return e, pos, nil
+}
+
+// StreamEvents reads one page of the workspace's event stream after f.After. Only events of
+// transactions older than the oldest one still running are read, in (tx_id, seq) order: a
+// transaction that commits late has a tx_id at or above that horizon, so it is read on a
+// later page instead of being skipped.
+func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = accountable.DefaultPageLimit
+	}
+	var eventTypes, aggregateTypes []string
+	if len(f.EventTypes) > 0 {
+		eventTypes = f.EventTypes
+	}
+	if len(f.AggregateTypes) > 0 {
+		aggregateTypes = f.AggregateTypes
+	}
+	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
+		WHERE workspace_id = $1
+		  AND (tx_id, seq) > ($2::text::xid8, $3::bigint)
+		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+		  AND ($4::text[] IS NULL OR event_type = ANY ($4))
+		  AND ($5::text[] IS NULL OR aggregate_type = ANY ($5))
+		ORDER BY tx_id, seq
+		LIMIT $6`,
+		workspaceID, strconv.FormatUint(f.After.TxID, 10), f.After.Seq, eventTypes, aggregateTypes, limit+1)
+	if err != nil {
+		return accountable.EventPage{}, mapError(err)
+	}
+	defer rows.Close()
+	page := accountable.EventPage{Next: f.After, Events: make([]accountable.Event, 0, min(limit, 64))}
+	for rows.Next() {
+		e, pos, err := scanEvent(rows)
+		if err != nil {
+			return accountable.EventPage{}, mapError(err)
+		}
+		if len(page.Events) == limit {
+			page.HasMore = true
+			break
+		}
+		page.Events = append(page.Events, e)
+		page.Next = pos
+	}
+	if err := rows.Err(); err != nil {
+		return accountable.EventPage{}, mapError(err)
+	}
+	return page, nil
+}
+
+// VerifyLedger recomputes every payload digest, event hash and chain link of the
+// workspace's events (or one aggregate's) and reports the first broken event in stream
+// order. It reads aggregate by aggregate so each chain is checked in version order.
+func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
+	var res accountable.LedgerVerification
+	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
+		WHERE workspace_id = $1 AND ($2 = '' OR aggregate_type = $2) AND ($3 = '' OR aggregate_id = $3)
+		ORDER BY aggregate_type, aggregate_id, aggregate_version`,
+		workspaceID, scope.AggregateType, scope.AggregateID)
+	if err != nil {
+		return res, mapError(err)
+	}
+	defer rows.Close()
+	var (
+		prev       accountable.Event
+		havePrev   bool
+		headPos    accountable.StreamPosition
+		brokenPos  accountable.StreamPosition
+		haveBroken bool
+	)
+	for rows.Next() {
+		e, pos, err := scanEvent(rows)
+		if err != nil {
+			return res, mapError(err)
+		}
+		res.EventCount++
+		if res.HeadHash == nil || positionAfter(pos, headPos) {
+			h := e.EventHash
+			res.HeadHash, headPos = &h, pos
+		}
+		sameAggregate := havePrev && prev.AggregateType == e.AggregateType && prev.AggregateID == e.AggregateID
+		if reason := checkEvent(e, prev, sameAggregate); reason != "" {
+			if !haveBroken || positionAfter(brokenPos, pos) {
+				id, r := e.ID, reason
+				res.FirstBrokenEventID, res.FirstBrokenReason, brokenPos, haveBroken = &id, &r, pos, true
+			}
+		}
+		prev, havePrev = e, true
+	}
+	if err := rows.Err(); err != nil {
+		return res, mapError(err)
+	}
+	res.Verified = !haveBroken
+	return res, nil
+}
+
+func positionAfter(a, b accountable.StreamPosition) bool {
+	return a.TxID > b.TxID || (a.TxID == b.TxID && a.Seq > b.Seq)
+}
+
+// checkEvent returns why e is broken, or "" when its digest, hash and link hold.
+func checkEvent(e, prev accountable.Event, sameAggregate bool) string {
+	canon, err := canonicalJSON(e.Payload)
+	if err != nil {
+		return "payload is not valid JSON"
+	}
+	if sha256Digest(canon) != e.PayloadDigest {
+		return "payloadDigest does not match the payload"
+	}
+	if h, err := EventHash(e); err != nil || h != e.EventHash {
+		return "eventHash does not match the event"
+	}
+	switch {
+	case !sameAggregate && e.AggregateVersion != 1:
+		return fmt.Sprintf("aggregate chain starts at version %d, not 1", e.AggregateVersion)
+	case !sameAggregate && e.PreviousHash != nil:
+		return "first event of an aggregate has a previousHash"
+	case sameAggregate && e.AggregateVersion != prev.AggregateVersion+1:
+		return fmt.Sprintf("aggregate version %d follows %d", e.AggregateVersion, prev.AggregateVersion)
+	case sameAggregate && (e.PreviousHash == nil || *e.PreviousHash != prev.EventHash):
+		return "previousHash does not link to the previous event of the aggregate"
+	}
+	return ""
+}

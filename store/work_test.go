@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+func createTask(t *testing.T, db *store.DB, p accountable.Principal, title string) accountable.Task {
+	t.Helper()
+	res, dup, err := db.CreateWork(context.Background(), p, nil, accountable.CreateWork{Title: title})
+	if err != nil || dup {
+		t.Fatalf("CreateWork: %v dup=%v", err, dup)
+	}
+	return res.Task
+}
+
+func TestCompleteWorkChainsLedgerAndRefusesStaleVersions(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	tenant := storetest.NewTenant(t, db)
+	p := tenant.Principal
+
+	task := createTask(t, db, p, "write the report")
+	got, err := db.GetWork(ctx, p.WorkspaceID, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.UpdatedAt.Equal(task.UpdatedAt) || got.AggregateVersion != 1 || got.Status != accountable.TaskTodo {
+		t.Fatalf("read back %+v, created %+v", got, task)
+	}
+
+	hours := 1.5
+	done, dup, err := db.CompleteWork(ctx, p, nil, accountable.CompleteWork{
+		TaskID: task.ID, Expected: got.Version(), Summary: "done", MeasuredDurationHours: &hours,
+		Evidence: json.RawMessage(`{"links":["https://example.test/pr/1"]}`),
+	})
+	if err != nil || dup {
+		t.Fatalf("CompleteWork: %v dup=%v", err, dup)
+	}
+	if done.Task.Status != accountable.TaskCompleted || done.Task.AggregateVersion != 2 || done.Event.AggregateVersion != 2 {
+		t.Fatalf("completion %+v", done)
+	}
+
+	// The old version is now stale, and the error carries the current one.
+	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: got.Version()})
+	var ae *accountable.Error
+	if !errors.As(err, &ae) || ae.Code != accountable.ECodeTaskVersionStale {
+		t.Fatalf("second completion: %v", err)
+	}
+	if ae.Details["current_aggregate_version"] != int64(2) || ae.Details["current_updated_at"] != accountable.FormatTime(done.Task.UpdatedAt) {
+		t.Fatalf("stale details %v", ae.Details)
+	}
+	// The current version of a completed task: invalid_state_transition.
+	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: done.Task.Version()})
+	if accountable.ErrorCode(err) != accountable.ECodeInvalidStateTransition {
+		t.Fatalf("completing a completed task: %v", err)
+	}
+
+	// Another workspace cannot see or complete the task.
+	other := storetest.NewTenant(t, db).Principal
+	if _, err := db.GetWork(ctx, other.WorkspaceID, task.ID); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("other workspace read: %v", err)
+	}
+	if _, _, err := db.CompleteWork(ctx, other, nil, accountable.CompleteWork{TaskID: task.ID, Expected: done.Task.Version()}); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("other workspace complete: %v", err)
+	}
+
+	v, err := db.VerifyLedger(ctx, p.WorkspaceID, accountable.LedgerScope{})
+	if err != nil || !v.Verified || v.EventCount != 4 { // workspace.created, api_key.created, work.created, work.completed
+		t.Fatalf("verify: %+v %v", v, err)
+	}
+}
+
+func TestConcurrentCompletionsOfOneVersionHaveOneWinner(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	task := createTask(t, db, p, "race")
+
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, _, errs[i] = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: task.Version(), Summary: "racer"})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case accountable.ErrorCode(err) != accountable.ECodeTaskVersionStale:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d completions won, want exactly 1", wins)
+	}
+}
+
+func TestIdempotentCommandReplaysAndRefusesReuse(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	idem := &accountable.Idempotency{Key: "create-1", Operation: "work.create", RequestDigest: "sha256:aa"}
+
+	first, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "once"})
+	if err != nil || dup {
+		t.Fatalf("first: %v %v", err, dup)
+	}
+	again, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "once"})
+	if err != nil || !dup || again.Task.ID != first.Task.ID || again.Event != first.Event {
+		t.Fatalf("replay: %+v dup=%v err=%v", again, dup, err)
+	}
+	other := *idem
+	other.RequestDigest = "sha256:bb"
+	if _, _, err := db.CreateWork(ctx, p, &other, accountable.CreateWork{Title: "twice"}); accountable.ErrorCode(err) != accountable.ECodeIdempotencyKeyReused {
+		t.Fatalf("reuse: %v", err)
+	}
+	// Keys are per workspace: another workspace may use the same key.
+	p2 := storetest.NewTenant(t, db).Principal
+	if _, dup, err := db.CreateWork(ctx, p2, idem, accountable.CreateWork{Title: "once"}); err != nil || dup {
+		t.Fatalf("other workspace: %v %v", err, dup)
+	}
+}
