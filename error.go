@@ -9,36 +9,36 @@ import (
 
 // Error codes. The catalogue below maps each to its HTTP status; GET /errors serves it.
 const (
-	ECodeValidationFailed        = "validation_failed"
-	ECodeInvalidJSON             = "invalid_json"
-	ECodeIdempotencyKeyInvalid   = "idempotency_key_invalid"
-	ECodeIdempotencyKeyRequired  = "idempotency_key_required"
-	ECodeUnsupportedAPIVersion   = "unsupported_api_version"
-	ECodeUnauthorized            = "unauthorized"
-	ECodeForbidden               = "forbidden"
-	ECodeControllerDisabled      = "controller_disabled"
-	ECodeNotFound                = "not_found"
-	ECodeRouteNotFound           = "route_not_found"
-	ECodeMethodNotAllowed        = "method_not_allowed"
-	ECodePayloadTooLarge         = "payload_too_large"
-	ECodeUnsupportedMediaType    = "unsupported_media_type"
-	ECodeTaskVersionStale        = "task_version_stale"
-	ECodeVersionConflict         = "version_conflict"
-	ECodeInvalidStateTransition  = "invalid_state_transition"
-	ECodeIdempotencyKeyReused    = "idempotency_key_reused"
-	ECodeIdempotencyInProgress   = "idempotency_request_in_progress"
-	ECodeProposalDigestMismatch  = "proposal_digest_mismatch"
-	ECodeProposalExpired         = "proposal_expired"
-	ECodeProposalCommitted       = "proposal_already_committed"
-	ECodeLifecycleBlocked        = "lifecycle_blocked"
-	ECodeReceiptInvalid          = "receipt_invalid"
-	ECodeRateLimited             = "rate_limited"
-	ECodeGenerationInProgress    = "generation_in_progress"
-	ECodeInternal                = "internal_error"
-	ECodeLedgerUnavailable       = "ledger_unavailable"
-	ECodeWorkflowUnavailable     = "workflow_engine_unavailable"
+	ECodeValidationFailed         = "validation_failed"
+	ECodeInvalidJSON              = "invalid_json"
+	ECodeIdempotencyKeyInvalid    = "idempotency_key_invalid"
+	ECodeIdempotencyKeyRequired   = "idempotency_key_required"
+	ECodeUnsupportedAPIVersion    = "unsupported_api_version"
+	ECodeUnauthorized             = "unauthorized"
+	ECodeForbidden                = "forbidden"
+	ECodeControllerDisabled       = "controller_disabled"
+	ECodeNotFound                 = "not_found"
+	ECodeRouteNotFound            = "route_not_found"
+	ECodeMethodNotAllowed         = "method_not_allowed"
+	ECodePayloadTooLarge          = "payload_too_large"
+	ECodeUnsupportedMediaType     = "unsupported_media_type"
+	ECodeTaskVersionStale         = "task_version_stale"
+	ECodeVersionConflict          = "version_conflict"
+	ECodeInvalidStateTransition   = "invalid_state_transition"
+	ECodeIdempotencyKeyReused     = "idempotency_key_reused"
+	ECodeIdempotencyInProgress    = "idempotency_request_in_progress"
+	ECodeProposalDigestMismatch   = "proposal_digest_mismatch"
+	ECodeProposalExpired          = "proposal_expired"
+	ECodeProposalCommitted        = "proposal_already_committed"
+	ECodeLifecycleBlocked         = "lifecycle_blocked"
+	ECodeReceiptInvalid           = "receipt_invalid"
+	ECodeRateLimited              = "rate_limited"
+	ECodeGenerationInProgress     = "generation_in_progress"
+	ECodeInternal                 = "internal_error"
+	ECodeLedgerUnavailable        = "ledger_unavailable"
+	ECodeWorkflowUnavailable      = "workflow_engine_unavailable"
 	ECodeAuthorizationUnavailable = "workspace_authorization_unavailable"
-	ECodeGenerationTimeout       = "generation_timeout"
+	ECodeGenerationTimeout        = "generation_timeout"
 )
 
 // ErrorSpec describes one code of the catalogue.
@@ -101,6 +101,12 @@ func ErrorCatalogue() []ErrorSpec {
 		return out[i].Code < out[j].Code
 	})
 	return out
+}
+
+// ErrorSpecOf returns the catalogue entry of code.
+func ErrorSpecOf(code string) (ErrorSpec, bool) {
+	s, ok := catalogue[code]
+	return s, ok
 }
 
 // ErrorStatus returns the HTTP status of code (500 for an unknown code).

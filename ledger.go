@@ -120,3 +120,27 @@ type LedgerVerification struct {
 	FirstBrokenEventID *string
 	FirstBrokenReason  *string
 }
+
+// Ledger vocabulary of background verifications.
+const (
+	AggregateLedgerVerification      = "ledger_verification"
+	EventLedgerVerificationRequested = "ledger.verification_requested"
+	EventLedgerVerificationCompleted = "ledger.verification_completed"
+)
+
+// Statuses of a background ledger verification.
+const (
+	VerificationRunning   = "running"
+	VerificationCompleted = "completed"
+)
+
+// LedgerVerificationJob is a background verification of a workspace's ledger, run by the
+// LedgerVerification workflow and recorded in the ledger when it completes.
+type LedgerVerificationJob struct {
+	ID          string
+	WorkspaceID string
+	Status      string
+	RequestedAt time.Time
+	CompletedAt *time.Time
+	Result      *LedgerVerification
+}

@@ -79,7 +79,7 @@ func mapError(err error) error {
 			// untranslatable character / invalid byte sequence: a NUL in a string.
 			return accountable.ValidationError(accountable.Issue{Path: "", Message: "strings must not contain NUL characters"})
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources (too many connections)
+			strings.HasPrefix(pgErr.Code, "53"),                                 // insufficient resources (too many connections)
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown / cannot connect now
 			return fmt.Errorf("%w (%s)", accountable.ErrLedgerUnavailable, pgErr.Code)
 		}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+)
+
+// meta is the meta object of the success envelope.
+type meta struct {
+	APIVersion  string  `json:"apiVersion"`
+	WorkspaceID string  `json:"workspaceId,omitempty"`
+	Count       *int    `json:"count,omitempty"`
+	Duplicate   *bool   `json:"duplicate,omitempty"`
+	NextCursor  *string `json:"nextCursor,omitempty"`
+	HasMore     *bool   `json:"hasMore,omitempty"`
+	Limit       *int    `json:"limit,omitempty"`
+}
+
+type envelope struct {
+	Data any  `json:"data"`
+	Meta meta `json:"meta"`
+}
+
+// newMeta returns the meta of a response to c: the workspace when authenticated.
+func newMeta(c *fiber.Ctx) meta {
+	m := meta{APIVersion: accountable.APIVersion}
+	if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
+		m.WorkspaceID = p.WorkspaceID
+	}
+	return m
+}
+
+// respond writes the success envelope.
+func respond(c *fiber.Ctx, status int, data any, m meta) error {
+	return c.Status(status).JSON(envelope{Data: data, Meta: m})
+}
+
+// respondCommand writes the result of a command: created (201, or 202 for an accepted
+// start) the first time, 200 with meta.duplicate on a replay.
+func respondCommand(c *fiber.Ctx, firstStatus int, data any, duplicate bool) error {
+	m := newMeta(c)
+	m.Duplicate = &duplicate
+	status := firstStatus
+	if duplicate {
+		status = fiber.StatusOK
+	}
+	return respond(c, status, data, m)
+}
+
+type errorBody struct {
+	Code       string         `json:"code"`
+	Message    string         `json:"message"`
+	Details    map[string]any `json:"details"`
+	RequestID  string         `json:"requestId"`
+	Timestamp  string         `json:"timestamp"`
+	DocsURL    string         `json:"docsUrl"`
+	RetryAfter *int           `json:"retryAfter,omitempty"`
+}
+
+// fiberErrorCodes maps errors Fiber raises itself to catalogue codes.
+var fiberErrorCodes = map[int]string{
+	fiber.StatusNotFound:              accountable.ECodeRouteNotFound,
+	fiber.StatusMethodNotAllowed:      accountable.ECodeMethodNotAllowed,
+	fiber.StatusRequestEntityTooLarge: accountable.ECodePayloadTooLarge,
+	fiber.StatusUnsupportedMediaType:  accountable.ECodeUnsupportedMediaType,
+	fiber.StatusBadRequest:            accountable.ECodeInvalidJSON,
+}
+
+// handleError is the one place errors become responses: the 401 simple body for
+// authentication failures, the error envelope for everything else. Unknown errors are
+// logged with the request id and answered as internal_error without details.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	id := requestID(c)
+	var unauthorized errUnauthorized
+	if errors.As(err, &unauthorized) {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="accountable"`)
+		return c.Status(fiber.StatusUnauthorized).JSON(fiber.Map{"error": "Unauthorized", "message": unauthorized.message})
+	}
+	var ae *accountable.Error
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &fe):
+		code, ok := fiberErrorCodes[fe.Code]
+		if !ok {
+			code = accountable.ECodeInternal
+		}
+		ae = accountable.Errorf(code, "%s", fe.Message)
+		if spec, ok := accountable.ErrorSpecOf(code); ok && code != accountable.ECodeInternal {
+			ae.Message = spec.Description
+		}
+		if code == accountable.ECodeRouteNotFound {
+			ae.Message = "No operation is served at " + c.Method() + " " + c.Path() + "."
+		}
+	default:
+		s.log.Error("internal error", "request_id", id, "method", c.Method(), "path", c.Path(), "err", err)
+		ae = accountable.Errorf(accountable.ECodeInternal, "An unexpected error occurred; it was logged with request id %s.", id)
+	}
+	status := accountable.ErrorStatus(ae.Code)
+	body := errorBody{
+		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
+		Timestamp: accountable.FormatTime(accountable.Now()),
+		DocsURL:   s.cfg.SiteURL + V1Root + "/errors#" + ae.Code,
+	}
+	if body.Details == nil {
+		body.Details = map[string]any{}
+	}
+	if status == fiber.StatusTooManyRequests {
+		secs := int(math.Ceil(ae.RetryAfter.Seconds()))
+		secs = max(secs, 1)
+		body.RetryAfter = &secs
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
+	return c.Status(status).JSON(fiber.Map{"error": body})
+}

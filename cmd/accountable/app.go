@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"go.temporal.io/sdk/client"
+	temporallog "go.temporal.io/sdk/log"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/accountablework/accountable/activities"
+	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/worker"
+)
+
+// This file is the one place interfaces are bound to implementations.
+
+func newLogger(cfg Config) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+}
+
+// base provides configuration, logging and the database to every subcommand.
+func base(cfg Config) fx.Option {
+	return fx.Options(
+		fx.Supply(cfg),
+		fx.Provide(newLogger),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
+			l := &fxevent.SlogLogger{Logger: log}
+			l.UseLogLevel(slog.LevelDebug)
+			return l
+		}),
+		fx.Provide(newDB),
+	)
+}
+
+func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
+	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns})
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(db.Close))
+	return db, nil
+}
+
+// newTemporalClient connects lazily, so the API starts (and /readyz reports) while the
+// Temporal server is still down.
+func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Client, error) {
+	c, err := client.NewLazyClient(client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    temporallog.NewStructuredLogger(log.With("component", "temporal")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal client: %w", err)
+	}
+	lc.Append(fx.StopHook(c.Close))
+	return c, nil
+}
+
+func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) (*api.Server, error) {
+	srv, err := api.NewServer(api.Config{
+		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
+		TaskQueue: cfg.TaskQueue,
+	}, api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc}, log)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			ln, err := net.Listen("tcp", cfg.HTTPAddr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+			}
+			log.Info("serving the API", "addr", ln.Addr().String(), "site_url", cfg.SiteURL)
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+					log.Error("HTTP server stopped", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.ShutdownTimeout)
+			defer cancel()
+			return srv.Shutdown(ctx)
+		},
+	})
+	return srv, nil
+}
+
+func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) *worker.Worker {
+	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
+		Ledger: &activities.Ledger{Store: db},
+	})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			log.Info("starting the Temporal worker", "temporal", cfg.TemporalAddress, "task_queue", cfg.TaskQueue)
+			return w.Start()
+		},
+		OnStop: func(context.Context) error { w.Stop(); return nil },
+	})
+	return w
+}
+
+// serveOptions runs the HTTP API.
+func serveOptions(cfg Config) fx.Option {
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newAPIServer), fx.Invoke(func(*api.Server) {}))
+}
+
+// workerOptions runs the Temporal worker.
+func workerOptions(cfg Config) fx.Option {
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker), fx.Invoke(func(*worker.Worker) {}))
+}
+
+// devOptions runs both in one process (make run).
+func devOptions(cfg Config) fx.Option {
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newAPIServer, newWorker),
+		fx.Invoke(func(*api.Server, *worker.Worker) {}))
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/accountablework/accountable/workflows"
+)
+
+// Config is the process configuration, read from environment variables (the README has
+// the table). Defaults suit `make run` on one machine.
+type Config struct {
+	HTTPAddr          string
+	SiteURL           string
+	DatabaseURL       string
+	DatabaseMaxConns  int32
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	LogLevel          slog.Level
+	MaxBodyBytes      int
+	RateLimitRPS      float64
+	RateLimitBurst    int
+	ShutdownTimeout   time.Duration
+	DevKeyFile        string
+}
+
+// DefaultDatabaseURL is the private cluster that `make run` and `make test` start.
+const DefaultDatabaseURL = "postgres://accountable@127.0.0.1:54329/accountable?sslmode=disable"
+
+// LoadConfig reads the environment.
+func LoadConfig() (Config, error) {
+	var errs []string
+	c := Config{
+		HTTPAddr:          env("HTTP_ADDR", "127.0.0.1:8080"),
+		DatabaseURL:       env("DATABASE_URL", DefaultDatabaseURL),
+		TemporalAddress:   env("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		TemporalNamespace: env("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:         env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
+		DevKeyFile:        env("DEV_KEY_FILE", ".data/dev-api-key"),
+	}
+	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
+	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))
+	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
+	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
+	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
+	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
+	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, "LOG_LEVEL: "+err.Error())
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int, errs *[]string) int {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		*errs = append(*errs, name+": want a non-negative integer")
+		return def
+	}
+	return n
+}
+
+func envFloat(name string, def float64, errs *[]string) float64 {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		*errs = append(*errs, name+": want a non-negative number")
+		return def
+	}
+	return f
+}
+
+func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		*errs = append(*errs, name+": want a duration such as 20s")
+		return def
+	}
+	return d
+}

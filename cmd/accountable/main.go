@@ -1,0 +1,292 @@
+// Command accountable is the Accountable Work Service: one binary whose subcommands serve
+// the API, run the Temporal worker (or both, for development), migrate the database,
+// manage API keys and verify the ledger offline.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store"
+)
+
+const usage = `accountable: the Accountable Work Service
+
+Usage:
+  accountable serve                 serve the HTTP API
+  accountable worker                run the Temporal worker
+  accountable dev [--bootstrap]     API and worker in one process; --bootstrap migrates and
+                                    creates a dev user, workspace and key on first run
+  accountable migrate               create the database if needed and apply migrations
+  accountable keys create --name NAME [--new-workspace NAME | --workspace ID] [--user EMAIL] [--json]
+  accountable keys list [--workspace ID] [--json]
+  accountable keys revoke PREFIX
+  accountable ledger verify [--workspace ID]
+
+Configuration comes from environment variables (see README.md).
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "accountable:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// errBrokenLedger makes `ledger verify` exit 1 after printing its report.
+var errBrokenLedger = errors.New("the ledger failed verification")
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+func run(args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "serve":
+		fx.New(serveOptions(cfg)).Run()
+		return nil
+	case "worker":
+		fx.New(workerOptions(cfg)).Run()
+		return nil
+	case "dev":
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		bootstrap := fs.Bool("bootstrap", false, "migrate and create a dev key on first run")
+		if err := fs.Parse(args[1:]); err != nil {
+			return errUsage
+		}
+		if *bootstrap {
+			if err := devBootstrap(cfg, out); err != nil {
+				return err
+			}
+		}
+		fx.New(devOptions(cfg)).Run()
+		return nil
+	case "migrate":
+		return oneShot(cfg, func(ctx context.Context, _ *store.DB) error {
+			if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "migrations applied")
+			return nil
+		})
+	case "keys":
+		return keysCommand(cfg, args[1:], out)
+	case "ledger":
+		if len(args) < 2 || args[1] != "verify" {
+			fmt.Fprint(os.Stderr, usage)
+			return errUsage
+		}
+		return ledgerVerify(cfg, args[2:], out)
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}
+
+// oneShot runs fn inside an fx app that provides the database, then stops the app.
+func oneShot(cfg Config, fn func(context.Context, *store.DB) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var runErr error
+	app := fx.New(base(cfg), fx.Invoke(func(db *store.DB) { runErr = fn(ctx, db) }))
+	if err := app.Err(); err != nil {
+		return err
+	}
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	if err := app.Stop(ctx); err != nil && runErr == nil {
+		return err
+	}
+	return runErr
+}
+
+func keysCommand(cfg Config, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
+	name := fs.String("name", "", "a name for the key")
+	newWorkspace := fs.String("new-workspace", "", "create a workspace with this name for the key")
+	workspace := fs.String("workspace", "", "the id of an existing workspace")
+	user := fs.String("user", "dev@localhost", "email of the user the key belongs to (created when new)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	switch args[0] {
+	case "create":
+		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+			k, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: *name, UserEmail: *user, WorkspaceID: *workspace, NewWorkspace: *newWorkspace})
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return json.NewEncoder(out).Encode(k)
+			}
+			fmt.Fprintf(out, "key:          %s\nkey prefix:   %s\nworkspace id: %s\nuser id:      %s\n(the key is shown only now; store it safely)\n",
+				k.Key, k.KeyPrefix, k.WorkspaceID, k.UserID)
+			return nil
+		})
+	case "list":
+		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+			keys, err := db.ListKeys(ctx, *workspace)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				type row struct {
+					KeyPrefix   string     `json:"key_prefix"`
+					Name        string     `json:"name"`
+					UserEmail   string     `json:"user_email"`
+					WorkspaceID string     `json:"workspace_id"`
+					CreatedAt   time.Time  `json:"created_at"`
+					LastUsedAt  *time.Time `json:"last_used_at"`
+					RevokedAt   *time.Time `json:"revoked_at"`
+				}
+				rows := make([]row, 0, len(keys))
+				for _, k := range keys {
+					rows = append(rows, row{k.Prefix, k.Name, k.UserEmail, k.WorkspaceID, k.CreatedAt, k.LastUsedAt, k.RevokedAt})
+				}
+				return json.NewEncoder(out).Encode(rows)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PREFIX\tNAME\tUSER\tWORKSPACE\tCREATED\tLAST USED\tREVOKED")
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Name, k.UserEmail, k.WorkspaceID,
+					accountable.FormatTime(k.CreatedAt), timeOrDash(k.LastUsedAt), timeOrDash(k.RevokedAt))
+			}
+			return tw.Flush()
+		})
+	case "revoke":
+		if fs.NArg() != 1 {
+			fmt.Fprint(os.Stderr, usage)
+			return errUsage
+		}
+		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+			k, err := db.RevokeKey(ctx, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "revoked %s (%s) at %s\n", k.Prefix, k.Name, timeOrDash(k.RevokedAt))
+			return nil
+		})
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return errUsage
+	}
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return accountable.FormatTime(*t)
+}
+
+// ledgerVerify recomputes every workspace's ledger (or one) and prints a report per
+// workspace as JSON lines; it fails when any is broken.
+func ledgerVerify(cfg Config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
+	workspace := fs.String("workspace", "", "verify only this workspace")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+		ids := []string{*workspace}
+		if *workspace == "" {
+			var err error
+			if ids, err = db.ListWorkspaceIDs(ctx); err != nil {
+				return err
+			}
+		}
+		broken := false
+		enc := json.NewEncoder(out)
+		for _, id := range ids {
+			v, err := db.VerifyLedger(ctx, id, accountable.LedgerScope{})
+			if err != nil {
+				return err
+			}
+			broken = broken || !v.Verified
+			if err := enc.Encode(map[string]any{"workspaceId": id, "verified": v.Verified, "eventCount": v.EventCount,
+				"headHash": v.HeadHash, "firstBrokenEventId": v.FirstBrokenEventID, "firstBrokenReason": v.FirstBrokenReason}); err != nil {
+				return err
+			}
+		}
+		if broken {
+			return errBrokenLedger
+		}
+		return nil
+	})
+}
+
+// devBootstrap migrates and, on first run, creates a dev user, workspace and API key. The
+// key is kept in DEV_KEY_FILE (under .data/, ignored by git) so later runs can print it.
+func devBootstrap(cfg Config, out io.Writer) error {
+	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+		if raw, err := os.ReadFile(cfg.DevKeyFile); err == nil {
+			if key := strings.TrimSpace(string(raw)); key != "" {
+				if prefix, ok := accountable.ParseAPIKey(key); ok {
+					if k, _, err := db.KeyByPrefix(ctx, prefix); err == nil && k.RevokedAt == nil {
+						printDevKey(out, cfg, key, k.WorkspaceID)
+						return nil
+					}
+				}
+			}
+		}
+		k, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: "dev", UserEmail: "dev@localhost", NewWorkspace: "Dev workspace"})
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(cfg.DevKeyFile), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.DevKeyFile, []byte(k.Key+"\n"), 0o600); err != nil {
+			return err
+		}
+		printDevKey(out, cfg, k.Key, k.WorkspaceID)
+		return nil
+	})
+}
+
+func printDevKey(out io.Writer, cfg Config, key, workspaceID string) {
+	fmt.Fprintf(out, `
+  Accountable Work Service (dev)
+  API:          %[1]s/api/v1
+  Temporal UI:  http://127.0.0.1:8233
+  Workspace:    %[3]s
+  Dev API key:  %[2]s   (kept in %[4]s)
+
+  Try:  curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/v1/credential
+
+`, cfg.SiteURL, key, workspaceID, cfg.DevKeyFile)
+}

@@ -1,0 +1,36 @@
+// Package worker runs the Temporal worker: it registers the workflows and activities on the
+// task queue and starts and stops polling.
+package worker
+
+import (
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/accountablework/accountable/activities"
+	"github.com/accountablework/accountable/workflows"
+)
+
+// Activities are the activity structs the worker registers.
+type Activities struct {
+	Ledger *activities.Ledger
+}
+
+// Worker polls one task queue.
+type Worker struct {
+	w sdkworker.Worker
+}
+
+// New registers every workflow and activity on taskQueue.
+func New(c client.Client, taskQueue string, acts Activities) *Worker {
+	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.LedgerVerification, workflow.RegisterOptions{Name: workflows.LedgerVerificationName})
+	w.RegisterActivity(acts.Ledger)
+	return &Worker{w: w}
+}
+
+// Start begins polling without blocking.
+func (w *Worker) Start() error { return w.w.Start() }
+
+// Stop stops polling and waits for running activities to finish.
+func (w *Worker) Stop() { w.w.Stop() }

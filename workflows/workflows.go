@@ -1,0 +1,48 @@
+// Package workflows holds the Temporal workflow functions with their names, inputs and ID
+// builders. Workflow code is deterministic: it does no I/O and reaches the world only
+// through activities.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/activities"
+)
+
+// DefaultTaskQueue is the task queue the worker polls unless configured otherwise.
+const DefaultTaskQueue = "accountable"
+
+// LedgerVerificationName is the registered name of LedgerVerification.
+const LedgerVerificationName = "LedgerVerification"
+
+// LedgerVerificationID is the workflow id of one verification: starting it twice starts it once.
+func LedgerVerificationID(workspaceID, verificationID string) string {
+	return "ledger-verification/" + workspaceID + "/" + verificationID
+}
+
+// LedgerVerificationInput names the verification to run.
+type LedgerVerificationInput struct {
+	WorkspaceID    string
+	VerificationID string
+}
+
+// LedgerVerification verifies a workspace's ledger in the background and records the
+// result as a ledger event.
+func LedgerVerification(ctx workflow.Context, in LedgerVerificationInput) (accountable.LedgerVerification, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
+	var a *activities.Ledger
+	var res accountable.LedgerVerification
+	err := workflow.ExecuteActivity(ctx, a.VerifyAndRecordLedger, in.WorkspaceID, in.VerificationID).Get(ctx, &res)
+	return res, err
+}
