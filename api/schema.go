@@ -23,6 +23,9 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
+// OpenAPIDocument returns a copy of the published OpenAPI document.
+func OpenAPIDocument() []byte { return bytes.Clone(openAPIDocument) }
+
 const openAPIURL = "https://accountable.invalid/api/v1/openapi.json"
 
 // Schemas compiles JSON Schemas (2020-12) out of the OpenAPI document.

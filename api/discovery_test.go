@@ -1,0 +1,99 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func TestDiscoveryIsAccountFree(t *testing.T) {
+	e := newEnv(t, nil)
+
+	r := e.do(request{method: "GET", path: "/"})
+	expect(t, r, http.StatusOK, "")
+	areas := map[string]map[string]any{}
+	for _, a := range r.data()["areas"].([]any) {
+		m := a.(map[string]any)
+		areas[m["name"].(string)] = m
+	}
+	if len(areas) != 22 || areas["Work"]["status"] != "available" || areas["Initiatives"]["status"] != "planned" ||
+		len(areas["Work"]["operations"].([]any)) != 4 {
+		t.Fatalf("index areas: %s", r.raw)
+	}
+
+	r = e.do(request{method: "GET", path: "/openapi.json"})
+	expect(t, r, http.StatusOK, "")
+	if r.body["openapi"] != "3.1.0" {
+		t.Fatalf("openapi: %v", r.body["openapi"])
+	}
+
+	r = e.do(request{method: "GET", path: "/errors"})
+	expect(t, r, http.StatusOK, "")
+	byCode := map[string]float64{}
+	for _, s := range r.dataList() {
+		m := s.(map[string]any)
+		byCode[m["code"].(string)] = m["status"].(float64)
+	}
+	if byCode[accountable.ECodeTaskVersionStale] != 409 || byCode[accountable.ECodeLedgerUnavailable] != 503 ||
+		byCode[accountable.ECodeValidationFailed] != 400 || r.meta()["count"] != float64(len(byCode)) {
+		t.Fatalf("catalogue: %s", r.raw)
+	}
+
+	expect(t, e.do(request{method: "GET", path: "/healthz", root: "/"}), http.StatusOK, "")
+	r = e.do(request{method: "GET", path: "/readyz", root: "/"})
+	expect(t, r, http.StatusOK, "")
+	if r.body["checks"].(map[string]any)["temporal"] != "ok" {
+		t.Fatalf("readyz: %s", r.raw)
+	}
+}
+
+func TestClientMountServesTheSameOperations(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	id := createWork(t, e, tenant.Key, "both mounts")
+
+	v1 := e.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": id}, key: tenant.Key})
+	client := e.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": id}, key: tenant.Key, root: api.ClientRoot})
+	expect(t, client, http.StatusOK, "")
+	if toJSON(v1.body) != toJSON(client.body) {
+		t.Fatalf("mounts differ:\n%s\n%s", v1.raw, client.raw)
+	}
+
+	r := e.do(request{method: "GET", path: "/bootstrap", key: tenant.Key, root: api.ClientRoot})
+	expect(t, r, http.StatusOK, "")
+	if r.data()["key_prefix"] != tenant.Principal.KeyPrefix || r.data()["workspace"].(map[string]any)["id"] != tenant.Principal.WorkspaceID {
+		t.Fatalf("bootstrap: %s", r.raw)
+	}
+	expect(t, e.do(request{method: "GET", path: "/bootstrap", root: api.ClientRoot}), http.StatusUnauthorized, "")
+
+	r = e.do(request{method: "GET", path: "/credential", key: tenant.Key})
+	expect(t, r, http.StatusOK, "")
+	d := r.data()
+	if d["key_prefix"] != tenant.Principal.KeyPrefix || d["user"].(map[string]any)["email"] != tenant.Principal.UserEmail ||
+		d["last_used_at"] == nil || d["name"] != "test" {
+		t.Fatalf("credential: %s", r.raw)
+	}
+}
+
+func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.RateLimit, c.RateBurst = 0.5, 2 })
+	tenant := storetest.NewTenant(t, e.db)
+	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
+	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
+	r := e.do(request{method: "GET", path: "/work", key: tenant.Key})
+	expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+	after, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || after < 1 || after > 2 || r.errorObj()["retryAfter"] != float64(after) {
+		t.Fatalf("Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+	}
+	// Limits are per key.
+	other := storetest.NewTenant(t, e.db)
+	expect(t, e.do(request{method: "GET", path: "/work", key: other.Key}), http.StatusOK, "")
+	time.Sleep(time.Duration(after) * time.Second)
+	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
+}

@@ -1,0 +1,257 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// env is one API server on a real listener, backed by this package's PostgreSQL database
+// and the Temporal server of `make test`.
+type env struct {
+	t       *testing.T
+	db      *store.DB
+	base    string
+	client  *http.Client
+	server  *api.Server
+	oas     *openAPI
+	logs    *bytes.Buffer
+	logsMu  *sync.Mutex
+	cleanup []func()
+}
+
+// as returns e reporting to t (for subtests).
+func (e *env) as(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+type envOption func(*api.Config, *api.Deps)
+
+func temporalClient(t *testing.T) client.Client {
+	t.Helper()
+	addr := os.Getenv("TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
+	}
+	c, err := client.NewLazyClient(client.Options{HostPort: addr, Logger: quietTemporalLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newEnv starts a server; db may be nil to use the package database.
+func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
+	t.Helper()
+	if db == nil {
+		db = storetest.Open(t)
+	}
+	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: "api-test-" + fmt.Sprint(time.Now().UnixNano())}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: temporalClient(t)}
+	for _, o := range opts {
+		o(&cfg, &deps)
+	}
+	logs := &bytes.Buffer{}
+	mu := &sync.Mutex{}
+	log := slog.New(slog.NewJSONHandler(lockedWriter{mu, logs}, nil))
+	srv, err := api.NewServer(cfg, deps, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck
+	})
+	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
+		server: srv, oas: loadOpenAPI(t), logs: logs, logsMu: mu}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// request describes one call; path is the OpenAPI path template, filled from params.
+type request struct {
+	method  string
+	path    string
+	params  map[string]string
+	query   string
+	key     string
+	body    any // string/[]byte sent raw; anything else JSON-encoded
+	headers map[string]string
+	root    string // mount point; default /api/v1
+	noCheck bool   // skip OpenAPI response validation (only for deliberately undocumented paths)
+}
+
+type response struct {
+	status  int
+	header  http.Header
+	raw     []byte
+	body    map[string]any
+	rawBody any
+}
+
+func (r response) data() map[string]any {
+	d, _ := r.body["data"].(map[string]any)
+	return d
+}
+
+func (r response) dataList() []any {
+	d, _ := r.body["data"].([]any)
+	return d
+}
+
+func (r response) meta() map[string]any {
+	m, _ := r.body["meta"].(map[string]any)
+	return m
+}
+
+func (r response) errorCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (r response) errorObj() map[string]any {
+	e, _ := r.body["error"].(map[string]any)
+	return e
+}
+
+// do sends the request and validates the response against the OpenAPI document.
+func (e *env) do(req request) response {
+	e.t.Helper()
+	path := req.path
+	for k, v := range req.params {
+		path = strings.ReplaceAll(path, "{"+k+"}", v)
+	}
+	root := req.root
+	if root == "" {
+		root = api.V1Root
+	}
+	url := e.base + strings.TrimSuffix(root, "/") + strings.TrimSuffix(path, "/")
+	if url == e.base {
+		url += "/"
+	}
+	if req.query != "" {
+		url += "?" + req.query
+	}
+	var body io.Reader
+	switch b := req.body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	hr, err := http.NewRequest(req.method, url, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if req.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.key)
+	}
+	for k, v := range req.headers {
+		if v == "" {
+			hr.Header.Del(k)
+		} else {
+			hr.Header.Set(k, v)
+		}
+	}
+	res, err := e.client.Do(hr)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", req.method, url, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := response{status: res.StatusCode, header: res.Header, raw: raw}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.rawBody); err != nil {
+			e.t.Fatalf("%s %s: response is not JSON: %v: %s", req.method, url, err, raw)
+		}
+		out.body, _ = out.rawBody.(map[string]any)
+	}
+	if !req.noCheck {
+		e.oas.check(e.t, req.method, req.path, res.StatusCode, out.rawBody)
+	}
+	return out
+}
+
+// expect fails unless the response has status (and, for errors, code).
+func expect(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.status != status || (code != "" && r.errorCode() != code) {
+		t.Fatalf("got %d %s, want %d %s: %s", r.status, r.errorCode(), status, code, r.raw)
+	}
+}
+
+// rawRequest sends only the head of a request that announces a body of bodyLen bytes and
+// reads the answer, as a server that refuses oversize bodies early sends it.
+func (e *env) rawRequest(method, path, key string, bodyLen int) response {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nIdempotency-Key: raw\r\nContent-Length: %d\r\n\r\n",
+		method, path, key, bodyLen)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{status: res.StatusCode, header: res.Header, raw: raw}
+	if err := json.Unmarshal(raw, &out.rawBody); err != nil {
+		e.t.Fatalf("not JSON: %s", raw)
+	}
+	out.body, _ = out.rawBody.(map[string]any)
+	return out
+}

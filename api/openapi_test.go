@@ -1,0 +1,164 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+		"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	temporallog "go.temporal.io/sdk/log"
+
+	"github.com/accountablework/accountable/api"
+)
+
+func quietTemporalLogger() temporallog.Logger {
+	return temporallog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// openAPI validates responses against the published document.
+type openAPI struct {
+	doc     map[string]any
+	schemas *api.Schemas
+	mu      sync.Mutex
+	checked map[string]bool // operation+status pairs seen, for the coverage test
+}
+
+var (
+	oasOnce sync.Once
+	oasDoc  *openAPI
+)
+
+func loadOpenAPI(t *testing.T) *openAPI {
+	oasOnce.Do(func() {
+		var doc map[string]any
+		if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+			panic(err)
+		}
+		schemas, err := api.NewSchemas()
+		if err != nil {
+			panic(err)
+		}
+		oasDoc = &openAPI{doc: doc, schemas: schemas, checked: map[string]bool{}}
+	})
+	return oasDoc
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// check validates body against the documented response of (method, path, status): the
+// status must be documented and the body must satisfy its schema.
+func (o *openAPI) check(t *testing.T, method, path string, status int, body any) {
+	t.Helper()
+	m := strings.ToLower(method)
+	paths, _ := o.doc["paths"].(map[string]any)
+	item, ok := paths[path].(map[string]any)
+	if !ok {
+		t.Fatalf("openapi: path %s is not documented", path)
+	}
+	op, ok := item[m].(map[string]any)
+	if !ok {
+		if status == http.StatusMethodNotAllowed {
+			return
+		}
+		t.Fatalf("openapi: %s %s is not documented", method, path)
+	}
+	responses := op["responses"].(map[string]any)
+	code := strconv.Itoa(status)
+	resp, ok := responses[code].(map[string]any)
+	if !ok {
+		t.Fatalf("openapi: %s %s does not document status %d (body %v)", method, path, status, body)
+	}
+	ptr := "/paths/" + escapePointer(path) + "/" + m + "/responses/" + code
+	if ref, ok := resp["$ref"].(string); ok {
+		ptr = strings.TrimPrefix(ref, "#")
+	}
+	sch, err := o.schemas.Compile(ptr + "/content/application~1json/schema")
+	if err != nil {
+		t.Fatalf("openapi: compile %s: %v", ptr, err)
+	}
+	// Validate the value as the JSON decoder of the schema library sees it.
+	raw, _ := json.Marshal(body)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("openapi: %s %s %d does not match the document: %v\nbody: %s", method, path, status, err, raw)
+	}
+	o.mu.Lock()
+	o.checked[method+" "+path+" "+code] = true
+	o.mu.Unlock()
+}
+
+// The route table and the document describe the same operations.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	e := newEnv(t, nil)
+	doc := loadOpenAPI(t).doc
+	documented := map[string]bool{}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method := range item.(map[string]any) {
+			if method == "servers" || method == "parameters" {
+				continue
+			}
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	served := map[string]bool{}
+	for _, r := range e.server.App().GetRoutes(true) {
+		if r.Method == http.MethodHead || r.Method == "USE" {
+			continue
+		}
+		path := r.Path
+		switch {
+		case strings.HasPrefix(path, api.V1Root):
+			path = strings.TrimPrefix(path, api.V1Root)
+		case strings.HasPrefix(path, api.ClientRoot):
+			path = strings.TrimPrefix(path, api.ClientRoot)
+		}
+		if path == "" {
+			path = "/"
+		}
+		// Fiber ":name" -> OpenAPI "{name}"
+		parts := strings.Split(path, "/")
+		for i, p := range parts {
+			if strings.HasPrefix(p, ":") {
+				parts[i] = "{" + p[1:] + "}"
+			}
+		}
+		served[r.Method+" "+strings.Join(parts, "/")] = true
+	}
+	var missing, extra []string
+	for op := range served {
+		if !documented[op] {
+			missing = append(missing, op)
+		}
+	}
+	for op := range documented {
+		if !served[op] {
+			extra = append(extra, op)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Fatalf("served but not documented: %v\ndocumented but not served: %v", missing, extra)
+	}
+	// Every documented schema compiles.
+	for name := range doc["components"].(map[string]any)["schemas"].(map[string]any) {
+		if _, err := loadOpenAPI(t).schemas.Compile("/components/schemas/" + name); err != nil {
+			t.Errorf("schema %s: %v", name, err)
+		}
+	}
+	if v := doc["openapi"]; v != "3.1.0" {
+		t.Fatalf("openapi version %v", v)
+	}
+}
