@@ -3,7 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
-		"io"
+	"io"
 	"log/slog"
 	"net/http"
 	"sort"
