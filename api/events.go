@@ -162,7 +162,7 @@ func (s *Server) getLedgerVerification(c *fiber.Ctx) error {
 // startWorkflow starts a workflow once per id: an already running or finished execution
 // of the id counts as started.
 func (s *Server) startWorkflow(ctx context.Context, id, name string, input any) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := s.deps.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,

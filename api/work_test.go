@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
@@ -319,4 +322,33 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	// Boundaries that are valid: zero duration, maximum cost, a 4000-character summary.
 	r = e.do(complete(withToken(map[string]any{"measured_duration_hours": 100000, "cost_cents": 100000000, "summary": strings.Repeat("s", 4000)})))
 	expect(t, r, http.StatusOK, "")
+}
+
+func TestIdempotencyKeyInProgressAnswers409(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	ctx := context.Background()
+
+	// Another request holds the key: take the same transaction-scoped lock the command takes.
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 0))`,
+		tenant.Principal.WorkspaceID, "busy-key"); err != nil {
+		t.Fatal(err)
+	}
+	req := request{method: "POST", path: "/work", key: tenant.Key, headers: map[string]string{"Idempotency-Key": "busy-key"},
+		body: map[string]any{"title": "while busy"}}
+	expect(t, e.do(req), http.StatusConflict, accountable.ECodeIdempotencyInProgress)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, e.do(req), http.StatusCreated, "")
+	expect(t, e.do(req), http.StatusOK, "")
 }

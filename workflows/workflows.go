@@ -35,6 +35,8 @@ type LedgerVerificationInput struct {
 func LedgerVerification(ctx workflow.Context, in LedgerVerificationInput) (accountable.LedgerVerification, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		// Transient failures (the database restarting) are retried for up to an hour.
+		ScheduleToCloseTimeout: time.Hour,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
@@ -55,6 +58,12 @@ func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Cl
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    temporallog.NewStructuredLogger(log.With("component", "temporal")),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
+			// Reconnect within seconds after an outage (gRPC's default backoff grows to 2 min).
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+				BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second,
+			}, MinConnectTimeout: 3 * time.Second}),
+		}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal client: %w", err)
