@@ -27,6 +27,7 @@ type Config struct {
 	RateLimitBurst    int
 	ShutdownTimeout   time.Duration
 	DevKeyFile        string
+	TemporalUIURL     string
 }
 
 // DefaultDatabaseURL is the private cluster that `make run` and `make test` start.
@@ -42,6 +43,7 @@ func LoadConfig() (Config, error) {
 		TemporalNamespace: env("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
 		DevKeyFile:        env("DEV_KEY_FILE", ".data/dev-api-key"),
+		TemporalUIURL:     env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))

@@ -282,11 +282,11 @@ func printDevKey(out io.Writer, cfg Config, key, workspaceID string) {
 	fmt.Fprintf(out, `
   Accountable Work Service (dev)
   API:          %[1]s/api/v1
-  Temporal UI:  http://127.0.0.1:8233
+  Temporal UI:  %[5]s
   Workspace:    %[3]s
   Dev API key:  %[2]s   (kept in %[4]s)
 
   Try:  curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/v1/credential
 
-`, cfg.SiteURL, key, workspaceID, cfg.DevKeyFile)
+`, cfg.SiteURL, key, workspaceID, cfg.DevKeyFile, cfg.TemporalUIURL)
 }
