@@ -164,6 +164,7 @@ func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey,
 		}
 		b := &pgx.Batch{}
 		queueEvent(b, ev)
+		notifyKeyChanged(b, k.Prefix)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	return k, err

@@ -41,7 +41,7 @@ func scanVerification(row pgx.Row) (accountable.LedgerVerificationJob, error) {
 // background; the caller then starts the workflow that completes it.
 func (db *DB) RequestLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency) (accountable.LedgerVerificationJob, bool, error) {
 	cc := commandFor(p, idem, accountable.Causation{})
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (accountable.LedgerVerificationJob, error) {
+	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.LedgerVerificationJob, error) {
 		j := accountable.LedgerVerificationJob{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID,
 			Status: accountable.VerificationRunning, RequestedAt: cc.Now}
 		ev, err := newEvent(cc, change{AggregateType: accountable.AggregateLedgerVerification, AggregateID: j.ID,
@@ -71,7 +71,7 @@ func (db *DB) GetLedgerVerification(ctx context.Context, workspaceID, id string)
 // It is idempotent: completing a completed verification changes nothing.
 func (db *DB) CompleteLedgerVerification(ctx context.Context, workspaceID, id string, res accountable.LedgerVerification) error {
 	cc := commandContext{WorkspaceID: workspaceID, Actor: worker, Now: accountable.Now()}
-	_, _, err := runCommand(ctx, db, cc, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (struct{}, error) {
+	_, _, err := runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (struct{}, error) {
 		var prevHash string
 		err := tx.QueryRow(ctx, `UPDATE ledger_verifications SET status = $3, completed_at = $4, verified = $5,
 				event_count = $6, head_hash = $7, first_broken_event_id = $8, first_broken_reason = $9

@@ -54,7 +54,7 @@ func commandFor(p accountable.Principal, idem *accountable.Idempotency, c accoun
 // CreateWork creates a work item in the principal's workspace.
 func (db *DB) CreateWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateWork) (accountable.WorkCreated, bool, error) {
 	cc := commandFor(p, idem, in.Causation)
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (accountable.WorkCreated, error) {
+	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.WorkCreated, error) {
 		t := accountable.Task{
 			ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, Title: in.Title,
 			Description: in.Description, Status: accountable.TaskTodo, Priority: in.Priority, DueDate: in.DueDate,
@@ -147,7 +147,7 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 // exactly one matches a row; the others find a newer version and get task_version_stale.
 func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error) {
 	cc := commandFor(p, idem, in.Causation)
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (accountable.WorkCompletion, error) {
+	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.WorkCompletion, error) {
 		var prevHash *string
 		// An instant finer than the stored microseconds can never equal a stored version.
 		exact := in.Expected.UpdatedAt.Equal(in.Expected.UpdatedAt.Truncate(time.Microsecond))
@@ -194,7 +194,7 @@ func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *a
 }
 
 // completionRefused explains why the completing UPDATE matched no row.
-func completionRefused(ctx context.Context, tx pgx.Tx, workspaceID string, in accountable.CompleteWork) error {
+func completionRefused(ctx context.Context, tx querier, workspaceID string, in accountable.CompleteWork) error {
 	var status string
 	var cur accountable.TaskVersion
 	err := tx.QueryRow(ctx, `SELECT status, aggregate_version, updated_at FROM tasks WHERE workspace_id = $1 AND id = $2`,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only when PPROF_ADDR is set
 	"os"
 	"time"
 
@@ -72,11 +74,17 @@ func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Cl
 	return c, nil
 }
 
-func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) (*api.Server, error) {
+func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *store.KeyCache {
+	kc := store.NewKeyCache(db, cfg.KeyCacheTTL, log)
+	lc.Append(fx.StartStopHook(kc.Start, kc.Stop))
+	return kc
+}
+
+func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		TaskQueue: cfg.TaskQueue,
-	}, api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc}, log)
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +125,29 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log 
 	return w
 }
 
+// startProfiler serves net/http/pprof on PPROF_ADDR (off by default; bind it to loopback).
+func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
+	if cfg.PprofAddr == "" {
+		return
+	}
+	srv := &http.Server{Addr: cfg.PprofAddr, Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", cfg.PprofAddr)
+			if err != nil {
+				return err
+			}
+			log.Info("serving pprof", "addr", ln.Addr().String())
+			go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+}
+
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newAPIServer), fx.Invoke(func(*api.Server) {}))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer), fx.Invoke(func(*api.Server) {}, startProfiler))
 }
 
 // workerOptions runs the Temporal worker.
@@ -129,6 +157,6 @@ func workerOptions(cfg Config) fx.Option {
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newAPIServer, newWorker),
-		fx.Invoke(func(*api.Server, *worker.Worker) {}))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker),
+		fx.Invoke(func(*api.Server, *worker.Worker) {}, startProfiler))
 }

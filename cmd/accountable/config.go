@@ -28,6 +28,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration
 	DevKeyFile        string
 	TemporalUIURL     string
+	PprofAddr         string
+	KeyCacheTTL       time.Duration
 }
 
 // DefaultDatabaseURL is the private cluster that `make run` and `make test` start.
@@ -44,6 +46,7 @@ func LoadConfig() (Config, error) {
 		TaskQueue:         env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
 		DevKeyFile:        env("DEV_KEY_FILE", ".data/dev-api-key"),
 		TemporalUIURL:     env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
+		PprofAddr:         env("PPROF_ADDR", ""),
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))
@@ -51,6 +54,7 @@ func LoadConfig() (Config, error) {
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
+	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}

@@ -1,0 +1,101 @@
+package store_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// waitCached polls until the cache serves prefix from memory (once its listener is up).
+func waitCached(t *testing.T, kc *store.KeyCache, prefix string, conn *pgx.Conn) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, _, err := kc.KeyByPrefix(context.Background(), prefix); err != nil {
+			t.Fatal(err)
+		}
+		// Change the row behind the cache's back: a cached entry does not see it.
+		if _, err := conn.Exec(context.Background(), `UPDATE api_keys SET name = name || '.' WHERE prefix = $1`, prefix); err != nil {
+			t.Fatal(err)
+		}
+		k, _, err := kc.KeyByPrefix(context.Background(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k2, _, _ := kc.KeyByPrefix(context.Background(), prefix)
+		if k.Name == k2.Name {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key cache never served from memory")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestKeyCacheDropsRevokedKeysAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	kc := store.NewKeyCache(db, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kc.Start()
+	t.Cleanup(kc.Stop)
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	tenant := storetest.NewTenant(t, db)
+	prefix := tenant.Principal.KeyPrefix
+	waitCached(t, kc, prefix, conn)
+
+	// A revocation through the store is announced and the entry dropped before the TTL.
+	if _, err := db.RevokeKey(ctx, prefix); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		k, _, err := kc.KeyByPrefix(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.RevokedAt != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("revoked key still served from the cache")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestKeyCacheEntriesExpire(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	kc := store.NewKeyCache(db, 200*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kc.Start()
+	t.Cleanup(kc.Stop)
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tenant := storetest.NewTenant(t, db)
+	prefix := tenant.Principal.KeyPrefix
+	waitCached(t, kc, prefix, conn)
+	if _, err := conn.Exec(ctx, `UPDATE api_keys SET name = 'renamed' WHERE prefix = $1`, prefix); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	k, _, err := kc.KeyByPrefix(ctx, prefix)
+	if err != nil || k.Name != "renamed" {
+		t.Fatalf("after the TTL: %q %v", k.Name, err)
+	}
+}
