@@ -1,0 +1,111 @@
+package accountable_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+)
+
+func TestVersionTokenRoundTrips(t *testing.T) {
+	v := accountable.TaskVersion{AggregateVersion: 42, UpdatedAt: time.Date(2026, 11, 22, 6, 41, 50, 953363000, time.UTC)}
+	got, ok := accountable.ParseVersionToken(v.Token())
+	if !ok || !got.Equal(v) {
+		t.Fatalf("round trip: %+v %v", got, ok)
+	}
+	for _, bad := range []string{"", "x", "djEuMS4", "!!!!", "djIuMS4x" /* v2.1.1 */, "djEuLTEuMQ" /* v1.-1.1 */} {
+		if _, ok := accountable.ParseVersionToken(bad); ok {
+			t.Errorf("token %q accepted", bad)
+		}
+	}
+	other := v
+	other.UpdatedAt = other.UpdatedAt.Add(time.Microsecond)
+	if v.Equal(other) || v.Token() == other.Token() {
+		t.Fatal("versions a microsecond apart compare equal")
+	}
+}
+
+func TestCursorsRoundTrip(t *testing.T) {
+	p := accountable.StreamPosition{TxID: 1 << 40, Seq: 7}
+	if got, ok := accountable.ParseStreamCursor(p.Encode()); !ok || got != p {
+		t.Fatalf("stream cursor: %+v %v", got, ok)
+	}
+	w := accountable.WorkCursor{CreatedAt: accountable.Now(), ID: "0190c0de-0000-7000-8000-000000000000"}
+	if got, ok := accountable.ParseWorkCursor(w.Encode()); !ok || !got.CreatedAt.Equal(w.CreatedAt) || got.ID != w.ID {
+		t.Fatalf("work cursor: %+v %v", got, ok)
+	}
+	for _, bad := range []string{"", "bogus", accountable.StreamPosition{}.Encode()[:3]} {
+		if _, ok := accountable.ParseStreamCursor(bad); ok {
+			t.Errorf("stream cursor %q accepted", bad)
+		}
+		if _, ok := accountable.ParseWorkCursor(bad); ok {
+			t.Errorf("work cursor %q accepted", bad)
+		}
+	}
+}
+
+func TestIdempotencyKeyPattern(t *testing.T) {
+	cases := map[string]bool{
+		"a": true, "A.b_c:d/e-f": true, strings.Repeat("k", 200): true,
+		"": false, "-a": false, ".a": false, "a b": false, "a\n": false, strings.Repeat("k", 201): false, "ключ": false,
+	}
+	for k, want := range cases {
+		if got := accountable.ValidIdempotencyKey(k); got != want {
+			t.Errorf("%q: got %v want %v", k, got, want)
+		}
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	key, prefix := accountable.NewAPIKey()
+	p, ok := accountable.ParseAPIKey(key)
+	if !ok || p != prefix || !strings.HasPrefix(key, "svk_") || len(prefix) != 12 {
+		t.Fatalf("key %q prefix %q parsed %q %v", key, prefix, p, ok)
+	}
+	other, _ := accountable.NewAPIKey()
+	if other == key || string(accountable.HashAPIKey(key)) == string(accountable.HashAPIKey(other)) {
+		t.Fatal("two keys collide")
+	}
+	for _, bad := range []string{"", "svk_", "svk_" + strings.Repeat("G", 48), "sk_" + strings.Repeat("a", 49), key + "0", strings.ToUpper(key)} {
+		if _, ok := accountable.ParseAPIKey(bad); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestErrorCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range accountable.ErrorCatalogue() {
+		if seen[s.Code] || s.Status < 400 || s.Status > 599 || s.Title == "" || s.Description == "" {
+			t.Errorf("bad entry %+v", s)
+		}
+		seen[s.Code] = true
+	}
+	for code, status := range map[string]int{
+		accountable.ECodeTaskVersionStale: 409, accountable.ECodeValidationFailed: 400, accountable.ECodeNotFound: 404,
+		accountable.ECodeLedgerUnavailable: 503, accountable.ECodeRateLimited: 429, accountable.ECodePayloadTooLarge: 413,
+		accountable.ECodeUnsupportedMediaType: 415, accountable.ECodeIdempotencyInProgress: 409, "no_such_code": 500,
+	} {
+		if got := accountable.ErrorStatus(code); got != status {
+			t.Errorf("%s: %d, want %d", code, got, status)
+		}
+	}
+	if err := (accountable.Issues{}).Err(); err != nil {
+		t.Fatal("no issues is no error")
+	}
+	var is accountable.Issues
+	is.Add("/title", "is required")
+	if accountable.ErrorCode(is.Err()) != accountable.ECodeValidationFailed {
+		t.Fatal(is.Err())
+	}
+}
+
+func TestTimesRoundTripAtStoredPrecision(t *testing.T) {
+	now := accountable.Now()
+	s := accountable.FormatTime(now)
+	back, err := accountable.ParseTime(s)
+	if err != nil || !back.Equal(now) || len(s) != len("2026-11-22T06:41:50.953363Z") {
+		t.Fatalf("%s -> %v %v", s, back, err)
+	}
+}
