@@ -143,6 +143,13 @@ func TestWorkspaceScoping(t *testing.T) {
 		t.Fatalf("body workspace_id ignored: %s", r.raw)
 	}
 	expect(t, get(second.Key, r.data()["taskId"].(string), ""), http.StatusOK, "")
+	// An explicit null is the same as leaving the field out.
+	r = e.do(request{method: "POST", path: "/work", key: a.Key, headers: map[string]string{"Idempotency-Key": "null-ws"},
+		body: map[string]any{"title": "in the key's workspace", "workspace_id": nil}})
+	expect(t, r, http.StatusCreated, "")
+	if r.meta()["workspaceId"] != a.Principal.WorkspaceID {
+		t.Fatalf("null workspace_id: %s", r.raw)
+	}
 	expect(t, get(a.Key, task, "workspace_id="+b.Principal.WorkspaceID), http.StatusNotFound, accountable.ECodeNotFound)
 	expect(t, get(a.Key, task, "workspace_id=nope"), http.StatusBadRequest, accountable.ECodeValidationFailed)
 }
