@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// cli points the command at this package's database and returns a runner of it.
+func cli(t *testing.T) func(args ...string) (string, error) {
+	t.Helper()
+	t.Setenv("DATABASE_URL", storetest.URL(t))
+	t.Setenv("LOG_LEVEL", "warn")
+	return func(args ...string) (string, error) {
+		var buf bytes.Buffer
+		err := run(args, &buf)
+		return buf.String(), err
+	}
+}
+
+type createdKey struct {
+	Key, KeyPrefix, WorkspaceID, UserID string
+}
+
+var keyPattern = regexp.MustCompile(`^svk_[0-9a-f]{48}$`)
+
+// decodeCreated checks that out is exactly one JSON object with exactly the fields of a
+// created key, and returns them.
+func decodeCreated(t *testing.T, out string) createdKey {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("keys create --json printed %q: %v", out, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("keys create --json printed more than one JSON value: %q", out)
+	}
+	var fields []string
+	for k, v := range m {
+		fields = append(fields, k)
+		if _, ok := v.(string); !ok {
+			t.Errorf("field %s = %#v, want a string", k, v)
+		}
+	}
+	sort.Strings(fields)
+	if strings.Join(fields, ",") != "key,key_prefix,user_id,workspace_id" {
+		t.Fatalf("fields %v, want exactly key, key_prefix, workspace_id, user_id", fields)
+	}
+	k := createdKey{Key: m["key"].(string), KeyPrefix: m["key_prefix"].(string), WorkspaceID: m["workspace_id"].(string), UserID: m["user_id"].(string)}
+	if !keyPattern.MatchString(k.Key) {
+		t.Errorf("key %q does not match %s", k.Key, keyPattern)
+	}
+	if len(k.Key) < 12 || k.KeyPrefix != k.Key[:12] {
+		t.Errorf("key_prefix %q is not the first 12 characters of the key", k.KeyPrefix)
+	}
+	for name, id := range map[string]string{"workspace_id": k.WorkspaceID, "user_id": k.UserID} {
+		if _, err := uuid.Parse(id); err != nil {
+			t.Errorf("%s %q is not a UUID: %v", name, id, err)
+		}
+	}
+	return k
+}
+
+// createKey runs `keys create ARGS --json` and decodes what it prints.
+func createKey(t *testing.T, cmd func(...string) (string, error), args ...string) createdKey {
+	t.Helper()
+	out, err := cmd(append([]string{"keys", "create"}, append(args, "--json")...)...)
+	if err != nil {
+		t.Fatalf("keys create %v: %v (printed %q)", args, err, out)
+	}
+	return decodeCreated(t, out)
+}
+
+func TestCLIKeysCreate(t *testing.T) {
+	cmd := cli(t)
+	first := createKey(t, cmd, "--name", "ci", "--new-workspace", "CI", "--user", "ci@example.test")
+	second := createKey(t, cmd, "--name", "second", "--workspace", first.WorkspaceID, "--user", "ci@example.test")
+	if second.WorkspaceID != first.WorkspaceID || second.UserID != first.UserID {
+		t.Errorf("second key in workspace %s for user %s; want %s, %s", second.WorkspaceID, second.UserID, first.WorkspaceID, first.UserID)
+	}
+	if second.Key == first.Key || second.KeyPrefix == first.KeyPrefix {
+		t.Errorf("two keys share a secret or prefix: %q, %q", first.KeyPrefix, second.KeyPrefix)
+	}
+	// A new workspace per --new-workspace.
+	third := createKey(t, cmd, "--name", "other", "--new-workspace", "CI 2", "--user", "ci@example.test")
+	if third.WorkspaceID == first.WorkspaceID || third.UserID != first.UserID {
+		t.Errorf("third key: workspace %s (first %s), user %s (first %s)", third.WorkspaceID, first.WorkspaceID, third.UserID, first.UserID)
+	}
+}
+
+type listedKey struct {
+	KeyPrefix   string  `json:"key_prefix"`
+	Name        string  `json:"name"`
+	UserEmail   string  `json:"user_email"`
+	WorkspaceID string  `json:"workspace_id"`
+	CreatedAt   string  `json:"created_at"`
+	RevokedAt   *string `json:"revoked_at"`
+}
+
+func listKeys(t *testing.T, cmd func(...string) (string, error), secrets ...string) map[string]listedKey {
+	t.Helper()
+	out, err := cmd("keys", "list", "--json")
+	if err != nil {
+		t.Fatalf("keys list: %v", err)
+	}
+	for _, s := range secrets {
+		if strings.Contains(out, s) || strings.Contains(out, s[12:]) {
+			t.Fatalf("keys list printed a secret key: %q", out)
+		}
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("keys list --json printed %q: %v", out, err)
+	}
+	keys := map[string]listedKey{}
+	for _, row := range rows {
+		if _, ok := row["key"]; ok {
+			t.Fatalf("keys list row has a key field: %v", row)
+		}
+		raw, _ := json.Marshal(row)
+		var k listedKey
+		if err := json.Unmarshal(raw, &k); err != nil {
+			t.Fatal(err)
+		}
+		keys[k.KeyPrefix] = k
+	}
+	return keys
+}
+
+func TestCLIKeysListAndRevoke(t *testing.T) {
+	cmd := cli(t)
+	first := createKey(t, cmd, "--name", "ci", "--new-workspace", "CI list", "--user", "ci-list@example.test")
+	second := createKey(t, cmd, "--name", "second", "--workspace", first.WorkspaceID, "--user", "ci-list@example.test")
+
+	keys := listKeys(t, cmd, first.Key, second.Key)
+	for _, k := range []createdKey{first, second} {
+		got, ok := keys[k.KeyPrefix]
+		if !ok {
+			t.Fatalf("keys list lacks %s: %v", k.KeyPrefix, keys)
+		}
+		if got.WorkspaceID != first.WorkspaceID || got.UserEmail != "ci-list@example.test" || got.RevokedAt != nil || got.CreatedAt == "" {
+			t.Errorf("listed %+v", got)
+		}
+	}
+	if keys[first.KeyPrefix].Name != "ci" || keys[second.KeyPrefix].Name != "second" {
+		t.Errorf("names %q, %q", keys[first.KeyPrefix].Name, keys[second.KeyPrefix].Name)
+	}
+
+	out, err := cmd("keys", "revoke", first.KeyPrefix)
+	if err != nil || !strings.Contains(out, first.KeyPrefix) {
+		t.Fatalf("keys revoke: %v (printed %q)", err, out)
+	}
+	keys = listKeys(t, cmd, first.Key, second.Key)
+	if k := keys[first.KeyPrefix]; k.RevokedAt == nil || *k.RevokedAt == "" {
+		t.Errorf("revoked key listed as %+v", k)
+	}
+	if k := keys[second.KeyPrefix]; k.RevokedAt != nil {
+		t.Errorf("the other key was revoked too: %+v", k)
+	}
+	// Revoking again is a no-op that still succeeds; an unknown prefix is not found.
+	if _, err := cmd("keys", "revoke", first.KeyPrefix); err != nil {
+		t.Errorf("second revoke: %v", err)
+	}
+	if _, err := cmd("keys", "revoke", "svk_00000000"); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Errorf("revoking an unknown prefix: %v", err)
+	}
+	// The revocation is in the workspace's ledger, which still verifies:
+	// workspace.created, 2 x api_key.created, api_key.revoked.
+	report := verifyWorkspace(t, cmd, first.WorkspaceID, nil)
+	if report.EventCount != 4 {
+		t.Errorf("eventCount %d, want 4", report.EventCount)
+	}
+}
+
+type verifyReport struct {
+	WorkspaceID        string  `json:"workspaceId"`
+	Verified           bool    `json:"verified"`
+	EventCount         int64   `json:"eventCount"`
+	HeadHash           *string `json:"headHash"`
+	FirstBrokenEventID *string `json:"firstBrokenEventId"`
+	FirstBrokenReason  *string `json:"firstBrokenReason"`
+}
+
+// verifyWorkspace runs `ledger verify --workspace id`, checks its error against wantErr
+// and returns the one report line it prints.
+func verifyWorkspace(t *testing.T, cmd func(...string) (string, error), id string, wantErr error) verifyReport {
+	t.Helper()
+	out, err := cmd("ledger", "verify", "--workspace", id)
+	if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
+		t.Fatalf("ledger verify: err = %v, want %v (printed %q)", err, wantErr, out)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("ledger verify --workspace printed %d lines: %q", len(lines), out)
+	}
+	var r verifyReport
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatalf("ledger verify printed %q: %v", out, err)
+	}
+	if r.WorkspaceID != id {
+		t.Fatalf("report for workspace %q, want %q", r.WorkspaceID, id)
+	}
+	return r
+}
+
+func TestCLILedgerVerify(t *testing.T) {
+	ctx := context.Background()
+	cmd := cli(t)
+	k := createKey(t, cmd, "--name", "ci", "--new-workspace", "CI verify", "--user", "ci-verify@example.test")
+	bystander := createKey(t, cmd, "--name", "ci", "--new-workspace", "CI bystander", "--user", "ci-verify@example.test")
+
+	r := verifyWorkspace(t, cmd, k.WorkspaceID, nil)
+	if !r.Verified || r.EventCount != 2 || r.HeadHash == nil || !strings.HasPrefix(*r.HeadHash, "sha256:") || r.FirstBrokenEventID != nil {
+		t.Fatalf("intact ledger: %+v", r)
+	}
+
+	// Tamper with the workspace.created event, bypassing the append-only trigger.
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	var tampered string
+	err = conn.QueryRow(ctx, `UPDATE ledger_events SET payload = jsonb_set(payload, '{name}', '"tampered"')
+		WHERE workspace_id = $1 AND event_type = 'workspace.created' RETURNING id::text`, k.WorkspaceID).Scan(&tampered)
+	if err != nil {
+		t.Fatalf("tamper: %v", err)
+	}
+
+	r = verifyWorkspace(t, cmd, k.WorkspaceID, errBrokenLedger)
+	if r.Verified || r.EventCount != 2 || r.FirstBrokenEventID == nil || *r.FirstBrokenEventID != tampered ||
+		r.FirstBrokenReason == nil || *r.FirstBrokenReason == "" {
+		t.Fatalf("tampered ledger: %+v (tampered event %s)", r, tampered)
+	}
+	if r := verifyWorkspace(t, cmd, bystander.WorkspaceID, nil); !r.Verified || r.EventCount != 2 {
+		t.Fatalf("bystander: %+v", r)
+	}
+
+	// Without --workspace every workspace gets a line, and the broken one fails the run.
+	out, err := cmd("ledger", "verify")
+	if !errors.Is(err, errBrokenLedger) {
+		t.Fatalf("ledger verify (all): err = %v, want errBrokenLedger", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		var r verifyReport
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("ledger verify printed %q: %v", line, err)
+		}
+		if r.WorkspaceID == k.WorkspaceID || r.WorkspaceID == bystander.WorkspaceID {
+			seen[r.WorkspaceID] = r.Verified
+		}
+	}
+	if v, ok := seen[k.WorkspaceID]; !ok || v {
+		t.Errorf("tampered workspace in the full run: present=%v verified=%v", ok, v)
+	}
+	if v, ok := seen[bystander.WorkspaceID]; !ok || !v {
+		t.Errorf("bystander in the full run: present=%v verified=%v", ok, v)
+	}
+}
+
+func TestCLIKeysCreateRejectsInvalidInput(t *testing.T) {
+	cmd := cli(t)
+	if out, err := cmd("keys", "create"); err == nil {
+		t.Fatalf("bare keys create succeeded, printed %q", out)
+	}
+	out, err := cmd("keys", "create", "--new-workspace", "no name", "--json")
+	if err == nil || accountable.ErrorCode(err) != accountable.ECodeValidationFailed {
+		t.Fatalf("keys create without --name: err = %v (printed %q), want validation_failed", err, out)
+	}
+	if out != "" {
+		t.Errorf("keys create without --name printed %q", out)
+	}
+
+	missing := uuid.NewString()
+	out, err = cmd("keys", "create", "--name", "x", "--workspace", missing)
+	if accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("keys create in an unknown workspace: err = %v (printed %q), want not_found", err, out)
+	}
+	if strings.Contains(out, "svk_") {
+		t.Errorf("a key was printed for an unknown workspace: %q", out)
+	}
+	// Nothing was created for it.
+	out, err = cmd("keys", "list", "--workspace", missing, "--json")
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Errorf("keys list of the unknown workspace: %q %v", out, err)
+	}
+	// Both a workspace id and a new workspace is refused too.
+	if _, err := cmd("keys", "create", "--name", "x", "--workspace", missing, "--new-workspace", "y"); err == nil {
+		t.Errorf("keys create with --workspace and --new-workspace succeeded")
+	}
+}
