@@ -52,7 +52,7 @@ func FuzzCompleteWorkBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req completeWorkRequest
-		_, err := decodeJSON(sch, body, &req)
+		_, _, err := decodeJSON(sch, body, &req)
 		var cmd accountable.CompleteWork
 		if err == nil {
 			cmd, err = req.command("0190c0de-0000-7000-8000-000000000000")
@@ -85,12 +85,13 @@ func FuzzCreateWorkBody(f *testing.F) {
 		`{"title":"x","initiative_id":"0190c0de-0000-7000-8000-000000000000","workstream_id":"0190c0de-0000-7000-8000-000000000001","milestone_id":"0190c0de-0000-7000-8000-000000000002"}`,
 		`{"title":"x","metadata":{"a":[1,2,{"b":null}]},"estimated_cost_cents":0}`, `{"title":"x","metadata":[]}`,
 		`{"title":"x","estimated_cost_cents":-1}`, `{"title":"x","extra":true}`, `{"title":"x","title":"y"}`,
+		`{"title":"x","metadata":{"a":1,"a":2}}`, `{"title":"x","metadata":{"n":1e400}}`, `{"title":"x","metadata":{"s":"\ud800"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req createWorkRequest
-		_, err := decodeJSON(sch, body, &req)
+		_, _, err := decodeJSON(sch, body, &req)
 		var cmd accountable.CreateWork
 		if err == nil {
 			cmd, err = req.command()

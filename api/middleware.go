@@ -25,6 +25,7 @@ const (
 	localPrincipal       = "principal"
 	localAPIKey          = "apiKey"
 	localContractDate    = "contractDate"
+	localCanonicalBody   = "canonicalBody"
 )
 
 // A client-supplied request id is echoed when it is short and plain; otherwise the server

@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"mime"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gowebpki/jcs"
 
 	"github.com/accountablework/accountable"
 )
@@ -21,10 +21,11 @@ func (s *Server) decodeBody(c *fiber.Ctx, schema string, dst any) error {
 	if len(body) > 0 && !isJSON(c.Get(fiber.HeaderContentType)) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
 	}
-	obj, err := decodeJSON(s.bodies[schema], body, dst)
+	obj, canonical, err := decodeJSON(s.bodies[schema], body, dst)
 	if err != nil {
 		return err
 	}
+	c.Locals(localCanonicalBody, canonical)
 	if ws, ok := obj["workspace_id"].(string); ok {
 		return s.selectWorkspace(c, "/workspace_id", ws)
 	}
@@ -40,9 +41,9 @@ func isJSON(contentType string) bool {
 	return mt == fiber.MIMEApplicationJSON || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// idempotency reads the Idempotency-Key header of a command. The request digest covers the
-// operation, its path parameters and the canonical (RFC 8785) body, so the same request
-// sent with other whitespace or key order is still the same request.
+// idempotency reads the Idempotency-Key header of a command (after decodeBody). The request
+// digest covers the operation, its path parameters and the canonical (RFC 8785) body, so
+// the same request sent with other whitespace or key order is still the same request.
 func idempotency(c *fiber.Ctx, operation string, required bool, params ...string) (*accountable.Idempotency, error) {
 	key := c.Get(headerIdempotencyKey)
 	if key == "" {
@@ -55,13 +56,9 @@ func idempotency(c *fiber.Ctx, operation string, required bool, params ...string
 		return nil, accountable.Errorf(accountable.ECodeIdempotencyKeyInvalid,
 			"The Idempotency-Key must be 1-200 characters matching ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$.")
 	}
-	body := c.Body()
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	canon, err := jcs.Transform(body)
-	if err != nil {
-		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body is not valid JSON.")
+	canon, ok := c.Locals(localCanonicalBody).([]byte)
+	if !ok {
+		return nil, errors.New("api: idempotency before decodeBody") // a handler bug: decode first
 	}
 	fingerprint, err := json.Marshal(map[string]any{"operation": operation, "params": params, "body": json.RawMessage(canon)})
 	if err != nil {

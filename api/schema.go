@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gowebpki/jcs"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -113,28 +114,36 @@ func pointer(loc []string) string {
 
 // decodeJSON checks body against sch and decodes it into dst. An empty body is taken as
 // {} (commands whose fields are all optional accept it). It returns invalid_json for text
-// that is not one JSON object and validation_failed, with issues, for schema violations.
-func decodeJSON(sch *jsonschema.Schema, body []byte, dst any) (map[string]any, error) {
+// that is not one JSON object, or that has no RFC 8785 canonical form (duplicate keys,
+// numbers beyond double range, lone surrogates: what the ledger could not hash), and
+// validation_failed, with issues, for schema violations. It also returns the canonical
+// form, which the idempotency fingerprint reuses.
+func decodeJSON(sch *jsonschema.Schema, body []byte, dst any) (map[string]any, []byte, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
-		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body is not valid JSON.")
+		return nil, nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body is not valid JSON.")
+	}
+	canonical, err := jcs.Transform(body)
+	if err != nil {
+		return nil, nil, accountable.Errorf(accountable.ECodeInvalidJSON,
+			"The request body must be I-JSON (RFC 7493): no duplicate member names, numbers within double precision, valid Unicode.")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body must be a JSON object.")
+		return nil, nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
 	if err := sch.Validate(v); err != nil {
-		return nil, accountable.ValidationError(validationIssues(err)...)
+		return nil, nil, accountable.ValidationError(validationIssues(err)...)
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, accountable.ValidationError(accountable.Issue{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Message: "value out of range or of the wrong type"})
+			return nil, nil, accountable.ValidationError(accountable.Issue{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Message: "value out of range or of the wrong type"})
 		}
-		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body could not be decoded.")
+		return nil, nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body could not be decoded.")
 	}
-	return obj, nil
+	return obj, canonical, nil
 }

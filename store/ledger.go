@@ -70,7 +70,7 @@ type commandContext struct {
 func newEvent(cc commandContext, c change) (accountable.Event, error) {
 	payload, err := canonicalJSON(c.Payload)
 	if err != nil {
-		return accountable.Event{}, fmt.Errorf("store: canonical payload: %w", err)
+		return accountable.Event{}, fmt.Errorf("canonical payload: %w", err)
 	}
 	e := accountable.Event{
 		ID:               uuid.Must(uuid.NewV7()).String(),
