@@ -43,7 +43,7 @@ cleanup() {
   fi
   if [ -n "$started_pg" ]; then
     log "stopping PostgreSQL ($started_pg)"
-    "${pg_ctl_cmd[@]}" stop -D "$started_pg" -m fast >/dev/null 2>&1 || true
+    (cd / && "${pg_ctl_cmd[@]}" stop -D "$started_pg" -m fast >/dev/null 2>&1) || true
   fi
   exit "$rc"
 }
@@ -77,45 +77,46 @@ ensure_pg_binaries() {
   die "PostgreSQL 15+ binaries not found. Install them (Debian: sudo apt-get install postgresql) or set DATABASE_URL."
 }
 
-# as_pg runs a PostgreSQL binary as the user that owns the cluster: initdb refuses root.
-as_pg() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
 start_postgres() {
   ensure_pg_binaries
   local pgdata="$data/postgres"
+  pg_log="$data/logs/postgres.log"
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
-    # The postgres user must be able to reach the data directory; a clone under a private
-    # home directory (/root is 0700) cannot, so the cluster lives under /var/tmp instead.
+    # The postgres user must be able to reach the data directory and the log; a clone under
+    # a private directory (/root and mktemp -d are 0700) cannot be reached, so the cluster
+    # and its log live under /var/tmp instead.
     mkdir -p "$pgdata"
     if ! runuser -u postgres -- test -x "$pgdata" 2>/dev/null; then
-      pgdata="/var/tmp/accountable-$(printf '%s' "$root" | sha256sum | cut -c1-12)/postgres"
-      mkdir -p "$pgdata"
-      chmod 755 "$(dirname "$pgdata")"
+      local base
+      base="/var/tmp/accountable-$(printf '%s' "$root" | sha256sum | cut -c1-12)"
+      mkdir -p "$base/postgres"
+      chmod 755 "$base"
+      pgdata="$base/postgres"
+      pg_log="$base/postgres.log"
     fi
-    chown postgres: "$pgdata"
+    touch "$pg_log"
+    chown postgres: "$pgdata" "$pg_log"
     chmod 700 "$pgdata"
-    touch "$data/logs/postgres.log" && chown postgres: "$data/logs/postgres.log"
-    # The log lives in the clone; fall back to the data directory's parent if unreachable.
-    pg_log="$data/logs/postgres.log"
-    runuser -u postgres -- test -w "$pg_log" 2>/dev/null || pg_log="$(dirname "$pgdata")/postgres.log"
+    pg_ctl_cmd=(runuser -u postgres -- "$pg_bindir/pg_ctl")
+    initdb_cmd=(runuser -u postgres -- "$pg_bindir/initdb")
   else
     mkdir -p "$pgdata"
     chmod 700 "$pgdata"
-    pg_log="$data/logs/postgres.log"
+    pg_ctl_cmd=("$pg_bindir/pg_ctl")
+    initdb_cmd=("$pg_bindir/initdb")
   fi
-  if [ "$(id -u)" = 0 ]; then pg_ctl_cmd=(runuser -u postgres -- "$pg_bindir/pg_ctl"); else pg_ctl_cmd=("$pg_bindir/pg_ctl"); fi
   if [ ! -f "$pgdata/PG_VERSION" ]; then
     log "initialising a private PostgreSQL cluster in $pgdata"
-    as_pg "$pg_bindir/initdb" -D "$pgdata" -U accountable --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null \
-      || as_pg "$pg_bindir/initdb" -D "$pgdata" -U accountable --auth=trust -E UTF8 --no-locale >/dev/null
+    # (cd /): the postgres user may not be allowed into the current directory.
+    (cd / && "${initdb_cmd[@]}" -D "$pgdata" -U accountable --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null) \
+      || (cd / && "${initdb_cmd[@]}" -D "$pgdata" -U accountable --auth=trust -E UTF8 --no-locale >/dev/null) \
+      || die "initdb failed for $pgdata"
   fi
   log "starting PostgreSQL on 127.0.0.1:$pg_port"
   # setsid keeps Ctrl-C from reaching the server directly; cleanup stops it in order.
-  setsid "${pg_ctl_cmd[@]}" start -D "$pgdata" -w -t 60 -l "$pg_log" \
-    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='' -c max_connections=300 -c fsync=${ACCOUNTABLE_PG_FSYNC:-on}" >/dev/null \
+  (cd / && setsid "${pg_ctl_cmd[@]}" start -D "$pgdata" -w -t 60 -l "$pg_log" \
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='' -c max_connections=300 -c fsync=${ACCOUNTABLE_PG_FSYNC:-on}" >/dev/null) \
     || { tail -20 "$pg_log" >&2; die "PostgreSQL did not start (log: $pg_log)"; }
   started_pg="$pgdata"
 }
