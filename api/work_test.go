@@ -270,7 +270,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"bad due date", post("/work", nil, "k1", map[string]any{"title": "x", "due_date": "tomorrow"}), 400, accountable.ECodeValidationFailed, "/due_date"},
 		{"duplicate member names", post("/work", nil, "k1", `{"title":"x","metadata":{"a":1,"a":2}}`), 400, accountable.ECodeInvalidJSON, ""},
 		{"number beyond double range", post("/work", nil, "k1", `{"title":"x","metadata":{"n":1e400}}`), 400, accountable.ECodeInvalidJSON, ""},
-		{"lone surrogate", complete(`{"version_token":"`+token+`","evidence":{"s":"\ud800"}}`), 400, accountable.ECodeInvalidJSON, ""},
+		{"lone surrogate", complete(`{"version_token":"` + token + `","evidence":{"s":"\ud800"}}`), 400, accountable.ECodeInvalidJSON, ""},
 		{"NUL in title", post("/work", nil, "k1", `{"title": "a\u0000b"}`), 400, accountable.ECodeValidationFailed, ""},
 		{"no idempotency key", post("/work", nil, "", map[string]any{"title": "x"}), 400, accountable.ECodeIdempotencyKeyRequired, ""},
 		{"bad idempotency key", post("/work", nil, "-starts-with-dash", map[string]any{"title": "x"}), 400, accountable.ECodeIdempotencyKeyInvalid, ""},
