@@ -113,9 +113,11 @@ func queueEvent(b *pgx.Batch, e accountable.Event) {
 		e.OccurredAt, e.RecordedAt, e.IdempotencyKey, e.CausationID, e.CorrelationID, e.PreviousHash, e.EventHash)
 }
 
+// eventColumns are read by scanEvent. The stream position is aliased: an output column
+// named tx_id would make "ORDER BY tx_id" sort by its text (where "999" > "1000").
 const eventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
-	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text, seq`
+	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text AS stream_tx, seq AS stream_seq`
 
 func scanEvent(row pgx.Row) (accountable.Event, accountable.StreamPosition, error) {
 	var e accountable.Event

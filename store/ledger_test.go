@@ -667,3 +667,35 @@ func TestEventHashCanBeRecomputedFromStreamItems(t *testing.T) {
 		t.Errorf("the event hash depends on the payload itself, not only on its digest")
 	}
 }
+
+// Transaction ids are ordered as numbers, not as text: 999 comes before 1000.
+func TestStreamOrdersTransactionIDsNumerically(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	conn := tamperConn(t)
+	// Events of (pretend) old transactions whose ids cross digit boundaries.
+	for _, tx := range []string{"99", "998", "999", "1000", "1001", "10000"} {
+		e := handMadeEvent(t, p.WorkspaceID, "probe", "tx-"+tx, 1, nil)
+		insertEvent(t, conn, e)
+		execOne(t, conn, `UPDATE ledger_events SET tx_id = $1::text::xid8 WHERE id = $2`, tx, e.ID)
+	}
+	var got []string
+	var pos accountable.StreamPosition
+	for {
+		page, err := db.StreamEvents(ctx, p.WorkspaceID, accountable.EventFilter{After: pos, Limit: 1, AggregateTypes: []string{"probe"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Events {
+			got = append(got, strings.TrimPrefix(e.AggregateID, "tx-"))
+		}
+		pos = page.Next
+		if !page.HasMore {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "99,998,999,1000,1001,10000" {
+		t.Fatalf("stream order %v", got)
+	}
+}
