@@ -2,11 +2,15 @@ package api_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -175,4 +179,45 @@ func sameErrorBody(a, b response) string {
 		}
 	}
 	return ""
+}
+
+// Through the in-memory key cache, as `serve` runs: interleaved keys stay apart and a
+// revocation takes effect at once.
+func TestRevokedKeyIsRefusedThroughTheKeyCache(t *testing.T) {
+	db := storetest.Open(t)
+	kc := store.NewKeyCache(db, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kc.Start()
+	t.Cleanup(kc.Stop)
+	e := newEnv(t, db, func(_ *api.Config, d *api.Deps) { d.Keys = kc })
+	a := storetest.NewTenant(t, db)
+	b := storetest.NewTenant(t, db)
+	// Long enough for the cache's listener to be up and the keys to be served from memory.
+	for range 20 {
+		expect(t, e.do(request{method: "GET", path: "/credential", key: a.Key}), http.StatusOK, "")
+		expect(t, e.do(request{method: "GET", path: "/credential", key: b.Key}), http.StatusOK, "")
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := db.RevokeKey(context.Background(), a.Principal.KeyPrefix); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := e.do(request{method: "GET", path: "/credential", key: a.Key})
+		if r.status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("revoked key still accepted: %d %s", r.status, r.raw)
+		}
+		expect(t, e.do(request{method: "GET", path: "/credential", key: b.Key}), http.StatusOK, "")
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 3 {
+		r := e.do(request{method: "GET", path: "/credential", key: b.Key})
+		expect(t, r, http.StatusOK, "")
+		if r.data()["key_prefix"] != b.Principal.KeyPrefix {
+			t.Fatalf("b answered as %v", r.data()["key_prefix"])
+		}
+		expect(t, e.do(request{method: "GET", path: "/credential", key: a.Key}), http.StatusUnauthorized, "")
+	}
 }

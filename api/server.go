@@ -122,8 +122,11 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          70 * time.Second,
 		IdleTimeout:           120 * time.Second,
-		JSONEncoder:           json.Marshal,
-		JSONDecoder:           json.Unmarshal,
+		// Strings from the request (headers, params, query) are copies, not views of buffers
+		// fasthttp reuses: they may safely outlive the request (caches, goroutines).
+		Immutable:   true,
+		JSONEncoder: json.Marshal,
+		JSONDecoder: json.Unmarshal,
 	})
 	s.routes()
 	return s, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ func (c *KeyCache) KeyByPrefix(ctx context.Context, prefix string) (accountable.
 	if err != nil {
 		return k, hash, err
 	}
+	// The caller's string may live in a buffer it reuses (Fiber's request strings do): the
+	// map keeps its own copy.
+	prefix = strings.Clone(prefix)
 	c.mu.Lock()
 	// A change announced while we read may not be in what we read: do not keep it.
 	if c.listening && c.generation == gen {

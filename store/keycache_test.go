@@ -13,24 +13,25 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
-// waitCached polls until the cache serves prefix from memory (once its listener is up).
+// waitCached polls until the cache serves prefix from memory (once its listener is up):
+// a change made behind the cache's back is then not seen.
 func waitCached(t *testing.T, kc *store.KeyCache, prefix string, conn *pgx.Conn) {
 	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, _, err := kc.KeyByPrefix(context.Background(), prefix); err != nil {
-			t.Fatal(err)
-		}
-		// Change the row behind the cache's back: a cached entry does not see it.
-		if _, err := conn.Exec(context.Background(), `UPDATE api_keys SET name = name || '.' WHERE prefix = $1`, prefix); err != nil {
-			t.Fatal(err)
-		}
-		k, _, err := kc.KeyByPrefix(context.Background(), prefix)
+		before, _, err := kc.KeyByPrefix(ctx, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k2, _, _ := kc.KeyByPrefix(context.Background(), prefix)
-		if k.Name == k2.Name {
+		if _, err := conn.Exec(ctx, `UPDATE api_keys SET name = name || '.' WHERE prefix = $1`, prefix); err != nil {
+			t.Fatal(err)
+		}
+		after, _, err := kc.KeyByPrefix(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Name == before.Name {
 			return
 		}
 		if time.Now().After(deadline) {
