@@ -20,6 +20,9 @@ const (
 	ECodeNotFound                 = "not_found"
 	ECodeRouteNotFound            = "route_not_found"
 	ECodeMethodNotAllowed         = "method_not_allowed"
+	ECodeBadRequest               = "bad_request"
+	ECodeRequestTimeout           = "request_timeout"
+	ECodeHeadersTooLarge          = "request_header_fields_too_large"
 	ECodePayloadTooLarge          = "payload_too_large"
 	ECodeUnsupportedMediaType     = "unsupported_media_type"
 	ECodeTaskVersionStale         = "task_version_stale"
@@ -67,6 +70,9 @@ func init() {
 	define(ECodeNotFound, 404, "Not found", "The resource does not exist or is not available to the caller (resources of other workspaces are reported the same way).")
 	define(ECodeRouteNotFound, 404, "Route not found", "No operation is served at this path.")
 	define(ECodeMethodNotAllowed, 405, "Method not allowed", "The path exists but does not accept this HTTP method.")
+	define(ECodeBadRequest, 400, "Bad request", "The HTTP request is malformed.")
+	define(ECodeRequestTimeout, 408, "Request timeout", "The request was not received in time.")
+	define(ECodeHeadersTooLarge, 431, "Request header fields too large", "The request headers exceed the server's limit.")
 	define(ECodePayloadTooLarge, 413, "Payload too large", "The request body exceeds the size limit.")
 	define(ECodeUnsupportedMediaType, 415, "Unsupported media type", "Request bodies must be sent with Content-Type: application/json.")
 	define(ECodeTaskVersionStale, 409, "Task version stale", "The work task version is stale; details.current_updated_at and details.current_aggregate_version give the current version.")

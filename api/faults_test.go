@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,16 @@ func TestDatabaseOutageAnswers503AndRecovers(t *testing.T) {
 		body: map[string]any{"title": "during the outage"}})
 	expect(t, r, http.StatusCreated, "")
 	expect(t, e.do(request{method: "GET", path: "/readyz", root: "/"}), http.StatusOK, "")
+}
+
+// Transport-level refusals get their own 4xx codes, never a 500.
+func TestOversizeHeadersAnswer431(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	r := e.do(request{method: "GET", path: "/work", key: tenant.Key, noCheck: true,
+		headers: map[string]string{"X-Padding": strings.Repeat("p", 9000)}})
+	expect(t, r, http.StatusRequestHeaderFieldsTooLarge, accountable.ECodeHeadersTooLarge)
+	if r.errorObj()["requestId"] == "" {
+		t.Fatalf("no request id: %s", r.raw)
+	}
 }

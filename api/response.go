@@ -64,11 +64,13 @@ type errorBody struct {
 
 // fiberErrorCodes maps errors Fiber raises itself to catalogue codes.
 var fiberErrorCodes = map[int]string{
-	fiber.StatusNotFound:              accountable.ECodeRouteNotFound,
-	fiber.StatusMethodNotAllowed:      accountable.ECodeMethodNotAllowed,
-	fiber.StatusRequestEntityTooLarge: accountable.ECodePayloadTooLarge,
-	fiber.StatusUnsupportedMediaType:  accountable.ECodeUnsupportedMediaType,
-	fiber.StatusBadRequest:            accountable.ECodeInvalidJSON,
+	fiber.StatusNotFound:                    accountable.ECodeRouteNotFound,
+	fiber.StatusMethodNotAllowed:            accountable.ECodeMethodNotAllowed,
+	fiber.StatusRequestEntityTooLarge:       accountable.ECodePayloadTooLarge,
+	fiber.StatusUnsupportedMediaType:        accountable.ECodeUnsupportedMediaType,
+	fiber.StatusBadRequest:                  accountable.ECodeBadRequest,
+	fiber.StatusRequestTimeout:              accountable.ECodeRequestTimeout,
+	fiber.StatusRequestHeaderFieldsTooLarge: accountable.ECodeHeadersTooLarge,
 }
 
 // handleError is the one place errors become responses: the 401 simple body for
@@ -87,7 +89,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	case errors.As(err, &ae):
 	case errors.As(err, &fe):
 		code, ok := fiberErrorCodes[fe.Code]
-		if !ok {
+		switch {
+		case !ok && fe.Code < 500:
+			code = accountable.ECodeBadRequest // a client error Fiber raised that has no code of its own
+		case !ok:
 			code = accountable.ECodeInternal
 		}
 		ae = accountable.Errorf(code, "%s", fe.Message)
