@@ -132,7 +132,17 @@ const (
 const (
 	VerificationRunning   = "running"
 	VerificationCompleted = "completed"
+	VerificationFailed    = "failed" // the workflow ended without recording a result
 )
+
+// LedgerVerificationRequest asks for a background verification of a workspace's ledger.
+// The LedgerVerification workflow records it (with its ledger event) and then the result.
+type LedgerVerificationRequest struct {
+	WorkspaceID    string
+	VerificationID string
+	RequestedBy    Actor
+	RequestedAt    time.Time
+}
 
 // LedgerVerificationJob is a background verification of a workspace's ledger, run by the
 // LedgerVerification workflow and recorded in the ledger when it completes.

@@ -13,6 +13,7 @@ import (
 
 // LedgerStore is what the ledger activities need.
 type LedgerStore interface {
+	RecordLedgerVerificationRequest(ctx context.Context, req accountable.LedgerVerificationRequest) error
 	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
 	CompleteLedgerVerification(ctx context.Context, workspaceID, id string, res accountable.LedgerVerification) error
 }
@@ -20,6 +21,11 @@ type LedgerStore interface {
 // Ledger holds the ledger activities.
 type Ledger struct {
 	Store LedgerStore
+}
+
+// RecordLedgerVerificationRequest records the request and its ledger event once.
+func (a *Ledger) RecordLedgerVerificationRequest(ctx context.Context, req accountable.LedgerVerificationRequest) error {
+	return retryable(a.Store.RecordLedgerVerificationRequest(ctx, req))
 }
 
 // VerifyAndRecordLedger recomputes the workspace's ledger and records the result of the
@@ -38,6 +44,9 @@ func (a *Ledger) VerifyAndRecordLedger(ctx context.Context, workspaceID, verific
 // retryable marks domain errors (invalid, not found, conflicts) as not worth retrying;
 // anything else (the database being down) is retried by Temporal.
 func retryable(err error) error {
+	if err == nil {
+		return nil
+	}
 	code := accountable.ErrorCode(err)
 	if status := accountable.ErrorStatus(code); code != accountable.ECodeInternal && status >= 400 && status < 500 {
 		return temporal.NewNonRetryableApplicationError(err.Error(), code, err)

@@ -130,6 +130,15 @@ func TestWorkspaceScoping(t *testing.T) {
 		}
 	}
 
+	// b's verification covers b's own events only.
+	v := e.do(request{method: "GET", path: "/events/verify", key: b.Key})
+	if v.data()["eventCount"] != 2.0 || v.data()["verified"] != true {
+		t.Fatalf("b's verification: %s", v.raw)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: b.Key, query: "aggregate_type=task&aggregate_id=" + task}); v.data()["eventCount"] != 0.0 {
+		t.Fatalf("b verifies a's task: %s", v.raw)
+	}
+
 	// workspace_id selects another workspace of the same user; one it cannot access is a 404.
 	second, err := e.db.CreateKey(ctx, store.CreateKeyRequest{Name: "second", UserEmail: a.Principal.UserEmail, NewWorkspace: "a's second"})
 	if err != nil {

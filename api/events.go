@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -120,9 +121,14 @@ func toVerificationJobJSON(j accountable.LedgerVerificationJob) verificationJobJ
 	return out
 }
 
-// startLedgerVerification: POST /events/verifications. The request is recorded first, then
-// the workflow is started under an id derived from it, so a retry (with the same
-// Idempotency-Key) after the workflow engine was unreachable starts it exactly once.
+// verificationKeys derives the id of a verification from its Idempotency-Key, so a retried
+// request names the same workflow.
+var verificationKeys = uuid.MustParse("6f1c2a9e-3b7d-4c55-9a41-2d8e0f7b6c13")
+
+// startLedgerVerification: POST /events/verifications. The handler only starts the
+// workflow, which records the request and its result: a request the workflow engine did not
+// accept leaves nothing behind. The Idempotency-Key makes the workflow id, so a replay finds
+// the workflow already started (200, meta.duplicate) instead of starting another.
 func (s *Server) startLedgerVerification(c *fiber.Ctx) error {
 	var body struct{}
 	if err := s.decodeBody(c, "StartLedgerVerificationRequest", &body); err != nil {
@@ -133,17 +139,23 @@ func (s *Server) startLedgerVerification(c *fiber.Ctx) error {
 		return err
 	}
 	p := principal(c)
-	job, dup, err := s.deps.Ledger.RequestLedgerVerification(c.UserContext(), p, idem)
+	id := uuid.Must(uuid.NewV7()).String()
+	if idem != nil {
+		id = uuid.NewSHA1(verificationKeys, []byte(p.WorkspaceID+"/"+idem.Key)).String()
+	}
+	req := accountable.LedgerVerificationRequest{WorkspaceID: p.WorkspaceID, VerificationID: id, RequestedBy: p.Actor(),
+		RequestedAt: accountable.Now()}
+	existed, err := s.startWorkflow(c.UserContext(), workflows.LedgerVerificationID(p.WorkspaceID, id), workflows.LedgerVerificationName, req)
 	if err != nil {
 		return err
 	}
-	if job.Status == accountable.VerificationRunning {
-		if err := s.startWorkflow(c.UserContext(), workflows.LedgerVerificationID(p.WorkspaceID, job.ID),
-			workflows.LedgerVerificationName, workflows.LedgerVerificationInput{WorkspaceID: p.WorkspaceID, VerificationID: job.ID}); err != nil {
+	job := accountable.LedgerVerificationJob{ID: id, WorkspaceID: p.WorkspaceID, Status: accountable.VerificationRunning, RequestedAt: req.RequestedAt}
+	if existed {
+		if job, err = s.ledgerVerification(c.UserContext(), p.WorkspaceID, id); err != nil {
 			return err
 		}
 	}
-	return respondCommand(c, fiber.StatusAccepted, toVerificationJobJSON(job), dup)
+	return respondCommand(c, fiber.StatusAccepted, toVerificationJobJSON(job), existed)
 }
 
 // getLedgerVerification: GET /events/verifications/{verificationId}.
@@ -152,28 +164,74 @@ func (s *Server) getLedgerVerification(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	job, err := s.deps.Ledger.GetLedgerVerification(c.UserContext(), principal(c).WorkspaceID, id)
+	job, err := s.ledgerVerification(c.UserContext(), principal(c).WorkspaceID, id)
 	if err != nil {
 		return err
 	}
 	return respond(c, fiber.StatusOK, toVerificationJobJSON(job), newMeta(c))
 }
 
-// startWorkflow starts a workflow once per id: an already running or finished execution
-// of the id counts as started.
-func (s *Server) startWorkflow(ctx context.Context, id, name string, input any) error {
+// ledgerVerification reads a verification: its recorded state, completed by what the
+// workflow engine says while no result is recorded (not yet recorded: running; the
+// workflow ended without a result: failed).
+func (s *Server) ledgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error) {
+	job, err := s.deps.Ledger.GetLedgerVerification(ctx, workspaceID, id)
+	recorded := err == nil
+	if err != nil && accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		return job, err
+	}
+	if recorded && job.Status == accountable.VerificationCompleted {
+		return job, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := s.deps.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	desc, err := s.deps.Workflows.DescribeWorkflowExecution(ctx, workflows.LedgerVerificationID(workspaceID, id), "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound) && !recorded:
+		return job, accountable.NotFound("ledger verification")
+	case errors.As(err, &notFound):
+		return job, nil // the engine no longer keeps it: what was recorded is all there is
+	case err != nil && recorded:
+		return job, nil
+	case err != nil:
+		s.log.Warn("describing workflow", "verification_id", id, "err", err)
+		return job, accountable.ErrWorkflowUnavailable
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if !recorded {
+		job = accountable.LedgerVerificationJob{ID: id, WorkspaceID: workspaceID, Status: accountable.VerificationRunning,
+			RequestedAt: info.GetStartTime().AsTime().UTC().Truncate(time.Microsecond)}
+	}
+	switch info.GetStatus() {
+	case enums.WORKFLOW_EXECUTION_STATUS_RUNNING, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		// Completed but not yet visible as completed here: the next read shows the result.
+	default:
+		job.Status = accountable.VerificationFailed
+	}
+	return job, nil
+}
+
+// startWorkflow starts a workflow under id unless one with that id was already started
+// (running or finished): then it reports existed.
+func (s *Server) startWorkflow(ctx context.Context, id, name string, input any) (existed bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = s.deps.Workflows.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Otherwise the SDK hands back the running execution as if it had just started it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, name, input)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err == nil || errors.As(err, &started) {
-		return nil
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &started):
+		return true, nil
 	}
 	s.log.Warn("starting workflow", "workflow_id", id, "err", err)
-	return accountable.ErrWorkflowUnavailable
+	return false, accountable.ErrWorkflowUnavailable
 }

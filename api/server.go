@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/accountablework/accountable"
@@ -48,7 +49,6 @@ type WorkStore interface {
 type LedgerStore interface {
 	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
 	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
-	RequestLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency) (accountable.LedgerVerificationJob, bool, error)
 	GetLedgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error)
 }
 
@@ -68,6 +68,7 @@ type Pinger interface {
 // WorkflowClient is the part of the Temporal client the API uses.
 type WorkflowClient interface {
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 	CheckHealth(ctx context.Context, request *client.CheckHealthRequest) (*client.CheckHealthResponse, error)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
@@ -37,24 +36,31 @@ func scanVerification(row pgx.Row) (accountable.LedgerVerificationJob, error) {
 	return j, nil
 }
 
-// RequestLedgerVerification records a request to verify the workspace's ledger in the
-// background; the caller then starts the workflow that completes it.
-func (db *DB) RequestLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency) (accountable.LedgerVerificationJob, bool, error) {
-	cc := commandFor(p, idem, accountable.Causation{})
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.LedgerVerificationJob, error) {
-		j := accountable.LedgerVerificationJob{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID,
-			Status: accountable.VerificationRunning, RequestedAt: cc.Now}
-		ev, err := newEvent(cc, change{AggregateType: accountable.AggregateLedgerVerification, AggregateID: j.ID,
-			AggregateVersion: 1, EventType: accountable.EventLedgerVerificationRequested,
-			Payload: map[string]any{"verification_id": j.ID}})
-		if err != nil {
-			return j, err
+// RecordLedgerVerificationRequest records a requested verification and its ledger event,
+// once: recording the same request again (an activity retry) changes nothing.
+func (db *DB) RecordLedgerVerificationRequest(ctx context.Context, req accountable.LedgerVerificationRequest) error {
+	cc := commandContext{WorkspaceID: req.WorkspaceID, Actor: req.RequestedBy, Now: accountable.Now()}
+	_, _, err := runCommand(ctx, db, cc, func(ctx context.Context, q querier, b *pgx.Batch) (struct{}, error) {
+		var id string
+		err := q.QueryRow(ctx, `INSERT INTO ledger_verifications (workspace_id, id, status, requested_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id`,
+			req.WorkspaceID, req.VerificationID, accountable.VerificationRunning, req.RequestedAt).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return struct{}{}, nil
 		}
-		b.Queue(`INSERT INTO ledger_verifications (workspace_id, id, status, requested_at) VALUES ($1, $2, $3, $4)`,
-			j.WorkspaceID, j.ID, j.Status, j.RequestedAt)
+		if err != nil {
+			return struct{}{}, err
+		}
+		ev, err := newEvent(cc, change{AggregateType: accountable.AggregateLedgerVerification, AggregateID: req.VerificationID,
+			AggregateVersion: 1, EventType: accountable.EventLedgerVerificationRequested,
+			Payload: map[string]any{"verification_id": req.VerificationID, "requested_at": accountable.FormatTime(req.RequestedAt)}})
+		if err != nil {
+			return struct{}{}, err
+		}
 		queueEvent(b, ev)
-		return j, nil
+		return struct{}{}, nil
 	})
+	return err
 }
 
 // GetLedgerVerification reads a background verification of the workspace.

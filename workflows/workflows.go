@@ -24,15 +24,11 @@ func LedgerVerificationID(workspaceID, verificationID string) string {
 	return "ledger-verification/" + workspaceID + "/" + verificationID
 }
 
-// LedgerVerificationInput names the verification to run.
-type LedgerVerificationInput struct {
-	WorkspaceID    string
-	VerificationID string
-}
-
-// LedgerVerification verifies a workspace's ledger in the background and records the
-// result as a ledger event.
-func LedgerVerification(ctx workflow.Context, in LedgerVerificationInput) (accountable.LedgerVerification, error) {
+// LedgerVerification verifies a workspace's ledger in the background: it records the
+// request (with its ledger event), recomputes the ledger and records the result (with its
+// ledger event). The API only starts it, so a request the workflow engine did not accept
+// leaves nothing behind.
+func LedgerVerification(ctx workflow.Context, req accountable.LedgerVerificationRequest) (accountable.LedgerVerification, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		// Transient failures (the database restarting) are retried for up to an hour.
@@ -45,6 +41,9 @@ func LedgerVerification(ctx workflow.Context, in LedgerVerificationInput) (accou
 	})
 	var a *activities.Ledger
 	var res accountable.LedgerVerification
-	err := workflow.ExecuteActivity(ctx, a.VerifyAndRecordLedger, in.WorkspaceID, in.VerificationID).Get(ctx, &res)
+	if err := workflow.ExecuteActivity(ctx, a.RecordLedgerVerificationRequest, req).Get(ctx, nil); err != nil {
+		return res, err
+	}
+	err := workflow.ExecuteActivity(ctx, a.VerifyAndRecordLedger, req.WorkspaceID, req.VerificationID).Get(ctx, &res)
 	return res, err
 }

@@ -22,9 +22,23 @@ func TestLedgerVerificationReturnsTheRecordedResult(t *testing.T) {
 	var a *activities.Ledger
 	head := "sha256:0000"
 	want := accountable.LedgerVerification{Verified: true, EventCount: 7, HeadHash: &head}
-	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws-1", "ver-1").Return(want, nil).Once()
+	req := accountable.LedgerVerificationRequest{WorkspaceID: "ws-1", VerificationID: "ver-1",
+		RequestedBy: accountable.Actor{Type: accountable.ActorHuman, ID: "u-1"}}
+	// The request is recorded before the ledger is verified.
+	recorded := false
+	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(func(context.Context, accountable.LedgerVerificationRequest) error {
+		recorded = true
+		return nil
+	}).Once()
+	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws-1", "ver-1").Return(
+		func(context.Context, string, string) (accountable.LedgerVerification, error) {
+			if !recorded {
+				t.Error("verified before the request was recorded")
+			}
+			return want, nil
+		}).Once()
 
-	env.ExecuteWorkflow(workflows.LedgerVerification, workflows.LedgerVerificationInput{WorkspaceID: "ws-1", VerificationID: "ver-1"})
+	env.ExecuteWorkflow(workflows.LedgerVerification, req)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed=%v err=%v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
@@ -39,8 +53,11 @@ func TestLedgerVerificationRetriesTransientFailuresButNotDomainErrors(t *testing
 	var s testsuite.WorkflowTestSuite
 	var a *activities.Ledger
 
+	req := accountable.LedgerVerificationRequest{WorkspaceID: "ws", VerificationID: "v"}
+
 	// A transient failure (the database restarting) is retried until it succeeds.
 	env := s.NewTestWorkflowEnvironment()
+	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(nil)
 	calls := 0
 	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws", "v").Return(
 		func(_ context.Context, _, _ string) (accountable.LedgerVerification, error) {
@@ -50,20 +67,21 @@ func TestLedgerVerificationRetriesTransientFailuresButNotDomainErrors(t *testing
 			}
 			return accountable.LedgerVerification{Verified: true}, nil
 		})
-	env.ExecuteWorkflow(workflows.LedgerVerification, workflows.LedgerVerificationInput{WorkspaceID: "ws", VerificationID: "v"})
+	env.ExecuteWorkflow(workflows.LedgerVerification, req)
 	if env.GetWorkflowError() != nil || calls != 3 {
 		t.Fatalf("err=%v calls=%d", env.GetWorkflowError(), calls)
 	}
 
 	// A non-retryable error ends the workflow at once.
 	env = s.NewTestWorkflowEnvironment()
+	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(nil)
 	calls = 0
 	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws", "v").Return(
 		func(_ context.Context, _, _ string) (accountable.LedgerVerification, error) {
 			calls++
 			return accountable.LedgerVerification{}, temporal.NewNonRetryableApplicationError("gone", accountable.ECodeNotFound, nil)
 		})
-	env.ExecuteWorkflow(workflows.LedgerVerification, workflows.LedgerVerificationInput{WorkspaceID: "ws", VerificationID: "v"})
+	env.ExecuteWorkflow(workflows.LedgerVerification, req)
 	var appErr *temporal.ApplicationError
 	if !errors.As(env.GetWorkflowError(), &appErr) || appErr.Type() != accountable.ECodeNotFound || calls != 1 {
 		t.Fatalf("err=%v calls=%d", env.GetWorkflowError(), calls)

@@ -151,18 +151,23 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		t.Fatalf("verification events: %d %v", status, body)
 	}
 
-	// The main failure: Temporal unreachable. The start answers 503 and a retry with the
-	// same Idempotency-Key, once Temporal is back, replays the request and starts it once.
+	// The main failure: Temporal unreachable. The start answers 503 and writes nothing;
+	// a retry with the same Idempotency-Key, once Temporal is back, starts it, and another
+	// retry replays it.
 	proxy.Down()
 	status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
 	if status != http.StatusServiceUnavailable || body["error"].(map[string]any)["code"] != "workflow_engine_unavailable" {
 		t.Fatalf("start during outage: %d %v", status, body)
 	}
+	status, body = c.call("GET", "/events/stream?aggregate_type=ledger_verification", "", nil)
+	if n := len(body["data"].([]any)); status != http.StatusOK || n != 2 {
+		t.Fatalf("the refused start wrote to the ledger: %d events", n)
+	}
 	proxy.Up(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
-		if status == http.StatusOK {
+		if status == http.StatusAccepted {
 			break
 		}
 		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
@@ -170,11 +175,19 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if body["meta"].(map[string]any)["duplicate"] != true {
-		t.Fatalf("retry was not a replay: %v", body)
+	id := body["data"].(map[string]any)["id"].(string)
+	status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
+	if status != http.StatusOK || body["meta"].(map[string]any)["duplicate"] != true || body["data"].(map[string]any)["id"] != id {
+		t.Fatalf("replay: %d %v", status, body)
 	}
-	done = c.waitVerification(body["data"].(map[string]any)["id"].(string))
+	done = c.waitVerification(id)
 	if done["result"].(map[string]any)["verified"] != true {
 		t.Fatalf("after outage: %v", done)
+	}
+	// Another workspace cannot see it.
+	other := storetest.NewTenant(t, db)
+	status, body = apiClient{t: t, base: cfg.SiteURL, key: other.Key}.call("GET", "/events/verifications/"+id, "", nil)
+	if status != http.StatusNotFound {
+		t.Fatalf("another workspace reads the verification: %d %v", status, body)
 	}
 }
