@@ -164,6 +164,10 @@ func TestWorkspaceScoping(t *testing.T) {
 		t.Fatalf("null workspace_id: %s", r.raw)
 	}
 	expect(t, get(a.Key, task, "workspace_id="+b.Principal.WorkspaceID), http.StatusNotFound, accountable.ECodeNotFound)
+	r = e.do(request{method: "POST", path: "/work", key: a.Key, query: "workspace_id=" + a.Principal.WorkspaceID,
+		headers: map[string]string{"Idempotency-Key": "two-workspaces"},
+		body:    map[string]any{"title": "which workspace?", "workspace_id": second.WorkspaceID}})
+	expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
 	expect(t, get(a.Key, task, "workspace_id=nope"), http.StatusBadRequest, accountable.ECodeValidationFailed)
 }
 

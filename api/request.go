@@ -27,6 +27,9 @@ func (s *Server) decodeBody(c *fiber.Ctx, schema string, dst any) error {
 	}
 	c.Locals(localCanonicalBody, canonical)
 	if ws, ok := obj["workspace_id"].(string); ok {
+		if q := c.Query("workspace_id"); q != "" && !strings.EqualFold(q, ws) {
+			return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
+		}
 		return s.selectWorkspace(c, "/workspace_id", ws)
 	}
 	return nil

@@ -32,6 +32,37 @@ func uniqueKey(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, keyCounter.n)
 }
 
+// sameButDuplicate fails unless replay carries the original's data and meta with
+// duplicate set (in data and meta) and nothing else changed.
+func sameButDuplicate(t *testing.T, original, replay response) {
+	t.Helper()
+	if original.data()["duplicate"] != false || original.meta()["duplicate"] != false {
+		t.Fatalf("original already a duplicate: %s", original.raw)
+	}
+	if replay.data()["duplicate"] != true || replay.meta()["duplicate"] != true {
+		t.Fatalf("replay not marked duplicate: %s", replay.raw)
+	}
+	a, b := map[string]any{}, map[string]any{}
+	for k, v := range original.data() {
+		a[k] = v
+	}
+	for k, v := range replay.data() {
+		b[k] = v
+	}
+	a["duplicate"], b["duplicate"] = nil, nil
+	ma, mb := map[string]any{}, map[string]any{}
+	for k, v := range original.meta() {
+		ma[k] = v
+	}
+	for k, v := range replay.meta() {
+		mb[k] = v
+	}
+	ma["duplicate"], mb["duplicate"] = nil, nil
+	if toJSON(a) != toJSON(b) || toJSON(ma) != toJSON(mb) {
+		t.Fatalf("replay differs from the original:\n%s\n%s", original.raw, replay.raw)
+	}
+}
+
 // createWork creates a task through the API and returns its id.
 func createWork(t *testing.T, e *env, key, title string) string {
 	t.Helper()
@@ -77,11 +108,10 @@ func TestCreateReadAndCompleteWork(t *testing.T) {
 	id := created["taskId"].(string)
 
 	// Replay: same key and body -> the original result, 200, duplicate.
+	first := r
 	r = e.do(create)
 	expect(t, r, http.StatusOK, "")
-	if r.meta()["duplicate"] != true || r.data()["duplicate"] != true || r.data()["taskId"] != id || r.data()["eventHash"] != created["eventHash"] {
-		t.Fatalf("replay: %s", r.raw)
-	}
+	sameButDuplicate(t, first, r)
 	// The same request with other key order and whitespace is the same request.
 	same := create
 	same.body = `{ "correlation_id":"conv-1", "estimated_cost_cents":1200, "metadata":{"source":"test"}, "due_date":"2026-12-01",
@@ -123,11 +153,10 @@ func TestCreateReadAndCompleteWork(t *testing.T) {
 	}
 
 	// Replay of the completion.
+	firstDone := r
 	r = e.do(complete)
 	expect(t, r, http.StatusOK, "")
-	if r.meta()["duplicate"] != true || r.data()["duplicate"] != true || r.data()["receiptId"] != done["receiptId"] {
-		t.Fatalf("completion replay: %s", r.raw)
-	}
+	sameButDuplicate(t, firstDone, r)
 	// The old version again, without the key: stale, with the current version in details.
 	stale := complete
 	stale.headers = nil
@@ -157,7 +186,7 @@ func TestCreateReadAndCompleteWork(t *testing.T) {
 	id3 := createWork(t, e, key, "third")
 	w3 := getWork(t, e, key, id3)
 	pair := request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id3}, key: key,
-		body: map[string]any{"expected_updated_at": w3["updated_at"], "expected_aggregate_version": 1, "measured_duration_hours": nil}}
+		body: map[string]any{"version_token": nil, "expected_updated_at": w3["updated_at"], "expected_aggregate_version": 1, "measured_duration_hours": nil}}
 	r = e.do(pair)
 	expect(t, r, http.StatusOK, "")
 	if r.data()["receipt"].(map[string]any)["measured_duration_hours"] != nil {
