@@ -116,7 +116,7 @@ start_postgres() {
   log "starting PostgreSQL on 127.0.0.1:$pg_port"
   # setsid keeps Ctrl-C from reaching the server directly; cleanup stops it in order.
   (cd / && setsid "${pg_ctl_cmd[@]}" start -D "$pgdata" -w -t 60 -l "$pg_log" \
-    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='' -c max_connections=300 -c fsync=${ACCOUNTABLE_PG_FSYNC:-on}" >/dev/null) \
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories='' -c max_connections=300 -c idle_in_transaction_session_timeout=60s -c fsync=${ACCOUNTABLE_PG_FSYNC:-on}" >/dev/null) \
     || { tail -20 "$pg_log" >&2; die "PostgreSQL did not start (log: $pg_log)"; }
   started_pg="$pgdata"
 }
@@ -175,6 +175,7 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     start_temporal
   fi
   export TEMPORAL_ADDRESS="127.0.0.1:$temporal_port"
+  export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$ui_port}"
 fi
 
 # --- the command ------------------------------------------------------------------------

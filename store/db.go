@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -108,17 +107,4 @@ func sqlState(err error) string {
 func uniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
-}
-
-// inTx runs fn in one transaction and commits it; any error rolls it back.
-func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := db.pool.Begin(ctx)
-	if err != nil {
-		return mapError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(tx); err != nil {
-		return mapError(err)
-	}
-	return mapError(tx.Commit(ctx))
 }

@@ -40,60 +40,59 @@ var operator = accountable.Actor{Type: accountable.ActorSystem, ID: "accountable
 // CreateKey creates (when asked) the workspace and the user, makes the user a member and
 // issues a key, with their ledger events, in one transaction.
 func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, error) {
-	var out CreatedKey
 	if req.Name == "" || req.UserEmail == "" || (req.WorkspaceID == "") == (req.NewWorkspace == "") {
-		return out, accountable.Errorf(accountable.ECodeValidationFailed, "a key needs a name, a user email and exactly one of a workspace id or a new workspace name")
+		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "a key needs a name, a user email and exactly one of a workspace id or a new workspace name")
 	}
-	now := accountable.Now()
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		wsID := req.WorkspaceID
+	if req.WorkspaceID != "" && !accountable.ValidUUID(req.WorkspaceID) {
+		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "the workspace id must be a UUID")
+	}
+	wsID := req.WorkspaceID
+	if req.NewWorkspace != "" {
+		wsID = uuid.Must(uuid.NewV7()).String()
+	}
+	cc := commandContext{WorkspaceID: wsID, Actor: operator, Now: accountable.Now()}
+	out, _, err := runCommand(ctx, db, cc, func(ctx context.Context, q querier, b *pgx.Batch) (CreatedKey, error) {
 		if req.NewWorkspace != "" {
-			wsID = uuid.Must(uuid.NewV7()).String()
-			b.Queue(`INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, wsID, req.NewWorkspace, now)
-			ev, err := newEvent(commandContext{WorkspaceID: wsID, Actor: operator, Now: now}, change{
+			b.Queue(`INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, wsID, req.NewWorkspace, cc.Now)
+			ev, err := newEvent(cc, change{
 				AggregateType: aggregateWorkspace, AggregateID: wsID, AggregateVersion: 1,
 				EventType: "workspace.created", Payload: map[string]any{"workspace_id": wsID, "name": req.NewWorkspace},
 			})
 			if err != nil {
-				return err
+				return CreatedKey{}, err
 			}
 			queueEvent(b, ev)
 		} else {
 			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1)`, wsID).Scan(&exists); err != nil {
-				return err
+			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1)`, wsID).Scan(&exists); err != nil {
+				return CreatedKey{}, err
 			}
 			if !exists {
-				return accountable.NotFound("workspace")
+				return CreatedKey{}, accountable.NotFound("workspace")
 			}
 		}
 		var userID string
-		err := tx.QueryRow(ctx, `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)
+		err := q.QueryRow(ctx, `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)
 			ON CONFLICT (email) DO UPDATE SET email = excluded.email RETURNING id`,
-			uuid.Must(uuid.NewV7()).String(), req.UserEmail, now).Scan(&userID)
+			uuid.Must(uuid.NewV7()).String(), req.UserEmail, cc.Now).Scan(&userID)
 		if err != nil {
-			return err
+			return CreatedKey{}, err
 		}
 		b.Queue(`INSERT INTO workspace_members (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)
-			ON CONFLICT DO NOTHING`, wsID, userID, now)
+			ON CONFLICT DO NOTHING`, wsID, userID, cc.Now)
 		key, prefix := accountable.NewAPIKey()
 		keyID := uuid.Must(uuid.NewV7()).String()
 		b.Queue(`INSERT INTO api_keys (id, prefix, key_hash, name, user_id, workspace_id, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, keyID, prefix, accountable.HashAPIKey(key), req.Name, userID, wsID, now)
-		ev, err := newEvent(commandContext{WorkspaceID: wsID, Actor: operator, Now: now}, change{
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, keyID, prefix, accountable.HashAPIKey(key), req.Name, userID, wsID, cc.Now)
+		ev, err := newEvent(cc, change{
 			AggregateType: aggregateAPIKey, AggregateID: keyID, AggregateVersion: 1, EventType: "api_key.created",
 			Payload: map[string]any{"key_id": keyID, "key_prefix": prefix, "name": req.Name, "user_id": userID},
 		})
 		if err != nil {
-			return err
+			return CreatedKey{}, err
 		}
 		queueEvent(b, ev)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		out = CreatedKey{Key: key, KeyPrefix: prefix, WorkspaceID: wsID, UserID: userID}
-		return nil
+		return CreatedKey{Key: key, KeyPrefix: prefix, WorkspaceID: wsID, UserID: userID}, nil
 	})
 	return out, err
 }
@@ -126,47 +125,43 @@ func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.A
 	return keys, mapError(rows.Err())
 }
 
-// RevokeKey revokes the key with prefix; revoking a revoked key is a no-op.
+// RevokeKey revokes the key with prefix; revoking a revoked key is a no-op. Every process
+// serving the API hears of it at once (notifyKeyChanged).
 func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error) {
-	var k accountable.APIKey
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var prevHash *string
-		var version int64
-		var err error
-		now := accountable.Now()
-		k, err = scanKey(tx.QueryRow(ctx, `WITH r AS (
-				UPDATE api_keys SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL RETURNING *)
-			SELECT `+keyColumns+`, (SELECT max(aggregate_version) FROM ledger_events e
-				WHERE e.workspace_id = k.workspace_id AND e.aggregate_type = 'api_key' AND e.aggregate_id = k.id::text)
-			FROM r k JOIN users u ON u.id = k.user_id`, prefix, now), &version)
-		if errors.Is(err, pgx.ErrNoRows) {
-			k, err = scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+`, 0 FROM api_keys k JOIN users u ON u.id = k.user_id
-				WHERE k.prefix = $1`, prefix), &version)
+	now := accountable.Now()
+	k, _, err := runCommand(ctx, db, commandContext{Actor: operator, Now: now},
+		func(ctx context.Context, q querier, b *pgx.Batch) (accountable.APIKey, error) {
+			var prevHash *string
+			var version int64
+			k, err := scanKey(q.QueryRow(ctx, `WITH r AS (
+					UPDATE api_keys SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL RETURNING *)
+				SELECT `+keyColumns+`, COALESCE(e.aggregate_version, 0), e.event_hash
+				FROM r k JOIN users u ON u.id = k.user_id
+				LEFT JOIN LATERAL (SELECT aggregate_version, event_hash FROM ledger_events e
+					WHERE e.workspace_id = k.workspace_id AND e.aggregate_type = 'api_key' AND e.aggregate_id = k.id::text
+					ORDER BY aggregate_version DESC LIMIT 1) e ON true`, prefix, now), &version, &prevHash)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return accountable.NotFound("API key")
+				k, err = scanKey(q.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
+					WHERE k.prefix = $1`, prefix))
+				if errors.Is(err, pgx.ErrNoRows) {
+					return k, accountable.NotFound("API key")
+				}
+				return k, err // already revoked: nothing to record
 			}
-			return err // already revoked: nothing to record
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT event_hash FROM ledger_events WHERE workspace_id = $1
-			AND aggregate_type = 'api_key' AND aggregate_id = $2 AND aggregate_version = $3`,
-			k.WorkspaceID, k.ID, version).Scan(&prevHash); err != nil {
-			return err
-		}
-		ev, err := newEvent(commandContext{WorkspaceID: k.WorkspaceID, Actor: operator, Now: now}, change{
-			AggregateType: aggregateAPIKey, AggregateID: k.ID, AggregateVersion: version + 1, PreviousHash: prevHash,
-			EventType: "api_key.revoked", Payload: map[string]any{"key_id": k.ID, "key_prefix": k.Prefix},
+			if err != nil {
+				return k, err
+			}
+			ev, err := newEvent(commandContext{WorkspaceID: k.WorkspaceID, Actor: operator, Now: now}, change{
+				AggregateType: aggregateAPIKey, AggregateID: k.ID, AggregateVersion: version + 1, PreviousHash: prevHash,
+				EventType: "api_key.revoked", Payload: map[string]any{"key_id": k.ID, "key_prefix": k.Prefix},
+			})
+			if err != nil {
+				return k, err
+			}
+			queueEvent(b, ev)
+			notifyKeyChanged(b, k.Prefix)
+			return k, nil
 		})
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		queueEvent(b, ev)
-		notifyKeyChanged(b, k.Prefix)
-		return tx.SendBatch(ctx, b).Close()
-	})
 	return k, err
 }
 

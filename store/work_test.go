@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -137,5 +139,45 @@ func TestIdempotentCommandReplaysAndRefusesReuse(t *testing.T) {
 	p2 := storetest.NewTenant(t, db).Principal
 	if _, dup, err := db.CreateWork(ctx, p2, idem, accountable.CreateWork{Title: "once"}); err != nil || dup {
 		t.Fatalf("other workspace: %v %v", err, dup)
+	}
+}
+
+func TestExpiredIdempotencyRecordsAreIgnoredAndPurged(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	idem := &accountable.Idempotency{Key: "old-key", Operation: "work.create", RequestDigest: "sha256:aa"}
+	first, _, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second'
+		WHERE workspace_id = $1 AND key = $2`, p.WorkspaceID, idem.Key); err != nil {
+		t.Fatal(err)
+	}
+	// Past its retention the key no longer replays: the command runs again and the record is replaced.
+	again, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "first"})
+	if err != nil || dup || again.Task.ID == first.Task.ID {
+		t.Fatalf("expired key replayed: dup=%v err=%v", dup, err)
+	}
+	if replay, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "first"}); err != nil || !dup || replay.Task.ID != again.Task.ID {
+		t.Fatalf("renewed key does not replay: dup=%v err=%v", dup, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second'
+		WHERE workspace_id = $1`, p.WorkspaceID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.PurgeExpiredIdempotency(ctx)
+	if err != nil || n < 1 {
+		t.Fatalf("purged %d: %v", n, err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM idempotency_records WHERE workspace_id = $1`, p.WorkspaceID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d records left: %v", left, err)
 	}
 }

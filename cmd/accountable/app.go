@@ -145,9 +145,40 @@ func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 	})
 }
 
+// startIdempotencyJanitor deletes idempotency records past their retention every hour
+// (replays of expired keys are already ignored; this keeps the table small). Every API
+// process runs it; concurrent deletes are harmless.
+func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				t := time.NewTicker(time.Hour)
+				defer t.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+						if n, err := db.PurgeExpiredIdempotency(ctx); err != nil {
+							log.Warn("purging expired idempotency records", "err", err)
+						} else if n > 0 {
+							log.Info("purged expired idempotency records", "count", n)
+						}
+					}
+				}
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error { cancel(); <-done; return nil },
+	})
+}
+
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer), fx.Invoke(func(*api.Server) {}, startProfiler))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer), fx.Invoke(func(*api.Server) {}, startProfiler, startIdempotencyJanitor))
 }
 
 // workerOptions runs the Temporal worker.
@@ -158,5 +189,5 @@ func workerOptions(cfg Config) fx.Option {
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
 	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker),
-		fx.Invoke(func(*api.Server, *worker.Worker) {}, startProfiler))
+		fx.Invoke(func(*api.Server, *worker.Worker) {}, startProfiler, startIdempotencyJanitor))
 }

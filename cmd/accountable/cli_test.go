@@ -306,3 +306,18 @@ func TestCLIKeysCreateRejectsInvalidInput(t *testing.T) {
 		t.Errorf("keys create with --workspace and --new-workspace succeeded")
 	}
 }
+
+func TestCLIRefusesMalformedWorkspaceIDs(t *testing.T) {
+	t.Setenv("DATABASE_URL", storetest.URL(t))
+	for _, args := range [][]string{
+		{"keys", "create", "--name", "x", "--workspace", "not-a-uuid"},
+		{"keys", "list", "--workspace", "not-a-uuid"},
+		{"ledger", "verify", "--workspace", "not-a-uuid"},
+	} {
+		var out bytes.Buffer
+		err := run(args, &out)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "UUID") || out.Len() != 0 {
+			t.Errorf("%v: err=%v out=%q", args, err, out.String())
+		}
+	}
+}

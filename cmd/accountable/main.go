@@ -140,6 +140,9 @@ func keysCommand(cfg Config, args []string, out io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
+	if *workspace != "" && !accountable.ValidUUID(*workspace) {
+		return fmt.Errorf("%w: --workspace must be a UUID", errUsage)
+	}
 	switch args[0] {
 	case "create":
 		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
@@ -217,6 +220,9 @@ func ledgerVerify(cfg Config, args []string, out io.Writer) error {
 	workspace := fs.String("workspace", "", "verify only this workspace")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	if *workspace != "" && !accountable.ValidUUID(*workspace) {
+		return fmt.Errorf("%w: --workspace must be a UUID", errUsage)
 	}
 	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
 		ids := []string{*workspace}
