@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -98,13 +96,9 @@ func TestVerifyEndpointReportsTheFirstBrokenEvent(t *testing.T) {
 
 	// Rewrite history behind the service's back.
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := storetest.Conn(t)
 	var eventID string
-	err = conn.QueryRow(ctx, `SELECT id::text FROM ledger_events WHERE workspace_id = $1 AND event_type = 'work.completed'`,
+	err := conn.QueryRow(ctx, `SELECT id::text FROM ledger_events WHERE workspace_id = $1 AND event_type = 'work.completed'`,
 		tenant.Principal.WorkspaceID).Scan(&eventID)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -362,11 +360,7 @@ func TestIdempotencyKeyInProgressAnswers409(t *testing.T) {
 	ctx := context.Background()
 
 	// Another request holds the key: take the same transaction-scoped lock the command takes.
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := storetest.Conn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

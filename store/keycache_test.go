@@ -41,21 +41,22 @@ func waitCached(t *testing.T, kc *store.KeyCache, prefix string, conn *pgx.Conn)
 	}
 }
 
-func TestKeyCacheDropsRevokedKeysAtOnce(t *testing.T) {
-	ctx := context.Background()
+// cachedKey starts a key cache and returns it with a key it serves from memory.
+func cachedKey(t *testing.T, ttl time.Duration) (*store.DB, *store.KeyCache, *pgx.Conn, string) {
+	t.Helper()
 	db := storetest.Open(t)
-	kc := store.NewKeyCache(db, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kc := store.NewKeyCache(db, ttl, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	kc.Start()
 	t.Cleanup(kc.Stop)
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-
-	tenant := storetest.NewTenant(t, db)
-	prefix := tenant.Principal.KeyPrefix
+	conn := storetest.Conn(t)
+	prefix := storetest.NewTenant(t, db).Principal.KeyPrefix
 	waitCached(t, kc, prefix, conn)
+	return db, kc, conn, prefix
+}
+
+func TestKeyCacheDropsRevokedKeysAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db, kc, _, prefix := cachedKey(t, time.Hour)
 
 	// A revocation through the store is announced and the entry dropped before the TTL.
 	if _, err := db.RevokeKey(ctx, prefix); err != nil {
@@ -79,18 +80,7 @@ func TestKeyCacheDropsRevokedKeysAtOnce(t *testing.T) {
 
 func TestKeyCacheEntriesExpire(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.Open(t)
-	kc := store.NewKeyCache(db, 200*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	kc.Start()
-	t.Cleanup(kc.Stop)
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tenant := storetest.NewTenant(t, db)
-	prefix := tenant.Principal.KeyPrefix
-	waitCached(t, kc, prefix, conn)
+	_, kc, conn, prefix := cachedKey(t, 200*time.Millisecond)
 	if _, err := conn.Exec(ctx, `UPDATE api_keys SET name = 'renamed' WHERE prefix = $1`, prefix); err != nil {
 		t.Fatal(err)
 	}

@@ -71,11 +71,7 @@ func countFromZero(ctx context.Context, db *store.DB, workspaceID string) (int, 
 func tamperConn(t *testing.T) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := storetest.Conn(t)
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		t.Fatalf("disable triggers: %v", err)
 	}
@@ -346,11 +342,7 @@ func TestStreamHoldsBackEventsBehindAnInFlightTransaction(t *testing.T) {
 	}
 
 	// A writer that takes its transaction id first and commits last...
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := storetest.Conn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

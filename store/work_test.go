@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -151,11 +149,7 @@ func TestExpiredIdempotencyRecordsAreIgnoredAndPurged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := storetest.Conn(t)
 	if _, err := conn.Exec(ctx, `UPDATE idempotency_records SET expires_at = now() - interval '1 second'
 		WHERE workspace_id = $1 AND key = $2`, p.WorkspaceID, idem.Key); err != nil {
 		t.Fatal(err)

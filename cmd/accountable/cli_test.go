@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
@@ -228,16 +227,12 @@ func TestCLILedgerVerify(t *testing.T) {
 	}
 
 	// Tamper with the workspace.created event, bypassing the append-only trigger.
-	conn, err := pgx.Connect(ctx, storetest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := storetest.Conn(t)
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 		t.Fatal(err)
 	}
 	var tampered string
-	err = conn.QueryRow(ctx, `UPDATE ledger_events SET payload = jsonb_set(payload, '{name}', '"tampered"')
+	err := conn.QueryRow(ctx, `UPDATE ledger_events SET payload = jsonb_set(payload, '{name}', '"tampered"')
 		WHERE workspace_id = $1 AND event_type = 'workspace.created' RETURNING id::text`, k.WorkspaceID).Scan(&tampered)
 	if err != nil {
 		t.Fatalf("tamper: %v", err)

@@ -184,3 +184,15 @@ func NewTenant(tb testing.TB, db *store.DB) Tenant {
 	prefix, _ := accountable.ParseAPIKey(k.Key)
 	return Tenant{Key: k.Key, Principal: accountable.Principal{UserID: k.UserID, UserEmail: email, WorkspaceID: k.WorkspaceID, KeyPrefix: prefix}}
 }
+
+// Conn opens a plain connection to this test package's database (for set-up and
+// tampering that must bypass the store), closed when the test ends.
+func Conn(tb testing.TB) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(context.Background(), URL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
