@@ -95,9 +95,18 @@ type createWorkRequest struct {
 	InitiativeID       *string         `json:"initiative_id"`
 	WorkstreamID       *string         `json:"workstream_id"`
 	MilestoneID        *string         `json:"milestone_id"`
-	CommandID          *string         `json:"command_id"`
-	CausationID        *string         `json:"causation_id"`
-	CorrelationID      *string         `json:"correlation_id"`
+	causationFields
+}
+
+// causationFields are the causation links every command body may carry.
+type causationFields struct {
+	CommandID     *string `json:"command_id"`
+	CausationID   *string `json:"causation_id"`
+	CorrelationID *string `json:"correlation_id"`
+}
+
+func (f causationFields) causation() accountable.Causation {
+	return accountable.Causation{CommandID: f.CommandID, CausationID: f.CausationID, CorrelationID: f.CorrelationID}
 }
 
 // command turns the validated request into the domain command (rules the schema cannot say).
@@ -106,7 +115,7 @@ func (r createWorkRequest) command() (accountable.CreateWork, error) {
 		Title: r.Title, Description: r.Description, Priority: accountable.PriorityMedium,
 		EstimatedCostCents: r.EstimatedCostCents, InitiativeID: normalizeUUIDPtr(r.InitiativeID),
 		WorkstreamID: normalizeUUIDPtr(r.WorkstreamID), MilestoneID: normalizeUUIDPtr(r.MilestoneID),
-		Causation: accountable.Causation{CommandID: r.CommandID, CausationID: r.CausationID, CorrelationID: r.CorrelationID},
+		Causation: r.causation(),
 	}
 	if r.Priority != nil {
 		cmd.Priority = accountable.Priority(*r.Priority)
@@ -257,16 +266,14 @@ type completeWorkRequest struct {
 	MeasuredDurationHours    *float64        `json:"measured_duration_hours"`
 	CostCents                *int64          `json:"cost_cents"`
 	Evidence                 json.RawMessage `json:"evidence"`
-	CommandID                *string         `json:"command_id"`
-	CausationID              *string         `json:"causation_id"`
-	CorrelationID            *string         `json:"correlation_id"`
+	causationFields
 }
 
 // command resolves the two concurrency forms to one expected version.
 func (r completeWorkRequest) command(taskID string) (accountable.CompleteWork, error) {
 	cmd := accountable.CompleteWork{
 		TaskID: taskID, MeasuredDurationHours: r.MeasuredDurationHours, CostCents: r.CostCents,
-		Causation: accountable.Causation{CommandID: r.CommandID, CausationID: r.CausationID, CorrelationID: r.CorrelationID},
+		Causation: r.causation(),
 	}
 	if r.Summary != nil {
 		cmd.Summary = *r.Summary

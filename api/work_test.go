@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,23 +41,14 @@ func sameButDuplicate(t *testing.T, original, replay response) {
 	if replay.data()["duplicate"] != true || replay.meta()["duplicate"] != true {
 		t.Fatalf("replay not marked duplicate: %s", replay.raw)
 	}
-	a, b := map[string]any{}, map[string]any{}
-	for k, v := range original.data() {
-		a[k] = v
+	// Everything but the duplicate flags must be identical.
+	withoutDuplicate := func(m map[string]any) string {
+		c := maps.Clone(m)
+		delete(c, "duplicate")
+		return toJSON(c)
 	}
-	for k, v := range replay.data() {
-		b[k] = v
-	}
-	a["duplicate"], b["duplicate"] = nil, nil
-	ma, mb := map[string]any{}, map[string]any{}
-	for k, v := range original.meta() {
-		ma[k] = v
-	}
-	for k, v := range replay.meta() {
-		mb[k] = v
-	}
-	ma["duplicate"], mb["duplicate"] = nil, nil
-	if toJSON(a) != toJSON(b) || toJSON(ma) != toJSON(mb) {
+	if withoutDuplicate(original.data()) != withoutDuplicate(replay.data()) ||
+		withoutDuplicate(original.meta()) != withoutDuplicate(replay.meta()) {
 		t.Fatalf("replay differs from the original:\n%s\n%s", original.raw, replay.raw)
 	}
 }

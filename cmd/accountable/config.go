@@ -71,41 +71,30 @@ func env(name, def string) string {
 	return def
 }
 
-func envInt(name string, def int, errs *[]string) int {
+// envParse reads a non-negative setting with parse; a bad value is reported in errs
+// (described by want) and the default kept.
+func envParse[T int | float64 | time.Duration](name string, def T, parse func(string) (T, error), want string, errs *[]string) T {
 	v := env(name, "")
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		*errs = append(*errs, name+": want a non-negative integer")
+	x, err := parse(v)
+	if err != nil || x < 0 {
+		*errs = append(*errs, name+": want "+want)
 		return def
 	}
-	return n
+	return x
+}
+
+func envInt(name string, def int, errs *[]string) int {
+	return envParse(name, def, strconv.Atoi, "a non-negative integer", errs)
 }
 
 func envFloat(name string, def float64, errs *[]string) float64 {
-	v := env(name, "")
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		*errs = append(*errs, name+": want a non-negative number")
-		return def
-	}
-	return f
+	parse := func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+	return envParse(name, def, parse, "a non-negative number", errs)
 }
 
 func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
-	v := env(name, "")
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		*errs = append(*errs, name+": want a duration such as 20s")
-		return def
-	}
-	return d
+	return envParse(name, def, time.ParseDuration, "a duration such as 20s", errs)
 }
