@@ -7,7 +7,6 @@ import (
 	"context"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // APIVersion is the constant meta.apiVersion of every success envelope.
@@ -30,26 +29,6 @@ func SupportedContractDate(d string) bool {
 	return false
 }
 
-// TimeLayout is the one representation of instants on the wire: UTC, RFC 3339 with a fixed
-// six-digit fraction, so that a value read back compares equal to the value written (the
-// complete operation compares expected_updated_at exactly). PostgreSQL keeps microseconds.
-const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
-
-// Now returns the current instant at the precision the service stores.
-func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-// FormatTime renders t in TimeLayout.
-func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(TimeLayout) }
-
-// ParseTime parses an RFC 3339 instant (any fraction) and normalises it to UTC.
-func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return t.UTC(), nil
-}
-
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // ValidUUID reports whether s is a UUID in its canonical hyphenated text form.
@@ -67,10 +46,18 @@ type Principal struct {
 	WorkspaceID string
 	KeyID       string
 	KeyPrefix   string
+	// AgentName is set when the key is an agent's: its commands are recorded as the agent's.
+	AgentName string
 }
 
-// Actor is the actor recorded on ledger events for commands made by this principal.
-func (p Principal) Actor() Actor { return Actor{Type: ActorHuman, ID: p.UserID} }
+// Actor is the actor recorded on ledger events for commands made by this principal: the
+// agent named by an agent key, otherwise the user.
+func (p Principal) Actor() Actor {
+	if p.AgentName != "" {
+		return Actor{Type: ActorAgent, ID: p.AgentName}
+	}
+	return Actor{Type: ActorHuman, ID: p.UserID}
+}
 
 // ActorType says what kind of party made a change.
 type ActorType string
@@ -83,6 +70,11 @@ const (
 	ActorExternalAgent ActorType = "external_agent"
 	ActorSystem        ActorType = "system"
 )
+
+// Enum lists the actor types.
+func (ActorType) Enum() []any {
+	return EnumStrings(ActorHuman, ActorAgent, ActorService, ActorExternalAgent, ActorSystem)
+}
 
 // Actor is a party that made a change.
 type Actor struct {

@@ -42,6 +42,9 @@ const (
 	ECodeWorkflowUnavailable      = "workflow_engine_unavailable"
 	ECodeAuthorizationUnavailable = "workspace_authorization_unavailable"
 	ECodeGenerationTimeout        = "generation_timeout"
+	ECodeWriteConflict            = "write_conflict"
+	ECodeResourceBusy             = "resource_busy"
+	ECodeDeadlineExceeded         = "deadline_exceeded"
 )
 
 // ErrorSpec describes one code of the catalogue.
@@ -91,6 +94,9 @@ func init() {
 	define(ECodeLedgerUnavailable, 503, "Ledger unavailable", "The ledger database is unreachable; retry later.")
 	define(ECodeWorkflowUnavailable, 503, "Workflow engine unavailable", "The workflow engine (Temporal) is unreachable; retry later.")
 	define(ECodeAuthorizationUnavailable, 503, "Workspace authorization unavailable", "The workspace authorization could not be resolved; retry later.")
+	define(ECodeWriteConflict, 409, "Write conflict", "The request kept conflicting with concurrent changes to the same data and was not applied; retry it.")
+	define(ECodeResourceBusy, 409, "Resource busy", "Another request held a lock on this resource for longer than the server waits; nothing was changed; retry it.")
+	define(ECodeDeadlineExceeded, 504, "Deadline exceeded", "The request did not finish within the server's deadline for its kind of operation; nothing was changed.")
 	define(ECodeGenerationTimeout, 504, "Generation timeout", "The generation did not finish in time.")
 }
 
@@ -182,7 +188,7 @@ func ValidationError(issues ...Issue) *Error {
 	if len(issues) == 1 {
 		msg = "The request is invalid: " + issues[0].Path + ": " + issues[0].Message
 	}
-	return &Error{Code: ECodeValidationFailed, Message: msg, Details: map[string]any{"issues": issues}}
+	return &Error{Code: ECodeValidationFailed, Message: msg, Details: map[string]any{"issues": Issues(issues)}}
 }
 
 // NotFound is the one not_found error for an unknown resource, identical whether the id

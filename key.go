@@ -49,9 +49,21 @@ type APIKey struct {
 	UserID      string
 	UserEmail   string
 	WorkspaceID string
-	CreatedAt   time.Time
-	LastUsedAt  *time.Time
-	RevokedAt   *time.Time
+	// AgentName is set on an agent's key: the agent acts for the user, and the ledger
+	// records its commands as the agent's.
+	AgentName  *string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Principal returns who a request authenticated with k acts as, in k's own workspace.
+func (k APIKey) Principal() Principal {
+	p := Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix}
+	if k.AgentName != nil {
+		p.AgentName = *k.AgentName
+	}
+	return p
 }
 
 // Workspace is the unit every resource and event is scoped to.
@@ -66,4 +78,55 @@ type User struct {
 	ID        string
 	Email     string
 	CreatedAt time.Time
+}
+
+// Ledger vocabulary of access grants: creating a workspace, a user, a membership or a key,
+// and revoking a key, are accountable changes like any other.
+const (
+	AggregateWorkspace    = "workspace"
+	AggregateUser         = "user"
+	AggregateAPIKey       = "api_key"
+	EventWorkspaceCreated = "workspace.created"
+	EventMemberAdded      = "workspace.member_added"
+	EventUserCreated      = "user.created"
+	EventAPIKeyCreated    = "api_key.created"
+	EventAPIKeyRevoked    = "api_key.revoked"
+)
+
+// UserRef names a user in responses.
+type UserRef struct {
+	ID    string `json:"id" format:"uuid"`
+	Email string `json:"email"`
+}
+
+// WorkspaceRef names a workspace in responses.
+type WorkspaceRef struct {
+	ID   string `json:"id" format:"uuid"`
+	Name string `json:"name"`
+}
+
+// Credential describes the key a request was made with (GET /credential).
+type Credential struct {
+	KeyPrefix  string       `json:"key_prefix" pattern:"^svk_[0-9a-f]{8}$"`
+	Name       string       `json:"name"`
+	Kind       string       `json:"kind"`
+	AgentName  *string      `json:"agent_name"`
+	User       UserRef      `json:"user"`
+	Workspace  WorkspaceRef `json:"workspace"`
+	CreatedAt  Time         `json:"created_at"`
+	LastUsedAt *Time        `json:"last_used_at"`
+}
+
+// Key kinds: a person's key, or an agent's (acting for a person).
+const (
+	KeyKindHuman = "human"
+	KeyKindAgent = "agent"
+)
+
+// Kind returns the kind of k.
+func (k APIKey) Kind() string {
+	if k.AgentName != nil {
+		return KeyKindAgent
+	}
+	return KeyKindHuman
 }

@@ -2,58 +2,43 @@ package accountable
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 	"strings"
-	"time"
 )
 
-// Event is one accepted, replayable ledger event. Events of one aggregate form a hash
-// chain: PreviousHash is the EventHash of the aggregate's previous version (nil at 1).
+// Event is one accepted, replayable ledger event: an item of GET /events/stream. Events of
+// one aggregate form a hash chain: PreviousHash is the EventHash of the aggregate's
+// previous version (nil at version 1).
 type Event struct {
-	ID               string
-	WorkspaceID      string
-	AggregateType    string
-	AggregateID      string
-	AggregateVersion int64
-	EventType        string
-	SchemaVersion    string
-	ActorType        ActorType
-	ActorID          string
-	Payload          json.RawMessage
-	PayloadDigest    string
-	OccurredAt       time.Time
-	RecordedAt       time.Time
-	IdempotencyKey   *string
-	CausationID      *string
-	CorrelationID    *string
-	PreviousHash     *string
-	EventHash        string
+	EventHeader
+	Payload   Object `json:"payload"`
+	EventHash string `json:"eventHash" pattern:"^sha256:[a-f0-9]{64}$"`
 }
 
-// HashedFields returns the fields an event's hash covers, by their wire names: every field
-// of the stream item except payload (covered by payloadDigest) and eventHash itself.
-// eventHash = "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of this object.
-func (e Event) HashedFields() map[string]any {
-	return map[string]any{
-		"id":               e.ID,
-		"workspaceId":      e.WorkspaceID,
-		"aggregateType":    e.AggregateType,
-		"aggregateId":      e.AggregateID,
-		"aggregateVersion": e.AggregateVersion,
-		"eventType":        e.EventType,
-		"schemaVersion":    e.SchemaVersion,
-		"actorType":        string(e.ActorType),
-		"actorId":          e.ActorID,
-		"payloadDigest":    e.PayloadDigest,
-		"occurredAt":       FormatTime(e.OccurredAt),
-		"recordedAt":       FormatTime(e.RecordedAt),
-		"idempotencyKey":   e.IdempotencyKey,
-		"causationId":      e.CausationID,
-		"correlationId":    e.CorrelationID,
-		"previousHash":     e.PreviousHash,
-	}
+// EventHeader is every field of an event except its payload (covered by PayloadDigest) and
+// its EventHash, which is the digest of the header's canonical JSON:
+// eventHash = "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of the header.
+type EventHeader struct {
+	ID               string    `json:"id" format:"uuid"`
+	WorkspaceID      string    `json:"workspaceId" format:"uuid"`
+	AggregateType    string    `json:"aggregateType"`
+	AggregateID      string    `json:"aggregateId"`
+	AggregateVersion int64     `json:"aggregateVersion" minimum:"1"`
+	EventType        string    `json:"eventType"`
+	SchemaVersion    string    `json:"schemaVersion" const:"1.0.0"`
+	ActorType        ActorType `json:"actorType"`
+	ActorID          string    `json:"actorId"`
+	PayloadDigest    string    `json:"payloadDigest" pattern:"^sha256:[a-f0-9]{64}$"`
+	OccurredAt       Time      `json:"occurredAt"`
+	RecordedAt       Time      `json:"recordedAt"`
+	IdempotencyKey   *string   `json:"idempotencyKey"`
+	CausationID      *string   `json:"causationId"`
+	CorrelationID    *string   `json:"correlationId"`
+	PreviousHash     *string   `json:"previousHash" pattern:"^sha256:[a-f0-9]{64}$"`
 }
+
+// Hash returns the eventHash of an event with header h.
+func (h EventHeader) Hash() (string, error) { return CanonicalDigest(h) }
 
 // Ref returns the event reference commands return.
 func (e Event) Ref() EventRef {
@@ -112,13 +97,14 @@ type LedgerScope struct {
 	AggregateID   string
 }
 
-// LedgerVerification is the result of recomputing every digest and hash link.
+// LedgerVerification is the result of recomputing every digest and hash link, and of
+// comparing the chains with their anchored heads and with the aggregates they describe.
 type LedgerVerification struct {
-	Verified           bool
-	EventCount         int64
-	HeadHash           *string // eventHash of the newest event in stream order
-	FirstBrokenEventID *string
-	FirstBrokenReason  *string
+	Verified           bool    `json:"verified"`
+	EventCount         int64   `json:"eventCount" minimum:"0"`
+	HeadHash           *string `json:"headHash" pattern:"^sha256:[a-f0-9]{64}$"` // eventHash of the newest event in stream order
+	FirstBrokenEventID *string `json:"firstBrokenEventId" format:"uuid"`
+	FirstBrokenReason  *string `json:"firstBrokenReason"`
 }
 
 // Ledger vocabulary of background verifications.
@@ -126,31 +112,39 @@ const (
 	AggregateLedgerVerification      = "ledger_verification"
 	EventLedgerVerificationRequested = "ledger.verification_requested"
 	EventLedgerVerificationCompleted = "ledger.verification_completed"
+	EventLedgerVerificationFailed    = "ledger.verification_failed"
 )
+
+// VerificationStatus is the state of a background ledger verification.
+type VerificationStatus string
 
 // Statuses of a background ledger verification.
 const (
-	VerificationRunning   = "running"
-	VerificationCompleted = "completed"
-	VerificationFailed    = "failed" // the workflow ended without recording a result
+	VerificationRunning   VerificationStatus = "running"
+	VerificationCompleted VerificationStatus = "completed"
+	VerificationFailed    VerificationStatus = "failed" // the workflow gave up without a result
 )
 
-// LedgerVerificationRequest asks for a background verification of a workspace's ledger.
-// The LedgerVerification workflow records it (with its ledger event) and then the result.
-type LedgerVerificationRequest struct {
-	WorkspaceID    string
-	VerificationID string
-	RequestedBy    Actor
-	RequestedAt    time.Time
+// Enum lists the verification statuses.
+func (VerificationStatus) Enum() []any {
+	return EnumStrings(VerificationRunning, VerificationCompleted, VerificationFailed)
 }
 
+// StartLedgerVerification is the command that asks for a background verification of a
+// workspace's ledger (POST /events/verifications); its body has no fields of its own.
+type StartLedgerVerification struct{}
+
+// Validate accepts every StartLedgerVerification.
+func (StartLedgerVerification) Validate() error { return nil }
+
 // LedgerVerificationJob is a background verification of a workspace's ledger, run by the
-// LedgerVerification workflow and recorded in the ledger when it completes.
+// LedgerVerification workflow and recorded in the ledger when it ends.
 type LedgerVerificationJob struct {
-	ID          string
-	WorkspaceID string
-	Status      string
-	RequestedAt time.Time
-	CompletedAt *time.Time
-	Result      *LedgerVerification
+	ID          string              `json:"id" format:"uuid"`
+	WorkspaceID string              `json:"-"`
+	Status      VerificationStatus  `json:"status"`
+	WorkflowID  string              `json:"workflowId"`
+	RequestedAt Time                `json:"requestedAt"`
+	CompletedAt *Time               `json:"completedAt"`
+	Result      *LedgerVerification `json:"result"`
 }

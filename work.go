@@ -2,7 +2,6 @@ package accountable
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +22,9 @@ const (
 // TaskStatuses lists every task status.
 var TaskStatuses = []TaskStatus{TaskTodo, TaskInProgress, TaskBlocked, TaskCompleted, TaskCancelled}
 
+// Enum lists the task statuses.
+func (TaskStatus) Enum() []any { return EnumStrings(TaskStatuses...) }
+
 // Completable reports whether a task in status s may be completed.
 func (s TaskStatus) Completable() bool {
 	return s == TaskTodo || s == TaskInProgress || s == TaskBlocked
@@ -39,6 +41,11 @@ const (
 	PriorityUrgent Priority = "urgent"
 )
 
+// Enum lists the priorities.
+func (Priority) Enum() []any {
+	return EnumStrings(PriorityLow, PriorityMedium, PriorityHigh, PriorityUrgent)
+}
+
 // Ledger vocabulary of the Work area.
 const (
 	AggregateTask      = "task"
@@ -49,7 +56,9 @@ const (
 // ReceiptCompleted is the status of the receipt a completion creates.
 const ReceiptCompleted = "completed"
 
-// Bounds of the Work area (specification and contract).
+// Bounds of the Work area (specification and contract). The same numbers appear in the
+// tags of the command types below, from which the API description is generated; a test
+// checks that they agree.
 const (
 	MaxTaskTitle             = 500
 	MaxCompletionSummary     = 4000
@@ -57,34 +66,52 @@ const (
 	MaxCompletionCostCents   = 100000000
 )
 
-// Task is a work item.
+// Task is a work item: the task record of the API (GET /work/{taskId}) and of the
+// work.created ledger payload.
 type Task struct {
-	ID                 string
-	WorkspaceID        string
-	Title              string
-	Description        *string
-	Status             TaskStatus
-	Priority           Priority
-	DueDate            *time.Time
-	InitiativeID       *string
-	WorkstreamID       *string
-	MilestoneID        *string
-	Metadata           json.RawMessage
-	EstimatedCostCents *int64
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	AggregateVersion   int64
+	ID                 string          `json:"id" format:"uuid"`
+	WorkspaceID        string          `json:"-"`
+	Title              string          `json:"title" minLength:"1" maxLength:"500"`
+	Description        *string         `json:"description"`
+	Status             TaskStatus      `json:"status"`
+	Priority           Priority        `json:"priority"`
+	DueDate            *Time           `json:"due_date"`
+	InitiativeID       *string         `json:"initiative_id" format:"uuid"`
+	WorkstreamID       *string         `json:"workstream_id" format:"uuid"`
+	MilestoneID        *string         `json:"milestone_id" format:"uuid"`
+	Metadata           Object          `json:"metadata"`
+	EstimatedCostCents *int64          `json:"estimated_cost_cents" minimum:"0"`
+	CreatedAt          Time            `json:"created_at"`
+	UpdatedAt          Time            `json:"updated_at"`
+	AggregateVersion   int64           `json:"aggregate_version" minimum:"1"`
+	Concurrency        TaskConcurrency `json:"concurrency,omitzero"`
+}
+
+// TaskConcurrency is what a client copies from a read into a completion: the opaque
+// version token, or the pair it encodes.
+type TaskConcurrency struct {
+	VersionToken             string `json:"version_token" minLength:"1"`
+	ExpectedUpdatedAt        Time   `json:"expected_updated_at"`
+	ExpectedAggregateVersion int64  `json:"expected_aggregate_version" minimum:"1"`
+}
+
+// WithConcurrency returns t with its concurrency inputs filled from its version (reads
+// and command results carry them; ledger payloads do not).
+func (t Task) WithConcurrency() Task {
+	v := t.Version()
+	t.Concurrency = TaskConcurrency{VersionToken: v.Token(), ExpectedUpdatedAt: TimeOf(v.UpdatedAt), ExpectedAggregateVersion: v.AggregateVersion}
+	return t
+}
+
+// Version returns the task's current version.
+func (t Task) Version() TaskVersion {
+	return TaskVersion{AggregateVersion: t.AggregateVersion, UpdatedAt: t.UpdatedAt.Time}
 }
 
 // TaskVersion identifies one version of a task for optimistic concurrency.
 type TaskVersion struct {
 	AggregateVersion int64
 	UpdatedAt        time.Time
-}
-
-// Version returns the task's current version.
-func (t Task) Version() TaskVersion {
-	return TaskVersion{AggregateVersion: t.AggregateVersion, UpdatedAt: t.UpdatedAt}
 }
 
 // Equal reports whether v and o describe the same version (instants compared exactly).
@@ -125,69 +152,160 @@ func TaskVersionStale(current TaskVersion) *Error {
 		})
 }
 
-// CreateWork is the command that creates a work item.
-type CreateWork struct {
-	Title              string
-	Description        *string
-	Priority           Priority
-	DueDate            *time.Time
-	Metadata           json.RawMessage
-	EstimatedCostCents *int64
-	InitiativeID       *string
-	WorkstreamID       *string
-	MilestoneID        *string
-	Causation          Causation
-}
-
-// Causation links a command to the commands and conversations that led to it.
+// Causation links a command to the commands and conversations that led to it. Every
+// command body may carry it.
 type Causation struct {
-	CommandID     *string
-	CausationID   *string
-	CorrelationID *string
+	CommandID     *string `json:"command_id,omitzero" minLength:"1" maxLength:"200"`
+	CausationID   *string `json:"causation_id,omitzero" minLength:"1" maxLength:"200"`
+	CorrelationID *string `json:"correlation_id,omitzero" minLength:"1" maxLength:"200"`
 }
 
-// CompleteWork is the command that completes a work item with evidence.
+// CreateWork is the command that creates a work item (POST /work).
+type CreateWork struct {
+	Title              string        `json:"title" minLength:"1" maxLength:"500"`
+	Description        *string       `json:"description,omitzero"`
+	Priority           *Priority     `json:"priority,omitzero"`
+	DueDate            *CalendarTime `json:"due_date,omitzero"`
+	Metadata           Object        `json:"metadata,omitzero"`
+	EstimatedCostCents *int64        `json:"estimated_cost_cents,omitzero" minimum:"0"`
+	InitiativeID       *string       `json:"initiative_id,omitzero" format:"uuid"`
+	WorkstreamID       *string       `json:"workstream_id,omitzero" format:"uuid"`
+	MilestoneID        *string       `json:"milestone_id,omitzero" format:"uuid"`
+	Causation
+}
+
+// Validate checks the command's rules: the field bounds, and initiative_id, workstream_id
+// and milestone_id given all together or not at all.
+func (c CreateWork) Validate() error {
+	is := CheckFields(c)
+	if n := countSet(c.InitiativeID, c.WorkstreamID, c.MilestoneID); n != 0 && n != 3 {
+		is.Add("/initiative_id", "initiative_id, workstream_id and milestone_id are given all together or not at all")
+	}
+	return is.Err()
+}
+
+func countSet[T any](ps ...*T) int {
+	n := 0
+	for _, p := range ps {
+		if p != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// CompleteWork is the command that completes a work item with evidence
+// (POST /work/{taskId}/complete). The version it expects comes in one of two forms:
+// version_token (preferred), or expected_updated_at with expected_aggregate_version; when
+// both are given they must describe the same version.
 type CompleteWork struct {
-	TaskID                string
-	Expected              TaskVersion
-	Summary               string
-	MeasuredDurationHours *float64
-	CostCents             *int64
-	Evidence              json.RawMessage
-	Causation             Causation
+	TaskID                   string   `json:"-"`
+	VersionToken             *string  `json:"version_token,omitzero" minLength:"1" maxLength:"512"`
+	ExpectedUpdatedAt        *Time    `json:"expected_updated_at,omitzero"`
+	ExpectedAggregateVersion *int64   `json:"expected_aggregate_version,omitzero" minimum:"0"`
+	Summary                  *string  `json:"summary,omitzero" maxLength:"4000"`
+	MeasuredDurationHours    *float64 `json:"measured_duration_hours,omitzero" minimum:"0" maximum:"100000"`
+	CostCents                *int64   `json:"cost_cents,omitzero" minimum:"0" maximum:"100000000"`
+	Evidence                 Object   `json:"evidence,omitzero"`
+	Causation
+}
+
+// Validate checks the bounds and the concurrency forms.
+func (c CompleteWork) Validate() error {
+	is := CheckFields(c)
+	_, versionIssues := c.expected()
+	return append(is, versionIssues...).Err()
+}
+
+// Expected resolves the two concurrency forms to the one version the command expects.
+func (c CompleteWork) Expected() (TaskVersion, error) {
+	v, is := c.expected()
+	return v, is.Err()
+}
+
+func (c CompleteWork) expected() (TaskVersion, Issues) {
+	var is Issues
+	var fromToken, fromFields *TaskVersion
+	if c.VersionToken != nil {
+		if v, ok := ParseVersionToken(*c.VersionToken); ok {
+			fromToken = &v
+		} else {
+			is.Add("/version_token", "is not a version token; copy data.concurrency.version_token of GET /work/{taskId} unchanged")
+		}
+	}
+	switch {
+	case c.ExpectedUpdatedAt != nil && c.ExpectedAggregateVersion != nil:
+		fromFields = &TaskVersion{AggregateVersion: *c.ExpectedAggregateVersion, UpdatedAt: c.ExpectedUpdatedAt.Time}
+	case c.ExpectedUpdatedAt != nil:
+		is.Add("/expected_aggregate_version", "is required with expected_updated_at")
+	case c.ExpectedAggregateVersion != nil:
+		is.Add("/expected_updated_at", "is required with expected_aggregate_version")
+	}
+	switch {
+	case len(is) > 0:
+		return TaskVersion{}, is
+	case fromToken != nil && fromFields != nil && !fromToken.Equal(*fromFields):
+		is.Add("/version_token", "describes a different version than expected_updated_at and expected_aggregate_version")
+		return TaskVersion{}, is
+	case fromToken != nil:
+		return *fromToken, nil
+	case fromFields != nil:
+		return *fromFields, nil
+	}
+	is.Add("/version_token", "is required (or expected_updated_at with expected_aggregate_version)")
+	return TaskVersion{}, is
 }
 
 // EventRef is the reference to a ledger event that commands return.
 type EventRef struct {
-	EventID          string
-	AggregateVersion int64
-	EventHash        string
-	PayloadDigest    string
+	EventID          string `json:"eventId" format:"uuid"`
+	AggregateVersion int64  `json:"aggregateVersion" minimum:"1"`
+	EventHash        string `json:"eventHash" pattern:"^sha256:[a-f0-9]{64}$"`
+	PayloadDigest    string `json:"-"`
 }
 
-// WorkCreated is the result of CreateWork.
+// WorkCreated is the result of CreateWork: the completion-result shape without a receipt.
 type WorkCreated struct {
-	Task  Task
-	Event EventRef
+	TaskID string `json:"taskId" format:"uuid"`
+	EventRef
+	Duplicate bool `json:"duplicate"`
+	Task      Task `json:"task"`
 }
 
 // Receipt is the completion receipt of a work item.
 type Receipt struct {
-	ID                    string
-	TaskID                string
-	Status                string
-	Summary               string
-	MeasuredDurationHours *float64
-	CostCents             *int64
-	Evidence              json.RawMessage
-	CreatedAt             time.Time
+	ID                    string   `json:"id" format:"uuid"`
+	TaskID                string   `json:"task_id" format:"uuid"`
+	Status                string   `json:"status"`
+	Summary               string   `json:"summary"`
+	MeasuredDurationHours *float64 `json:"measured_duration_hours"`
+	CostCents             *int64   `json:"cost_cents"`
+	Evidence              Object   `json:"evidence"`
+	CreatedAt             Time     `json:"created_at"`
 }
 
-// WorkCompletion is the result of CompleteWork.
+// WorkCompletion is the result of CompleteWork (the specification's Work completion result).
 type WorkCompletion struct {
-	Task    Task
-	Receipt Receipt
-	Event   EventRef
+	TaskID    string `json:"taskId" format:"uuid"`
+	ReceiptID string `json:"receiptId" format:"uuid"`
+	EventRef
+	Duplicate bool    `json:"duplicate"`
+	Task      Task    `json:"task"`
+	Receipt   Receipt `json:"receipt"`
+}
+
+// WorkCreatedPayload is the payload of a work.created event.
+type WorkCreatedPayload struct {
+	Task      Task    `json:"task"`
+	CommandID *string `json:"command_id"`
+}
+
+// WorkCompletedPayload is the payload of a work.completed event.
+type WorkCompletedPayload struct {
+	TaskID    string     `json:"task_id"`
+	Status    TaskStatus `json:"status"`
+	Receipt   Receipt    `json:"receipt"`
+	CommandID *string    `json:"command_id"`
 }
 
 // WorkFilter selects work items for a list.

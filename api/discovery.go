@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -11,48 +12,66 @@ import (
 )
 
 // areas are the specification's areas in its order; an area is available once it has
-// operations here.
-var areas = []struct {
-	name     string
-	prefixes []string
-}{
-	{"Work", []string{"/work"}}, {"Initiatives", nil}, {"Operating processes", nil}, {"Operating map", nil},
-	{"Discovery runs", nil}, {"Handoffs", nil}, {"Events", []string{"/events"}}, {"Projections", nil},
-	{"Episodes", nil}, {"Receipt validation", nil}, {"Receipt import", nil}, {"Workload diagnosis", nil},
-	{"Content Studio", nil}, {"Decisions", nil}, {"Artifacts", nil}, {"Launches", nil}, {"Runs", nil},
-	{"Lifecycle", nil}, {"Deduplication", nil}, {"Credential", []string{"/credential"}},
-	{"API discovery", []string{"/", "/openapi.json", "/errors"}}, {"Controllers", nil},
+// operations in the table.
+var areas = []string{
+	"Work", "Initiatives", "Operating processes", "Operating map", "Discovery runs", "Handoffs", "Events",
+	"Projections", "Episodes", "Receipt validation", "Receipt import", "Workload diagnosis", "Content Studio",
+	"Decisions", "Artifacts", "Launches", "Runs", "Lifecycle", "Deduplication", "Credential", "API discovery",
+	"Controllers",
 }
 
-type areaJSON struct {
+// serviceArea tags the probes, which are not an area of the specification.
+const serviceArea = "Service"
+
+// discoveryOperations is the API discovery and Credential areas.
+func (s *Server) discoveryOperations() []operation {
+	return []operation{
+		op(Operation{ID: "getApiIndex", Method: fiber.MethodGet, Path: "/", Area: "API discovery", Public: true,
+			Summary: "The v1 index: areas, their operations and links."}, s.getIndex),
+		op(Operation{ID: "getOpenAPI", Method: fiber.MethodGet, Path: "/openapi.json", Area: "API discovery", Public: true, Raw: true,
+			Summary: "This OpenAPI 3.1 document."}, s.getOpenAPI),
+		op(Operation{ID: "listErrors", Method: fiber.MethodGet, Path: "/errors", Area: "API discovery", Public: true,
+			Summary: "The error catalogue: every code with its HTTP status."}, s.listErrors),
+		op(Operation{ID: "getCredential", Method: fiber.MethodGet, Path: "/credential", Area: "Credential",
+			Summary: "The calling key: prefix, name, kind, user, workspace, created and last used."}, s.getCredential),
+	}
+}
+
+// Area is one area of the index.
+type Area struct {
 	Name       string   `json:"name"`
-	Status     string   `json:"status"`
+	Status     string   `json:"status" enum:"available,planned"`
 	Operations []string `json:"operations"`
 }
 
-type indexJSON struct {
-	Name          string            `json:"name"`
-	APIVersion    string            `json:"api_version"`
-	ContractDates []string          `json:"contract_dates"`
-	Links         map[string]string `json:"links"`
-	Areas         []areaJSON        `json:"areas"`
+// APIIndex is the v1 index.
+type APIIndex struct {
+	Name          string     `json:"name"`
+	APIVersion    string     `json:"api_version"`
+	ContractDates []string   `json:"contract_dates"`
+	Links         IndexLinks `json:"links"`
+	Areas         []Area     `json:"areas"`
+}
+
+// IndexLinks are the index's links.
+type IndexLinks struct {
+	Self    string `json:"self"`
+	OpenAPI string `json:"openapi"`
+	Errors  string `json:"errors"`
 }
 
 // getIndex: GET / (account-free).
-func (s *Server) getIndex(c *fiber.Ctx) error {
-	routes := s.v1Routes()
-	out := indexJSON{
+func (s *Server) getIndex(c *call, _ *struct{}) (APIIndex, error) {
+	root := s.cfg.SiteURL + V1Root
+	out := APIIndex{
 		Name: "Accountable Work Service", APIVersion: accountable.APIVersion, ContractDates: accountable.ContractDates,
-		Links: map[string]string{"self": s.cfg.SiteURL + V1Root, "openapi": s.cfg.SiteURL + V1Root + "/openapi.json",
-			"errors": s.cfg.SiteURL + V1Root + "/errors"},
+		Links: IndexLinks{Self: root, OpenAPI: root + "/openapi.json", Errors: root + "/errors"},
 	}
 	for _, a := range areas {
-		area := areaJSON{Name: a.name, Status: "planned", Operations: []string{}}
-		for _, r := range routes {
-			for _, prefix := range a.prefixes {
-				if r.path == prefix || (prefix != "/" && len(r.path) > len(prefix) && r.path[:len(prefix)+1] == prefix+"/") {
-					area.Operations = append(area.Operations, r.method+" "+r.path)
-				}
+		area := Area{Name: a, Status: "planned", Operations: []string{}}
+		for _, o := range s.ops {
+			if o.Area == a {
+				area.Operations = append(area.Operations, o.Method+" "+strings.TrimSuffix(o.Root, "/")+o.Path)
 			}
 		}
 		if len(area.Operations) > 0 {
@@ -60,107 +79,103 @@ func (s *Server) getIndex(c *fiber.Ctx) error {
 		}
 		out.Areas = append(out.Areas, area)
 	}
-	return respond(c, fiber.StatusOK, out, newMeta(c))
+	return out, nil
 }
 
 // getOpenAPI: GET /openapi.json (account-free).
-func (s *Server) getOpenAPI(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(openAPIDocument)
+func (s *Server) getOpenAPI(c *call, _ *struct{}) (struct{}, error) {
+	c.fiber.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return struct{}{}, c.fiber.Send(s.document)
 }
+
+// OpenAPIDocument returns the OpenAPI document the server serves.
+func (s *Server) OpenAPIDocument() []byte { return s.document }
 
 // listErrors: GET /errors (account-free).
-func (s *Server) listErrors(c *fiber.Ctx) error {
+func (s *Server) listErrors(c *call, _ *struct{}) ([]accountable.ErrorSpec, error) {
 	specs := accountable.ErrorCatalogue()
-	m := newMeta(c)
 	n := len(specs)
-	m.Count = &n
-	return respond(c, fiber.StatusOK, specs, m)
-}
-
-type userJSON struct {
-	ID    string `json:"id"`
-	Email string `json:"email"`
-}
-
-type workspaceJSON struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-type credentialJSON struct {
-	KeyPrefix  string        `json:"key_prefix"`
-	Name       string        `json:"name"`
-	User       userJSON      `json:"user"`
-	Workspace  workspaceJSON `json:"workspace"`
-	CreatedAt  string        `json:"created_at"`
-	LastUsedAt *string       `json:"last_used_at"`
+	c.meta.Count = &n
+	return specs, nil
 }
 
 // getCredential: GET /credential.
-func (s *Server) getCredential(c *fiber.Ctx) error {
-	p := principal(c)
-	k := apiKey(c)
-	ws, err := s.deps.Keys.GetWorkspace(c.UserContext(), p.WorkspaceID)
+func (s *Server) getCredential(c *call, _ *struct{}) (accountable.Credential, error) {
+	k := apiKey(c.fiber)
+	ws, err := s.deps.Keys.GetWorkspace(c.ctx, c.principal.WorkspaceID)
 	if err != nil {
-		return err
+		return accountable.Credential{}, err
 	}
 	lastUsed := k.LastUsedAt
 	if t, ok := s.usage.pendingUse(k.ID); ok && (lastUsed == nil || t.After(*lastUsed)) {
 		lastUsed = &t
 	}
-	return respond(c, fiber.StatusOK, credentialJSON{
-		KeyPrefix: k.Prefix, Name: k.Name, User: userJSON{ID: p.UserID, Email: p.UserEmail},
-		Workspace: workspaceJSON{ID: ws.ID, Name: ws.Name}, CreatedAt: accountable.FormatTime(k.CreatedAt),
-		LastUsedAt: formatTimePtr(lastUsed),
-	}, newMeta(c))
+	return accountable.Credential{
+		KeyPrefix: k.Prefix, Name: k.Name, Kind: k.Kind(), AgentName: k.AgentName,
+		User:      accountable.UserRef{ID: c.principal.UserID, Email: c.principal.UserEmail},
+		Workspace: accountable.WorkspaceRef{ID: ws.ID, Name: ws.Name}, CreatedAt: accountable.TimeOf(k.CreatedAt),
+		LastUsedAt: accountable.TimePtr(lastUsed),
+	}, nil
 }
 
-type bootstrapJSON struct {
-	User       userJSON      `json:"user"`
-	Workspace  workspaceJSON `json:"workspace"`
-	KeyPrefix  string        `json:"key_prefix"`
-	APIBaseURL string        `json:"api_base_url"`
-	APIVersion string        `json:"api_version"`
+// Bootstrap is what a client learns from GET {site_url}/api/client/bootstrap.
+type Bootstrap struct {
+	User       accountable.UserRef      `json:"user"`
+	Workspace  accountable.WorkspaceRef `json:"workspace"`
+	KeyPrefix  string                   `json:"key_prefix"`
+	APIBaseURL string                   `json:"api_base_url"`
+	APIVersion string                   `json:"api_version"`
 }
 
 // getBootstrap: GET {site_url}/api/client/bootstrap.
-func (s *Server) getBootstrap(c *fiber.Ctx) error {
-	p := principal(c)
-	ws, err := s.deps.Keys.GetWorkspace(c.UserContext(), p.WorkspaceID)
+func (s *Server) getBootstrap(c *call, _ *struct{}) (Bootstrap, error) {
+	ws, err := s.deps.Keys.GetWorkspace(c.ctx, c.principal.WorkspaceID)
 	if err != nil {
-		return err
+		return Bootstrap{}, err
 	}
-	return respond(c, fiber.StatusOK, bootstrapJSON{
-		User: userJSON{ID: p.UserID, Email: p.UserEmail}, Workspace: workspaceJSON{ID: ws.ID, Name: ws.Name},
-		KeyPrefix: p.KeyPrefix, APIBaseURL: s.cfg.SiteURL + V1Root, APIVersion: accountable.APIVersion,
-	}, newMeta(c))
+	return Bootstrap{
+		User:      accountable.UserRef{ID: c.principal.UserID, Email: c.principal.UserEmail},
+		Workspace: accountable.WorkspaceRef{ID: ws.ID, Name: ws.Name},
+		KeyPrefix: c.principal.KeyPrefix, APIBaseURL: s.cfg.SiteURL + V1Root, APIVersion: accountable.APIVersion,
+	}, nil
 }
 
-type healthJSON struct {
-	Status string            `json:"status"`
+// serviceOperations are served outside the v1 root: the client bootstrap and the probes.
+func (s *Server) serviceOperations() []operation {
+	return []operation{
+		op(Operation{ID: "getBootstrap", Method: fiber.MethodGet, Path: "/bootstrap", Root: ClientRoot, Area: "Credential",
+			Summary: "The user, workspace and key prefix of the credential, and the API's base URL."}, s.getBootstrap),
+		op(Operation{ID: "getHealth", Method: fiber.MethodGet, Path: "/healthz", Root: "/", Area: serviceArea, Public: true, Bare: true,
+			Summary: "The process is up."}, s.getHealth),
+		op(Operation{ID: "getReadiness", Method: fiber.MethodGet, Path: "/readyz", Root: "/", Area: serviceArea, Public: true, Bare: true,
+			Summary: "PostgreSQL and Temporal are reachable (503 otherwise).", BareStatuses: []int{fiber.StatusServiceUnavailable}}, s.getReadiness),
+	}
+}
+
+// Health is the answer of the probes.
+type Health struct {
+	Status string            `json:"status" enum:"ok,unavailable"`
 	Checks map[string]string `json:"checks,omitempty"`
 }
 
 // getHealth: GET /healthz, the process is up.
-func (s *Server) getHealth(c *fiber.Ctx) error {
-	return c.JSON(healthJSON{Status: "ok"})
+func (s *Server) getHealth(c *call, _ *struct{}) (Health, error) {
+	return Health{Status: "ok"}, nil
 }
 
 // getReadiness: GET /readyz, PostgreSQL and Temporal reachable (503 otherwise).
-func (s *Server) getReadiness(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
+func (s *Server) getReadiness(c *call, _ *struct{}) (Health, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 3*time.Second)
 	defer cancel()
-	out := healthJSON{Status: "ok", Checks: map[string]string{"postgres": "ok", "temporal": "ok"}}
+	out := Health{Status: "ok", Checks: map[string]string{"postgres": "ok", "temporal": "ok"}}
 	if err := s.deps.DB.Ping(ctx); err != nil {
 		out.Checks["postgres"], out.Status = "unavailable", "unavailable"
 	}
 	if _, err := s.deps.Workflows.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		out.Checks["temporal"], out.Status = "unavailable", "unavailable"
 	}
-	status := fiber.StatusOK
 	if out.Status != "ok" {
-		status = fiber.StatusServiceUnavailable
+		c.status = fiber.StatusServiceUnavailable
 	}
-	return c.Status(status).JSON(out)
+	return out, nil
 }

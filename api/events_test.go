@@ -21,8 +21,8 @@ func TestEventStreamPagesWithCursorAndFilters(t *testing.T) {
 	w := getWork(t, e, key, ids[0])
 	expect(t, e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": ids[0]}, key: key,
 		body: map[string]any{"version_token": w["concurrency"].(map[string]any)["version_token"]}}), http.StatusOK, "")
-	// 2 set-up events (workspace, key) + 5 created + 1 completed.
-	const total = 8
+	// The tenant's set-up events (workspace, user, member, key) + 5 created + 1 completed.
+	const total = storetest.TenantEvents + 6
 
 	seen := map[string]bool{}
 	cursor := ""
@@ -57,8 +57,8 @@ func TestEventStreamPagesWithCursorAndFilters(t *testing.T) {
 		}
 		cursor = m["nextCursor"].(string)
 	}
-	if len(seen) != total || pages != 3 {
-		t.Fatalf("read %d events in %d pages, want %d in 3", len(seen), pages, total)
+	if len(seen) != total || pages != 4 {
+		t.Fatalf("read %d events in %d pages, want %d in 4", len(seen), pages, total)
 	}
 
 	r := e.do(request{method: "GET", path: "/events/stream", key: key, query: "event_type=work.created&event_type=work.completed"})
@@ -66,7 +66,7 @@ func TestEventStreamPagesWithCursorAndFilters(t *testing.T) {
 		t.Fatalf("event_type filter: %d", len(r.dataList()))
 	}
 	r = e.do(request{method: "GET", path: "/events/stream", key: key, query: "aggregate_type=workspace,api_key"})
-	if len(r.dataList()) != 2 {
+	if len(r.dataList()) != 3 { // workspace.created, workspace.member_added, api_key.created
 		t.Fatalf("aggregate_type filter: %d", len(r.dataList()))
 	}
 	for _, q := range []string{"limit=0", "limit=1001", "limit=ten", "cursor=bogus"} {
@@ -85,7 +85,7 @@ func TestVerifyEndpointReportsTheFirstBrokenEvent(t *testing.T) {
 
 	r := e.do(request{method: "GET", path: "/events/verify", key: key})
 	expect(t, r, http.StatusOK, "")
-	if r.data()["verified"] != true || r.data()["eventCount"] != 4.0 || r.data()["firstBrokenEventId"] != nil {
+	if r.data()["verified"] != true || r.data()["eventCount"] != float64(storetest.TenantEvents+2) || r.data()["firstBrokenEventId"] != nil {
 		t.Fatalf("verify: %s", r.raw)
 	}
 	r = e.do(request{method: "GET", path: "/events/verify", key: key, query: "aggregate_type=task&aggregate_id=" + id})

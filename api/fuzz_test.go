@@ -2,23 +2,16 @@ package api
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
 )
 
-// The decoders either produce a command within the specification's bounds or refuse the
-// body with a 4xx error; they never panic and never answer 500. `make test` runs the seed
+// The body decoders either produce a command within the specification's bounds or refuse
+// the body with a 400; they never panic and never answer 500. `make test` runs the seed
 // corpus; `go test -fuzz FuzzCompleteWorkBody ./api` explores further.
-
-func mustSchemas(f *testing.F) *Schemas {
-	s, err := NewSchemas()
-	if err != nil {
-		f.Fatal(err)
-	}
-	return s
-}
 
 func checkRefusal(t *testing.T, body []byte, err error) {
 	t.Helper()
@@ -31,8 +24,19 @@ func checkRefusal(t *testing.T, body []byte, err error) {
 	}
 }
 
+// decodeCommand decodes and validates a body as the operation with input In would.
+func decodeCommand[In any](body []byte) (*In, error) {
+	in := new(In)
+	if _, err := decodeJSONBody(body, scopedBody(reflect.TypeFor[In]()), in); err != nil {
+		return nil, err
+	}
+	if v, ok := any(in).(validator); ok {
+		return in, v.Validate()
+	}
+	return in, accountable.CheckFields(in).Err()
+}
+
 func FuzzCompleteWorkBody(f *testing.F) {
-	sch := mustSchemas(f).Component("CompleteWorkRequest")
 	token := accountable.TaskVersion{AggregateVersion: 3, UpdatedAt: accountable.Now()}.Token()
 	for _, seed := range []string{
 		``, `{}`, `null`, `[]`, `"x"`, `{"version_token":"` + token + `"}`,
@@ -47,22 +51,19 @@ func FuzzCompleteWorkBody(f *testing.F) {
 		`{"version_token":1}`, `{"version_token":"` + token + `"`, `{"version_token":"` + token + `"}}`,
 		`{"expected_aggregate_version":9223372036854775808,"expected_updated_at":"2026-11-22T06:41:50Z"}`,
 		`{"workspace_id":"not-a-uuid","version_token":"x"}`, "{\"summary\":\"\xff\"}",
+		`{"version_token":"` + token + `","evidence":[]}`, `{"version_token":"` + token + `","VERSION_TOKEN":"x"}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req completeWorkRequest
-		_, _, err := decodeJSON(sch, body, &req)
-		var cmd accountable.CompleteWork
-		if err == nil {
-			cmd, err = req.command("0190c0de-0000-7000-8000-000000000000")
-		}
+		in, err := decodeCommand[completeWorkRequest](body)
 		if err != nil {
 			checkRefusal(t, body, err)
 			return
 		}
-		if utf8.RuneCountInString(cmd.Summary) > accountable.MaxCompletionSummary {
-			t.Fatalf("summary of %d characters accepted", utf8.RuneCountInString(cmd.Summary))
+		cmd := in.CompleteWork
+		if s := cmd.Summary; s != nil && utf8.RuneCountInString(*s) > accountable.MaxCompletionSummary {
+			t.Fatalf("summary of %d characters accepted", utf8.RuneCountInString(*s))
 		}
 		if d := cmd.MeasuredDurationHours; d != nil && (*d < 0 || *d > accountable.MaxMeasuredDurationHours) {
 			t.Fatalf("duration %v accepted", *d)
@@ -70,14 +71,17 @@ func FuzzCompleteWorkBody(f *testing.F) {
 		if c := cmd.CostCents; c != nil && (*c < 0 || *c > accountable.MaxCompletionCostCents) {
 			t.Fatalf("cost %v accepted", *c)
 		}
-		if cmd.Expected.AggregateVersion < 0 || cmd.Expected.UpdatedAt.IsZero() {
-			t.Fatalf("accepted without a usable version: %+v", cmd.Expected)
+		v, err := cmd.Expected()
+		if err != nil || v.AggregateVersion < 0 || v.UpdatedAt.IsZero() {
+			t.Fatalf("accepted without a usable version: %+v %v", v, err)
+		}
+		if len(cmd.Evidence) > 0 && cmd.Evidence[0] != '{' {
+			t.Fatalf("evidence %s accepted", cmd.Evidence)
 		}
 	})
 }
 
 func FuzzCreateWorkBody(f *testing.F) {
-	sch := mustSchemas(f).Component("CreateWorkRequest")
 	for _, seed := range []string{
 		``, `{}`, `{"title":"x"}`, `{"title":""}`, `{"title":null}`, `{"title":"x","priority":"urgent","due_date":"2026-12-01"}`,
 		`{"title":"x","due_date":"2026-12-01T10:00:00+02:00"}`, `{"title":"x","due_date":"2026-13-01"}`,
@@ -86,16 +90,12 @@ func FuzzCreateWorkBody(f *testing.F) {
 		`{"title":"x","metadata":{"a":[1,2,{"b":null}]},"estimated_cost_cents":0}`, `{"title":"x","metadata":[]}`,
 		`{"title":"x","estimated_cost_cents":-1}`, `{"title":"x","extra":true}`, `{"title":"x","title":"y"}`,
 		`{"title":"x","metadata":{"a":1,"a":2}}`, `{"title":"x","metadata":{"n":1e400}}`, `{"title":"x","metadata":{"s":"\ud800"}}`,
+		`{"title":"x","priority":null,"description":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req createWorkRequest
-		_, _, err := decodeJSON(sch, body, &req)
-		var cmd accountable.CreateWork
-		if err == nil {
-			cmd, err = req.command()
-		}
+		cmd, err := decodeCommand[accountable.CreateWork](body)
 		if err != nil {
 			checkRefusal(t, body, err)
 			return
@@ -103,13 +103,18 @@ func FuzzCreateWorkBody(f *testing.F) {
 		if n := utf8.RuneCountInString(cmd.Title); n < 1 || n > accountable.MaxTaskTitle {
 			t.Fatalf("title of %d characters accepted", n)
 		}
-		switch cmd.Priority {
-		case accountable.PriorityLow, accountable.PriorityMedium, accountable.PriorityHigh, accountable.PriorityUrgent:
-		default:
-			t.Fatalf("priority %q accepted", cmd.Priority)
+		if p := cmd.Priority; p != nil {
+			switch *p {
+			case accountable.PriorityLow, accountable.PriorityMedium, accountable.PriorityHigh, accountable.PriorityUrgent:
+			default:
+				t.Fatalf("priority %q accepted", *p)
+			}
 		}
 		if (cmd.InitiativeID == nil) != (cmd.MilestoneID == nil) || (cmd.InitiativeID == nil) != (cmd.WorkstreamID == nil) {
 			t.Fatal("partial initiative/workstream/milestone accepted")
+		}
+		if _, err := accountable.CanonicalJSON(cmd); err != nil {
+			t.Fatalf("accepted a body with no canonical form: %v", err)
 		}
 	})
 }

@@ -68,7 +68,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	if db == nil {
 		db = storetest.Open(t)
 	}
-	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: "api-test-" + fmt.Sprint(time.Now().UnixNano())}
+	cfg := api.Config{SiteURL: "http://api.test"}
 	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: temporalClient(t)}
 	for _, o := range opts {
 		o(&cfg, &deps)
@@ -91,7 +91,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 		srv.Shutdown(ctx) //nolint:errcheck
 	})
 	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
-		server: srv, oas: loadOpenAPI(t), logs: logs, logsMu: mu}
+		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu}
 }
 
 type lockedWriter struct {

@@ -13,12 +13,12 @@ import (
 // meta is the meta object of the success envelope.
 type meta struct {
 	APIVersion  string  `json:"apiVersion"`
-	WorkspaceID string  `json:"workspaceId,omitempty"`
-	Count       *int    `json:"count,omitempty"`
+	WorkspaceID string  `json:"workspaceId,omitempty" format:"uuid"`
+	Count       *int    `json:"count,omitempty" minimum:"0"`
 	Duplicate   *bool   `json:"duplicate,omitempty"`
 	NextCursor  *string `json:"nextCursor,omitempty"`
 	HasMore     *bool   `json:"hasMore,omitempty"`
-	Limit       *int    `json:"limit,omitempty"`
+	Limit       *int    `json:"limit,omitempty" minimum:"1"`
 }
 
 type envelope struct {
@@ -40,26 +40,25 @@ func respond(c *fiber.Ctx, status int, data any, m meta) error {
 	return c.Status(status).JSON(envelope{Data: data, Meta: m})
 }
 
-// respondCommand writes the result of a command: created (201, or 202 for an accepted
-// start) the first time, 200 with meta.duplicate on a replay.
-func respondCommand(c *fiber.Ctx, firstStatus int, data any, duplicate bool) error {
-	m := newMeta(c)
-	m.Duplicate = &duplicate
-	status := firstStatus
-	if duplicate {
-		status = fiber.StatusOK
-	}
-	return respond(c, status, data, m)
+// errorEnvelope is the body of every failed response but a 401.
+type errorEnvelope struct {
+	Error errorBody `json:"error"`
 }
 
 type errorBody struct {
-	Code       string         `json:"code"`
-	Message    string         `json:"message"`
-	Details    map[string]any `json:"details"`
-	RequestID  string         `json:"requestId"`
-	Timestamp  string         `json:"timestamp"`
-	DocsURL    string         `json:"docsUrl"`
-	RetryAfter *int           `json:"retryAfter,omitempty"`
+	Code       string           `json:"code"`
+	Message    string           `json:"message"`
+	Details    map[string]any   `json:"details"`
+	RequestID  string           `json:"requestId" minLength:"1"`
+	Timestamp  accountable.Time `json:"timestamp"`
+	DocsURL    string           `json:"docsUrl" format:"uri"`
+	RetryAfter *int             `json:"retryAfter,omitempty" minimum:"1"`
+}
+
+// unauthorizedBody is the specification's simple body of a 401.
+type unauthorizedBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message" minLength:"1"`
 }
 
 // fiberErrorCodes maps errors Fiber raises itself to catalogue codes.
@@ -81,7 +80,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	var unauthorized errUnauthorized
 	if errors.As(err, &unauthorized) {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="accountable"`)
-		return c.Status(fiber.StatusUnauthorized).JSON(fiber.Map{"error": "Unauthorized", "message": unauthorized.message})
+		return c.Status(fiber.StatusUnauthorized).JSON(unauthorizedBody{Error: "Unauthorized", Message: unauthorized.message})
 	}
 	var ae *accountable.Error
 	var fe *fiber.Error
@@ -109,7 +108,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	status := accountable.ErrorStatus(ae.Code)
 	body := errorBody{
 		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
-		Timestamp: accountable.FormatTime(accountable.Now()),
+		Timestamp: accountable.NowTime(),
 		DocsURL:   s.cfg.SiteURL + V1Root + "/errors#" + ae.Code,
 	}
 	if body.Details == nil {
@@ -121,5 +120,5 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		body.RetryAfter = &secs
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 	}
-	return c.Status(status).JSON(fiber.Map{"error": body})
+	return c.Status(status).JSON(errorEnvelope{Error: body})
 }

@@ -10,12 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/accountablework/accountable"
@@ -33,8 +32,9 @@ type Config struct {
 	RateBurst int
 	// KeyTouchInterval is how often last-used times of API keys are written.
 	KeyTouchInterval time.Duration
-	// TaskQueue is the Temporal task queue workflows are started on.
-	TaskQueue string
+	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
+	// command 15s, long 120s).
+	Deadlines map[DeadlineClass]time.Duration
 }
 
 // WorkStore is what the Work area needs.
@@ -49,6 +49,7 @@ type WorkStore interface {
 type LedgerStore interface {
 	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
 	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
+	StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string, start accountable.WorkflowMessage) (accountable.LedgerVerificationJob, bool, error)
 	GetLedgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error)
 }
 
@@ -65,11 +66,29 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// WorkflowClient is the part of the Temporal client the API uses.
-type WorkflowClient interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
+// WorkflowEngine is the part of the Temporal client the API uses: readiness.
+type WorkflowEngine interface {
 	CheckHealth(ctx context.Context, request *client.CheckHealthRequest) (*client.CheckHealthResponse, error)
+}
+
+// Metrics receives the API's measurements (bound to Prometheus in cmd).
+type Metrics interface {
+	Request(route, method string, status int, duration time.Duration)
+	IdempotentReplay(operation string)
+}
+
+type metrics struct{ m Metrics }
+
+func (m metrics) replayed(op string) {
+	if m.m != nil {
+		m.m.IdempotentReplay(op)
+	}
+}
+
+func (m metrics) request(route, method string, status int, d time.Duration) {
+	if m.m != nil {
+		m.m.Request(route, method, status, d)
+	}
 }
 
 // Deps are the server's collaborators.
@@ -78,22 +97,26 @@ type Deps struct {
 	Ledger    LedgerStore
 	Keys      KeyStore
 	DB        Pinger
-	Workflows WorkflowClient
+	Workflows WorkflowEngine
+	Metrics   Metrics
+	// MetricsHandler serves GET /metrics when set.
+	MetricsHandler fiber.Handler
 }
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	deps    Deps
-	log     *slog.Logger
-	app     *fiber.App
-	schemas *Schemas
-	bodies  map[string]*jsonschema.Schema
-	usage   *keyUsage
-	limiter *rateLimiter
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	app      *fiber.App
+	ops      []operation
+	document []byte
+	usage    *keyUsage
+	limiter  *rateLimiter
+	metrics  metrics
 }
 
-// NewServer builds the Fiber app with every route.
+// NewServer builds the Fiber app with every route and the OpenAPI document.
 func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 1 << 20
@@ -102,19 +125,18 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
-	schemas, err := NewSchemas()
+	s := &Server{
+		cfg: cfg, deps: deps, log: log,
+		usage:   newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
+		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
+		metrics: metrics{deps.Metrics},
+	}
+	s.ops = s.operations()
+	doc, err := buildDocument(s.ops, cfg.SiteURL)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		cfg: cfg, deps: deps, log: log, schemas: schemas,
-		bodies:  map[string]*jsonschema.Schema{},
-		usage:   newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
-	}
-	for _, name := range []string{"CreateWorkRequest", "CompleteWorkRequest", "StartLedgerVerificationRequest"} {
-		s.bodies[name] = schemas.Component(name)
-	}
+	s.document = doc
 	s.app = fiber.New(fiber.Config{
 		AppName:               "accountable",
 		BodyLimit:             cfg.BodyLimit,
@@ -131,6 +153,12 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	})
 	s.routes()
 	return s, nil
+}
+
+// operations is the one table of v1 operations, area by area; it is mounted at /api/v1
+// and /api/client and is the source of the OpenAPI document.
+func (s *Server) operations() []operation {
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.eventOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).
@@ -150,34 +178,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// route is one operation: its method, its path in the OpenAPI document's syntax relative
-// to the v1 root, whether it is account-free, and its handler.
-type route struct {
-	method  string
-	path    string
-	public  bool
-	handler fiber.Handler
-}
-
-// v1Routes is the one table of v1 operations; it is mounted at /api/v1 and /api/client,
-// and tests check it against the OpenAPI document.
-func (s *Server) v1Routes() []route {
-	return []route{
-		{fiber.MethodGet, "/", true, s.getIndex},
-		{fiber.MethodGet, "/openapi.json", true, s.getOpenAPI},
-		{fiber.MethodGet, "/errors", true, s.listErrors},
-		{fiber.MethodGet, "/credential", false, s.getCredential},
-		{fiber.MethodPost, "/work", false, s.createWork},
-		{fiber.MethodGet, "/work", false, s.listWork},
-		{fiber.MethodGet, "/work/{taskId}", false, s.getWork},
-		{fiber.MethodPost, "/work/{taskId}/complete", false, s.completeWork},
-		{fiber.MethodGet, "/events/stream", false, s.streamEvents},
-		{fiber.MethodGet, "/events/verify", false, s.verifyLedger},
-		{fiber.MethodPost, "/events/verifications", false, s.startLedgerVerification},
-		{fiber.MethodGet, "/events/verifications/{verificationId}", false, s.getLedgerVerification},
-	}
-}
-
 // Mount points of the v1 operations.
 const (
 	V1Root     = "/api/v1"
@@ -191,16 +191,30 @@ func fiberPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
 
 func (s *Server) routes() {
 	s.app.Use(s.requestContext)
-	s.app.Get("/healthz", s.getHealth)
-	s.app.Get("/readyz", s.getReadiness)
-	for _, base := range []string{V1Root, ClientRoot} {
-		for _, r := range s.v1Routes() {
-			handlers := []fiber.Handler{r.handler}
-			if !r.public {
-				handlers = []fiber.Handler{s.authenticate, s.rateLimit, r.handler}
+	if s.deps.MetricsHandler != nil {
+		s.app.Get("/metrics", s.deps.MetricsHandler)
+	}
+	for i := range s.ops {
+		o := &s.ops[i]
+		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }
+		handlers := []fiber.Handler{serve}
+		if !o.Public {
+			handlers = []fiber.Handler{s.authenticate, s.rateLimit, serve}
+		}
+		for _, root := range o.roots() {
+			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)
+			if path != "/" {
+				path = strings.TrimSuffix(path, "/")
 			}
-			s.app.Add(r.method, base+strings.TrimSuffix(fiberPath(r.path), "/"), handlers...)
+			s.app.Add(o.Method, path, handlers...)
 		}
 	}
-	s.app.Get(ClientRoot+"/bootstrap", s.authenticate, s.rateLimit, s.getBootstrap)
+}
+
+// roots are the mount points of o.
+func (o *operation) roots() []string {
+	if o.Root != "" {
+		return []string{o.Root}
+	}
+	return []string{V1Root, ClientRoot}
 }

@@ -156,6 +156,7 @@ start_temporal() {
     --db-filename "$data/temporal.db" --log-level warn \
     --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
     --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
+    --search-attribute WorkspaceId=Keyword \
     >>"$data/logs/temporal.log" 2>&1 </dev/null &
   started_temporal=$!
   for _ in $(seq 1 300); do

@@ -5,41 +5,197 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
 )
 
-// querier is what a command uses inside its transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+// The one command path. Every state change of the service runs through runCommand, which
+//
+//  1. opens a transaction and, in the same round trip, takes the idempotency key's lock,
+//     reads its record and locks the heads of the aggregates the command declares, in one
+//     fixed order (aggregate type, then id), so commands never deadlock on each other;
+//  2. replays a completed record of the same request, refuses one of another request, and
+//     answers idempotency_request_in_progress while another request holds the key;
+//  3. runs the command's function, which reads and changes its rows and appends its events
+//     with tx.Append: each event takes its version and previousHash from the locked head
+//     (null only at version 1; a missing predecessor is an error), and moves the head;
+//  4. sends the queued writes, the moved heads, the outbox messages and the idempotency
+//     record together with the COMMIT in one round trip;
+//  5. maps failures once: a serialization failure, a deadlock or an unexpected unique
+//     violation is retried a bounded number of times and then answered 409 write_conflict;
+//     a unique constraint the command relies on ("first claimant wins") becomes the domain
+//     error the command names for it; a lock wait beyond lock_timeout is 409
+//     resource_busy; a statement or request deadline is 504 deadline_exceeded.
+//
+// A complete command costs three round trips plus those of its own reads.
+
+// command is one state change, as given to runCommand.
+type command[T any] struct {
+	workspaceID string
+	actor       accountable.Actor
+	idempotency *accountable.Idempotency
+	causation   accountable.Causation
+	// locks are the existing aggregates the command changes; runCommand locks their heads.
+	// Aggregates the command creates need no lock.
+	locks []aggregateRef
+	// constraints maps the name of a unique constraint the command relies on to the
+	// domain error its violation means.
+	constraints map[string]error
+	run         func(ctx context.Context, tx *tx) (T, error)
 }
 
-// commandFunc does the work of one command inside its transaction. Reads and updates whose
-// results it needs go straight to q; inserts whose results it does not need are queued on
-// b, which runCommand sends in one round trip together with the idempotency record and
-// the COMMIT.
-type commandFunc[T any] func(ctx context.Context, q querier, b *pgx.Batch) (T, error)
+// aggregateRef names one aggregate of the workspace.
+type aggregateRef struct {
+	Type string
+	ID   string
+}
 
-// runCommand runs a mutating operation as one transaction: its rows, its ledger events and
-// its idempotency record commit together or not at all.
-//
-// BEGIN travels in one pipeline with the idempotency lookup, and COMMIT with the queued
-// writes, so a command costs two round trips plus those of its own reads.
-//
-// With an idempotency key it takes a transaction-scoped advisory lock on (workspace, key)
-// without waiting: a second request while the first is running gets
-// idempotency_request_in_progress. Holding the lock it looks the key up: the same request
-// replays the stored result (duplicate=true), another request is idempotency_key_reused.
-// A command that fails stores nothing, so a corrected retry may reuse the key.
-func runCommand[T any](ctx context.Context, db *DB, cc commandContext, fn commandFunc[T]) (result T, duplicate bool, err error) {
+func aggregate(typ, id string) aggregateRef { return aggregateRef{Type: typ, ID: id} }
+
+// head is the newest event of an aggregate's chain.
+type head struct {
+	version int64
+	eventID string
+	hash    string
+	moved   bool // appended to in this command
+	isNew   bool // no head row before this command
+}
+
+// tx is what a command's function works with inside its transaction.
+type tx struct {
+	conn   *pgxpool.Conn
+	cc     commandContext
+	heads  map[aggregateRef]*head
+	order  []aggregateRef // heads in the order they were first appended to
+	batch  *pgx.Batch
+	events []accountable.Event
+	outbox int
+}
+
+// QueryRow runs a query whose result the command needs now.
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+// Query runs a query whose rows the command needs now.
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+
+// Exec runs a write now (one that later statements of the command depend on).
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := t.conn.Exec(ctx, sql, args...)
+	return err
+}
+
+// Queue adds a write whose result the command does not need: it is sent with the COMMIT.
+func (t *tx) Queue(sql string, args ...any) { t.batch.Queue(sql, args...) }
+
+// Now is the instant of the command: every row and event it writes carries it.
+func (t *tx) Now() time.Time { return t.cc.Now }
+
+// Head returns the locked head of an aggregate the command declared, if it exists.
+func (t *tx) Head(ref aggregateRef) (version int64, ok bool) {
+	h, ok := t.heads[ref]
+	if !ok || h.isNew {
+		return 0, false
+	}
+	return h.version, true
+}
+
+// errMissingPredecessor means a command appended to an aggregate whose chain it had not
+// locked: it would fork the chain or silently restart it, so it is refused.
+var errMissingPredecessor = errors.New("store: append to an existing aggregate without its locked head")
+
+// Append adds an event to the aggregate's chain: its version follows the locked head (or
+// is 1 for an aggregate the command creates), its previousHash is the head's eventHash,
+// and the head moves to it.
+func (t *tx) Append(ref aggregateRef, eventType string, payload any) (accountable.Event, error) {
+	h, ok := t.heads[ref]
+	if !ok {
+		h = &head{isNew: true}
+		t.heads[ref] = h
+	}
+	var prev *string
+	if h.version > 0 {
+		p := h.hash
+		prev = &p
+	}
+	version := h.version + 1
+	if version > 1 && prev == nil {
+		return accountable.Event{}, errMissingPredecessor
+	}
+	ev, err := newEvent(t.cc, ref, version, prev, eventType, payload)
+	if err != nil {
+		return accountable.Event{}, err
+	}
+	queueEvent(t.batch, ev)
+	if !h.moved {
+		t.order = append(t.order, ref)
+	}
+	h.version, h.eventID, h.hash, h.moved = version, ev.ID, ev.EventHash, true
+	t.events = append(t.events, ev)
+	return ev, nil
+}
+
+// Send queues a workflow message, delivered by the relay once the command has committed.
+func (t *tx) Send(m accountable.WorkflowMessage) {
+	t.batch.Queue(`INSERT INTO outbox (workspace_id, kind, workflow_name, workflow_id, signal_name, payload,
+		created_at, available_at) VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $7)`,
+		t.cc.WorkspaceID, string(m.Kind), m.WorkflowName, m.WorkflowID, m.SignalName, string(m.Input), t.cc.Now)
+	t.outbox++
+}
+
+// maxCommandAttempts bounds the retries of a command that lost a race (serialization
+// failure, deadlock, unique violation it does not name).
+const maxCommandAttempts = 4
+
+// runCommand runs cmd as one transaction (see the top of this file). It reports whether
+// the result is the replay of an earlier request with the same idempotency key.
+func runCommand[T any](ctx context.Context, db *DB, cmd command[T]) (T, bool, error) {
+	var zero T
+	for attempt := 1; ; attempt++ {
+		res, dup, sent, err := runOnce(ctx, db, cmd)
+		if err == nil {
+			if sent > 0 && db.outboxNudge != nil {
+				db.outboxNudge()
+			}
+			return res, dup, nil
+		}
+		if domainErr, ok := constraintError(err, cmd.constraints); ok {
+			return zero, false, domainErr
+		}
+		if !retryable(err) {
+			return zero, false, mapError(err)
+		}
+		if attempt == maxCommandAttempts {
+			db.metrics.conflict("exhausted")
+			return zero, false, accountable.Errorf(accountable.ECodeWriteConflict,
+				"The request conflicted with concurrent changes %d times; retry it.", attempt)
+		}
+		db.metrics.conflict("retried")
+		// Back off a little, with jitter, so that the racers do not collide again.
+		select {
+		case <-time.After(time.Duration(attempt*attempt)*time.Millisecond + rand.N(5*time.Millisecond)):
+		case <-ctx.Done():
+			return zero, false, mapError(ctx.Err())
+		}
+	}
+}
+
+func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, duplicate bool, sent int, err error) {
+	cc := commandContext{WorkspaceID: cmd.workspaceID, Actor: cmd.actor, Idempotency: cmd.idempotency,
+		Causation: cmd.causation, Now: accountable.Now()}
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return result, false, mapError(err)
+		return result, false, 0, err
 	}
 	// Release destroys a connection left inside a transaction, so nothing leaks.
 	defer conn.Release()
@@ -50,101 +206,242 @@ func runCommand[T any](ctx context.Context, db *DB, cc commandContext, fn comman
 		}
 	}()
 
-	stored, found, err := begin(ctx, conn, cc)
+	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
+	stored, err := begin(ctx, t, cmd.locks)
 	if err != nil {
-		return result, false, mapError(err)
+		return result, false, 0, err
 	}
-	if found {
-		idem := cc.Idempotency
-		if stored.operation != idem.Operation || stored.digest != idem.RequestDigest {
-			return result, false, accountable.Errorf(accountable.ECodeIdempotencyKeyReused,
-				"The Idempotency-Key %q was already used with a different request.", idem.Key)
-		}
-		if err := json.Unmarshal(stored.result, &result); err != nil {
-			return result, false, fmt.Errorf("store: decode stored result: %w", err)
-		}
-		return result, true, nil
+	if stored != nil {
+		res, err := replay[T](stored, cc.Idempotency)
+		return res, err == nil, 0, err
 	}
-
-	b := &pgx.Batch{}
-	if result, err = fn(ctx, conn, b); err != nil {
-		return result, false, mapError(err)
+	if result, err = cmd.run(ctx, t); err != nil {
+		return result, false, 0, err
+	}
+	for _, ref := range t.order {
+		queueHead(t, ref, t.heads[ref])
 	}
 	if idem := cc.Idempotency; idem != nil {
-		raw, err := json.Marshal(result)
+		doc, err := json.Marshal(replayDocument[T]{Version: replayVersion, Data: result})
 		if err != nil {
-			return result, false, fmt.Errorf("store: encode result: %w", err)
+			return result, false, 0, fmt.Errorf("store: encode the response document: %w", err)
 		}
-		b.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, result, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
+		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
+				status, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7)
 			ON CONFLICT (workspace_id, key) DO UPDATE SET operation = excluded.operation,
-				request_digest = excluded.request_digest, result = excluded.result,
-				created_at = excluded.created_at, expires_at = excluded.expires_at
-			WHERE idempotency_records.expires_at <= excluded.created_at`,
-			cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(raw), cc.Now,
+				request_digest = excluded.request_digest, response = excluded.response, status = 'completed',
+				workflow_id = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
+			WHERE idempotency_records.expires_at <= excluded.created_at
+			   OR (idempotency_records.status = 'pending' AND idempotency_records.operation = excluded.operation
+			       AND idempotency_records.request_digest = excluded.request_digest)`,
+			cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(doc), cc.Now,
 			cc.Now.Add(accountable.IdempotencyRetention))
 	}
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return result, false, mapError(err)
+	t.batch.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
+		return result, false, 0, err
 	}
 	committed = true
-	return result, false, nil
+	db.metrics.appended(len(t.events))
+	return result, false, t.outbox, nil
 }
 
-type storedResult struct {
-	operation string
-	digest    string
-	result    []byte
+// queueHead writes the moved head of ref: inserted for a new aggregate (a concurrent
+// creator of the same id violates the primary key), updated for a locked one.
+func queueHead(t *tx, ref aggregateRef, h *head) {
+	if h.isNew {
+		t.batch.Queue(`INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, t.cc.WorkspaceID, ref.Type, ref.ID, h.version, h.eventID, h.hash, t.cc.Now)
+		return
+	}
+	t.batch.Queue(`UPDATE ledger_heads SET version = $4, event_id = $5, event_hash = $6, updated_at = $7
+		WHERE workspace_id = $1 AND aggregate_type = $2 AND aggregate_id = $3`,
+		t.cc.WorkspaceID, ref.Type, ref.ID, h.version, h.eventID, h.hash, t.cc.Now)
 }
 
-// begin opens the transaction and, for an idempotent command, takes the (workspace, key)
-// lock and reads the stored result, all in one pipeline. The read is a separate statement
-// after the lock, so under READ COMMITTED it sees a result committed by the previous
-// holder of the lock.
-func begin(ctx context.Context, conn *pgxpool.Conn, cc commandContext) (storedResult, bool, error) {
-	var s storedResult
+// replayVersion is the version of the response documents this build writes. A change to
+// a response's shape that a stored document cannot be decoded into bumps it (and teaches
+// replay to read the old version).
+const replayVersion = 1
+
+// replayDocument is how a command's response is kept for replays: its JSON under explicit
+// names (the wire names of the response types), so renaming a Go field cannot change a
+// replay.
+type replayDocument[T any] struct {
+	Version int `json:"v"`
+	Data    T   `json:"data"`
+}
+
+// storedRecord is an idempotency record found under the key.
+type storedRecord struct {
+	operation  string
+	digest     string
+	status     string
+	workflowID *string
+	response   []byte
+}
+
+// errIdempotencyInProgress means another request holds the key (a transaction still
+// running, or a workflow-backed operation not finished yet).
+func errIdempotencyInProgress(key string) error {
+	return accountable.Errorf(accountable.ECodeIdempotencyInProgress,
+		"A request with Idempotency-Key %q is still in progress; retry later.", key)
+}
+
+// replay answers a request whose key has a record: the stored response when the request
+// is the same, idempotency_key_reused when it is not.
+func replay[T any](s *storedRecord, idem *accountable.Idempotency) (T, error) {
+	var zero T
+	if s.operation != idem.Operation || s.digest != idem.RequestDigest {
+		return zero, accountable.Errorf(accountable.ECodeIdempotencyKeyReused,
+			"The Idempotency-Key %q was already used with a different request.", idem.Key)
+	}
+	if s.status != "completed" {
+		return zero, errIdempotencyInProgress(idem.Key)
+	}
+	var doc replayDocument[T]
+	if err := json.Unmarshal(s.response, &doc); err != nil {
+		return zero, fmt.Errorf("store: decode the stored response: %w", err)
+	}
+	if doc.Version != replayVersion {
+		return zero, fmt.Errorf("store: stored response document version %d is not %d", doc.Version, replayVersion)
+	}
+	return doc.Data, nil
+}
+
+// begin opens the transaction and, in the same round trip, takes the idempotency key's
+// lock without waiting, reads its record and locks the declared heads. The record is read
+// by a statement after the lock, so under READ COMMITTED it sees a record committed by the
+// previous holder of the lock.
+func begin(ctx context.Context, t *tx, locks []aggregateRef) (*storedRecord, error) {
+	cc := t.cc
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	idem := cc.Idempotency
 	if idem != nil {
 		b.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 0))`, cc.WorkspaceID, idem.Key)
-		b.Queue(`SELECT operation, request_digest, result::text FROM idempotency_records
+		b.Queue(`SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
 			WHERE workspace_id = $1 AND key = $2 AND expires_at > $3`, cc.WorkspaceID, idem.Key, cc.Now)
 	}
-	br := conn.SendBatch(ctx, b)
+	locks = slices.Clone(locks)
+	slices.SortFunc(locks, func(a, b aggregateRef) int {
+		if a.Type != b.Type {
+			return compareStrings(a.Type, b.Type)
+		}
+		return compareStrings(a.ID, b.ID)
+	})
+	locks = slices.Compact(locks)
+	for _, ref := range locks {
+		// One statement per head, in the fixed order: each waits for its lock in turn.
+		b.Queue(`SELECT version, event_id, event_hash FROM ledger_heads
+			WHERE workspace_id = $1 AND aggregate_type = $2 AND aggregate_id = $3 FOR UPDATE`, cc.WorkspaceID, ref.Type, ref.ID)
+	}
+	br := t.conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return s, false, err
+		return nil, err
 	}
-	if idem == nil {
-		return s, false, br.Close()
+	var stored *storedRecord
+	if idem != nil {
+		var locked bool
+		if err := br.QueryRow().Scan(&locked); err != nil {
+			return nil, err
+		}
+		if !locked {
+			return nil, errIdempotencyInProgress(idem.Key)
+		}
+		var s storedRecord
+		var response *string
+		err := br.QueryRow().Scan(&s.operation, &s.digest, &s.status, &s.workflowID, &response)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return nil, err
+		default:
+			if response != nil {
+				s.response = []byte(*response)
+			}
+			stored = &s
+		}
 	}
-	var locked bool
-	if err := br.QueryRow().Scan(&locked); err != nil {
-		return s, false, err
+	for _, ref := range locks {
+		var h head
+		err := br.QueryRow().Scan(&h.version, &h.eventID, &h.hash)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// No such aggregate (yet): the command finds out in its own reads.
+		case err != nil:
+			return nil, err
+		default:
+			t.heads[ref] = &h
+		}
 	}
-	if !locked {
-		return s, false, accountable.Errorf(accountable.ECodeIdempotencyInProgress,
-			"A request with Idempotency-Key %q is still in progress; retry later.", idem.Key)
-	}
-	var result string
-	err := br.QueryRow().Scan(&s.operation, &s.digest, &result)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, false, br.Close()
-	}
-	if err != nil {
-		return s, false, err
-	}
-	s.result = []byte(result)
-	return s, true, br.Close()
+	return stored, br.Close()
 }
 
-// PurgeExpiredIdempotency deletes idempotency records past their retention.
-func (db *DB) PurgeExpiredIdempotency(ctx context.Context) (int64, error) {
-	tag, err := db.pool.Exec(ctx, `DELETE FROM idempotency_records WHERE expires_at <= now()`)
-	if err != nil {
-		return 0, mapError(err)
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return tag.RowsAffected(), nil
+	return 0
+}
+
+// commandContext is who runs a command and why: it fills the ledger event's envelope.
+type commandContext struct {
+	WorkspaceID string
+	Actor       accountable.Actor
+	Idempotency *accountable.Idempotency
+	Causation   accountable.Causation
+	Now         time.Time
+}
+
+// newEvent builds the ledger event with its payload digest and event hash.
+func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *string, eventType string, payload any) (accountable.Event, error) {
+	canonical, err := accountable.CanonicalJSON(payload)
+	if err != nil {
+		return accountable.Event{}, fmt.Errorf("store: canonical payload: %w", err)
+	}
+	now := accountable.TimeOf(cc.Now)
+	e := accountable.Event{EventHeader: accountable.EventHeader{
+		ID:               uuid.Must(uuid.NewV7()).String(),
+		WorkspaceID:      cc.WorkspaceID,
+		AggregateType:    ref.Type,
+		AggregateID:      ref.ID,
+		AggregateVersion: version,
+		EventType:        eventType,
+		SchemaVersion:    accountable.SchemaVersion,
+		ActorType:        cc.Actor.Type,
+		ActorID:          cc.Actor.ID,
+		PayloadDigest:    accountable.Digest(canonical),
+		OccurredAt:       now,
+		RecordedAt:       now,
+		CausationID:      cc.Causation.CausationID,
+		CorrelationID:    cc.Causation.CorrelationID,
+		PreviousHash:     previousHash,
+	}, Payload: canonical}
+	if cc.Idempotency != nil {
+		k := cc.Idempotency.Key
+		e.IdempotencyKey = &k
+	}
+	if e.EventHash, err = e.Hash(); err != nil {
+		return accountable.Event{}, err
+	}
+	return e, nil
+}
+
+const insertEventSQL = `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id,
+	aggregate_version, event_type, schema_version, actor_type, actor_id, payload, payload_digest,
+	occurred_at, recorded_at, idempotency_key, causation_id, correlation_id, previous_hash, event_hash)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+
+// queueEvent adds the insert of e to b. The unique (aggregate, version) constraint makes a
+// second writer of the same version fail instead of forking the chain.
+func queueEvent(b *pgx.Batch, e accountable.Event) {
+	b.Queue(insertEventSQL, e.WorkspaceID, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion,
+		e.EventType, e.SchemaVersion, string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest,
+		e.OccurredAt.Time, e.RecordedAt.Time, e.IdempotencyKey, e.CausationID, e.CorrelationID, e.PreviousHash, e.EventHash)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,14 +21,51 @@ import (
 
 // DB is the service's handle on PostgreSQL.
 type DB struct {
-	pool *pgxpool.Pool
+	pool        *pgxpool.Pool
+	metrics     metrics
+	outboxNudge func()
 }
 
 // Config tunes the pool.
 type Config struct {
 	URL      string
 	MaxConns int32 // 0: pgxpool's default (max(4, NumCPU))
+	// LockTimeout bounds how long a statement waits for a row lock (lock_timeout); 0: 3s.
+	LockTimeout time.Duration
+	// StatementTimeout bounds every statement (statement_timeout); 0: 30s. Requests have
+	// their own, usually shorter, deadlines; this is the backstop for everything else.
+	StatementTimeout time.Duration
 }
+
+// Metrics receives the store's measurements (bound to Prometheus in cmd).
+type Metrics interface {
+	LedgerEventsAppended(n int)
+	CommandConflict(outcome string)
+}
+
+type metrics struct{ m Metrics }
+
+func (m metrics) appended(n int) {
+	if m.m != nil {
+		m.m.LedgerEventsAppended(n)
+	}
+}
+
+func (m metrics) conflict(outcome string) {
+	if m.m != nil {
+		m.m.CommandConflict(outcome)
+	}
+}
+
+// Observe sends the store's measurements to m.
+func (db *DB) Observe(m Metrics) { db.metrics = metrics{m} }
+
+// OnWorkflowMessage registers f, called after a command that wrote workflow messages
+// commits (the relay delivers them at once instead of at its next poll).
+func (db *DB) OnWorkflowMessage(f func()) { db.outboxNudge = f }
+
+// PoolStat reports the pool's use.
+func (db *DB) PoolStat() *pgxpool.Stat { return db.pool.Stat() }
 
 // Open connects a pool to url. It does not fail when the server is down: the pool
 // connects lazily, requests answer 503 ledger_unavailable, and it recovers by itself.
@@ -44,6 +82,18 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pc.ConnConfig.ConnectTimeout = 3 * time.Second
 	}
 	pc.HealthCheckPeriod = 5 * time.Second
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = 3 * time.Second
+	}
+	if cfg.StatementTimeout <= 0 {
+		cfg.StatementTimeout = 30 * time.Second
+	}
+	// Every session: a row lock is waited for a bounded time (then resource_busy), every
+	// statement ends, and a session never sits idle inside a transaction (that would hold
+	// the event stream's horizon back).
+	pc.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10)
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
@@ -71,9 +121,17 @@ func mapError(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
+	var connectErr *pgconn.ConnectError
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &connectErr) {
+		return fmt.Errorf("%w: %v", errDeadline, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		case pgErr.Code == "55P03": // lock_not_available: lock_timeout
+			return fmt.Errorf("%w (%s)", errBusy, pgErr.Code)
+		case pgErr.Code == "57014": // query_canceled: statement_timeout or the request's deadline
+			return fmt.Errorf("%w (%s)", errDeadline, pgErr.Code)
 		case pgErr.Code == "22P05" || pgErr.Code == "22021":
 			// untranslatable character / invalid byte sequence: a NUL in a string.
 			return accountable.ValidationError(accountable.Issue{Path: "", Message: "strings must not contain NUL characters"})
@@ -84,7 +142,6 @@ func mapError(err error) error {
 		}
 		return fmt.Errorf("store: %w", err)
 	}
-	var connectErr *pgconn.ConnectError
 	var netErr net.Error
 	if errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.Timeout(err) ||
@@ -92,6 +149,35 @@ func mapError(err error) error {
 		return fmt.Errorf("%w: %v", accountable.ErrLedgerUnavailable, err)
 	}
 	return fmt.Errorf("store: %w", err)
+}
+
+var (
+	errBusy = &accountable.Error{Code: accountable.ECodeResourceBusy,
+		Message: "Another request held a lock on this resource for too long; nothing was changed; retry."}
+	errDeadline = &accountable.Error{Code: accountable.ECodeDeadlineExceeded,
+		Message: "The request did not finish within the server's deadline; nothing was changed."}
+)
+
+// retryable reports whether err means the command lost a race and may simply run again:
+// a serialization failure, a deadlock, or a unique violation (a concurrent writer of the
+// same row; a constraint the command relies on is mapped before this is asked).
+func retryable(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01", "23505":
+		return true
+	}
+	return false
+}
+
+// constraintError returns the domain error a command named for the unique constraint err
+// violates.
+func constraintError(err error, constraints map[string]error) (error, bool) {
+	var pgErr *pgconn.PgError
+	if len(constraints) == 0 || !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return nil, false
+	}
+	domainErr, ok := constraints[pgErr.ConstraintName]
+	return domainErr, ok
 }
 
 // sqlState returns the SQLSTATE of err, or "" when it is not a PostgreSQL error.

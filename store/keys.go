@@ -11,34 +11,61 @@ import (
 	"github.com/accountablework/accountable"
 )
 
-// Ledger vocabulary of workspaces and keys.
-const (
-	aggregateWorkspace = "workspace"
-	aggregateAPIKey    = "api_key"
-)
-
 // CreateKeyRequest asks for a new API key. Exactly one of WorkspaceID and NewWorkspace is
-// set; the user is found or created by email and becomes a member of the workspace.
+// set; the user is found or created by email and becomes a member of the workspace. With
+// AgentName the key is an agent's, acting for the user.
 type CreateKeyRequest struct {
 	Name         string
 	UserEmail    string
 	WorkspaceID  string
 	NewWorkspace string
+	AgentName    string
 }
 
 // CreatedKey is a new key: the secret is returned once and never stored.
 type CreatedKey struct {
-	Key         string `json:"key"`
-	KeyPrefix   string `json:"key_prefix"`
-	WorkspaceID string `json:"workspace_id"`
-	UserID      string `json:"user_id"`
+	Key         string  `json:"key"`
+	KeyPrefix   string  `json:"key_prefix"`
+	Kind        string  `json:"kind"`
+	AgentName   *string `json:"agent_name"`
+	WorkspaceID string  `json:"workspace_id"`
+	UserID      string  `json:"user_id"`
 }
 
 // operator is the actor of changes made from the command line.
 var operator = accountable.Actor{Type: accountable.ActorSystem, ID: "accountable-cli"}
 
+// Payloads of the access-grant events.
+type (
+	workspaceCreatedPayload struct {
+		WorkspaceID string `json:"workspace_id"`
+		Name        string `json:"name"`
+	}
+	userCreatedPayload struct {
+		UserID string `json:"user_id"`
+		Email  string `json:"email"`
+	}
+	memberAddedPayload struct {
+		UserID string `json:"user_id"`
+		Role   string `json:"role"`
+	}
+	keyCreatedPayload struct {
+		KeyID     string  `json:"key_id"`
+		KeyPrefix string  `json:"key_prefix"`
+		Name      string  `json:"name"`
+		UserID    string  `json:"user_id"`
+		Kind      string  `json:"kind"`
+		AgentName *string `json:"agent_name"`
+	}
+	keyRevokedPayload struct {
+		KeyID     string `json:"key_id"`
+		KeyPrefix string `json:"key_prefix"`
+	}
+)
+
 // CreateKey creates (when asked) the workspace and the user, makes the user a member and
-// issues a key, with their ledger events, in one transaction.
+// issues a key, each with its ledger event, in one transaction: access grants are
+// accountable like any other change.
 func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, error) {
 	if req.Name == "" || req.UserEmail == "" || (req.WorkspaceID == "") == (req.NewWorkspace == "") {
 		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "a key needs a name, a user email and exactly one of a workspace id or a new workspace name")
@@ -46,62 +73,79 @@ func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, 
 	if req.WorkspaceID != "" && !accountable.ValidUUID(req.WorkspaceID) {
 		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "the workspace id must be a UUID")
 	}
-	wsID := req.WorkspaceID
+	wsID := accountable.NormalizeUUID(req.WorkspaceID)
 	if req.NewWorkspace != "" {
 		wsID = uuid.Must(uuid.NewV7()).String()
 	}
-	cc := commandContext{WorkspaceID: wsID, Actor: operator, Now: accountable.Now()}
-	out, _, err := runCommand(ctx, db, cc, func(ctx context.Context, q querier, b *pgx.Batch) (CreatedKey, error) {
+	var agent *string
+	if req.AgentName != "" {
+		agent = &req.AgentName
+	}
+	wsRef := aggregate(accountable.AggregateWorkspace, wsID)
+	cmd := command[CreatedKey]{workspaceID: wsID, actor: operator}
+	if req.NewWorkspace == "" {
+		cmd.locks = []aggregateRef{wsRef} // a new member changes the workspace
+	}
+	cmd.run = func(ctx context.Context, tx *tx) (CreatedKey, error) {
+		now := tx.Now()
 		if req.NewWorkspace != "" {
-			b.Queue(`INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, wsID, req.NewWorkspace, cc.Now)
-			ev, err := newEvent(cc, change{
-				AggregateType: aggregateWorkspace, AggregateID: wsID, AggregateVersion: 1,
-				EventType: "workspace.created", Payload: map[string]any{"workspace_id": wsID, "name": req.NewWorkspace},
-			})
-			if err != nil {
+			// Now, not with the COMMIT: the membership below refers to it.
+			if err := tx.Exec(ctx, `INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, wsID, req.NewWorkspace, now); err != nil {
 				return CreatedKey{}, err
 			}
-			queueEvent(b, ev)
-		} else {
-			var exists bool
-			if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = $1)`, wsID).Scan(&exists); err != nil {
+			if _, err := tx.Append(wsRef, accountable.EventWorkspaceCreated, workspaceCreatedPayload{WorkspaceID: wsID, Name: req.NewWorkspace}); err != nil {
 				return CreatedKey{}, err
 			}
-			if !exists {
-				return CreatedKey{}, accountable.NotFound("workspace")
-			}
+		} else if _, ok := tx.Head(wsRef); !ok {
+			return CreatedKey{}, accountable.NotFound("workspace")
 		}
 		var userID string
-		err := q.QueryRow(ctx, `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (email) DO UPDATE SET email = excluded.email RETURNING id`,
-			uuid.Must(uuid.NewV7()).String(), req.UserEmail, cc.Now).Scan(&userID)
+		var userCreated bool
+		err := tx.QueryRow(ctx, `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (email) DO UPDATE SET email = excluded.email RETURNING id, xmax = 0`,
+			uuid.Must(uuid.NewV7()).String(), req.UserEmail, now).Scan(&userID, &userCreated)
 		if err != nil {
 			return CreatedKey{}, err
 		}
-		b.Queue(`INSERT INTO workspace_members (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)
-			ON CONFLICT DO NOTHING`, wsID, userID, cc.Now)
+		if userCreated {
+			if _, err := tx.Append(aggregate(accountable.AggregateUser, userID), accountable.EventUserCreated,
+				userCreatedPayload{UserID: userID, Email: req.UserEmail}); err != nil {
+				return CreatedKey{}, err
+			}
+		}
+		var memberAdded bool
+		err = tx.QueryRow(ctx, `WITH m AS (INSERT INTO workspace_members (workspace_id, user_id, role, created_at)
+				VALUES ($1, $2, 'owner', $3) ON CONFLICT DO NOTHING RETURNING 1)
+			SELECT EXISTS (SELECT 1 FROM m)`, wsID, userID, now).Scan(&memberAdded)
+		if err != nil {
+			return CreatedKey{}, err
+		}
+		if memberAdded {
+			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, memberAddedPayload{UserID: userID, Role: "owner"}); err != nil {
+				return CreatedKey{}, err
+			}
+		}
 		key, prefix := accountable.NewAPIKey()
 		keyID := uuid.Must(uuid.NewV7()).String()
-		b.Queue(`INSERT INTO api_keys (id, prefix, key_hash, name, user_id, workspace_id, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, keyID, prefix, accountable.HashAPIKey(key), req.Name, userID, wsID, cc.Now)
-		ev, err := newEvent(cc, change{
-			AggregateType: aggregateAPIKey, AggregateID: keyID, AggregateVersion: 1, EventType: "api_key.created",
-			Payload: map[string]any{"key_id": keyID, "key_prefix": prefix, "name": req.Name, "user_id": userID},
-		})
-		if err != nil {
-			return CreatedKey{}, err
+		tx.Queue(`INSERT INTO api_keys (id, prefix, key_hash, name, user_id, workspace_id, agent_name, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, keyID, prefix, accountable.HashAPIKey(key), req.Name, userID, wsID, agent, now)
+		out := CreatedKey{Key: key, KeyPrefix: prefix, Kind: accountable.KeyKindHuman, AgentName: agent, WorkspaceID: wsID, UserID: userID}
+		if agent != nil {
+			out.Kind = accountable.KeyKindAgent
 		}
-		queueEvent(b, ev)
-		return CreatedKey{Key: key, KeyPrefix: prefix, WorkspaceID: wsID, UserID: userID}, nil
-	})
+		_, err = tx.Append(aggregate(accountable.AggregateAPIKey, keyID), accountable.EventAPIKeyCreated, keyCreatedPayload{
+			KeyID: keyID, KeyPrefix: prefix, Name: req.Name, UserID: userID, Kind: out.Kind, AgentName: agent})
+		return out, err
+	}
+	out, _, err := runCommand(ctx, db, cmd)
 	return out, err
 }
 
-const keyColumns = `k.id, k.prefix, k.name, k.user_id, u.email, k.workspace_id, k.created_at, k.last_used_at, k.revoked_at`
+const keyColumns = `k.id, k.prefix, k.name, k.user_id, u.email, k.workspace_id, k.agent_name, k.created_at, k.last_used_at, k.revoked_at`
 
 func scanKey(row pgx.Row, extra ...any) (accountable.APIKey, error) {
 	var k accountable.APIKey
-	err := row.Scan(append([]any{&k.ID, &k.Prefix, &k.Name, &k.UserID, &k.UserEmail, &k.WorkspaceID, &k.CreatedAt,
+	err := row.Scan(append([]any{&k.ID, &k.Prefix, &k.Name, &k.UserID, &k.UserEmail, &k.WorkspaceID, &k.AgentName, &k.CreatedAt,
 		&k.LastUsedAt, &k.RevokedAt}, extra...)...)
 	return k, err
 }
@@ -125,43 +169,35 @@ func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.A
 	return keys, mapError(rows.Err())
 }
 
-// RevokeKey revokes the key with prefix; revoking a revoked key is a no-op. Every process
-// serving the API hears of it at once (notifyKeyChanged).
+// RevokeKey revokes the key with prefix, with its ledger event; revoking a revoked key is a
+// no-op. Every process serving the API hears of it at once (notifyKeyChanged).
 func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error) {
-	now := accountable.Now()
-	k, _, err := runCommand(ctx, db, commandContext{Actor: operator, Now: now},
-		func(ctx context.Context, q querier, b *pgx.Batch) (accountable.APIKey, error) {
-			var prevHash *string
-			var version int64
-			k, err := scanKey(q.QueryRow(ctx, `WITH r AS (
-					UPDATE api_keys SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL RETURNING *)
-				SELECT `+keyColumns+`, COALESCE(e.aggregate_version, 0), e.event_hash
-				FROM r k JOIN users u ON u.id = k.user_id
-				LEFT JOIN LATERAL (SELECT aggregate_version, event_hash FROM ledger_events e
-					WHERE e.workspace_id = k.workspace_id AND e.aggregate_type = 'api_key' AND e.aggregate_id = k.id::text
-					ORDER BY aggregate_version DESC LIMIT 1) e ON true`, prefix, now), &version, &prevHash)
-			if errors.Is(err, pgx.ErrNoRows) {
-				k, err = scanKey(q.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
-					WHERE k.prefix = $1`, prefix))
-				if errors.Is(err, pgx.ErrNoRows) {
-					return k, accountable.NotFound("API key")
-				}
-				return k, err // already revoked: nothing to record
-			}
-			if err != nil {
-				return k, err
-			}
-			ev, err := newEvent(commandContext{WorkspaceID: k.WorkspaceID, Actor: operator, Now: now}, change{
-				AggregateType: aggregateAPIKey, AggregateID: k.ID, AggregateVersion: version + 1, PreviousHash: prevHash,
-				EventType: "api_key.revoked", Payload: map[string]any{"key_id": k.ID, "key_prefix": k.Prefix},
-			})
-			if err != nil {
-				return k, err
-			}
-			queueEvent(b, ev)
-			notifyKeyChanged(b, k.Prefix)
-			return k, nil
-		})
+	k, _, err := db.KeyByPrefix(ctx, prefix)
+	if err != nil {
+		return k, err
+	}
+	if k.RevokedAt != nil {
+		return k, nil
+	}
+	ref := aggregate(accountable.AggregateAPIKey, k.ID)
+	cmd := command[accountable.APIKey]{workspaceID: k.WorkspaceID, actor: operator, locks: []aggregateRef{ref}}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.APIKey, error) {
+		revoked, err := scanKey(tx.QueryRow(ctx, `WITH r AS (
+				UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING *)
+			SELECT `+keyColumns+` FROM r k JOIN users u ON u.id = k.user_id`, k.ID, tx.Now()))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return k, nil // revoked meanwhile: nothing more to record
+		}
+		if err != nil {
+			return k, err
+		}
+		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix}); err != nil {
+			return k, err
+		}
+		notifyKeyChanged(tx.batch, k.Prefix)
+		return revoked, nil
+	}
+	k, _, err = runCommand(ctx, db, cmd)
 	return k, err
 }
 

@@ -2,116 +2,13 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/google/uuid"
-	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
 )
-
-// canonicalJSON returns the RFC 8785 canonical form of the JSON encoding of v.
-func canonicalJSON(v any) ([]byte, error) {
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			return nil, err
-		}
-	}
-	return jcs.Transform(raw)
-}
-
-// sha256Digest returns "sha256:" + the hex SHA-256 of b.
-func sha256Digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// CanonicalDigest returns "sha256:" + hex SHA-256 of the canonical JSON of v: the digest
-// used for ledger payloads, event hashes and idempotency request fingerprints.
-func CanonicalDigest(v any) (string, error) {
-	c, err := canonicalJSON(v)
-	if err != nil {
-		return "", err
-	}
-	return sha256Digest(c), nil
-}
-
-// EventHash recomputes the hash of e from its hashed fields.
-func EventHash(e accountable.Event) (string, error) { return CanonicalDigest(e.HashedFields()) }
-
-// change is what a command appends to the ledger for one aggregate.
-type change struct {
-	AggregateType    string
-	AggregateID      string
-	AggregateVersion int64
-	PreviousHash     *string // eventHash of AggregateVersion-1; nil at version 1
-	EventType        string
-	Payload          any
-}
-
-// commandContext is who runs a command and why: it fills the ledger event's envelope.
-type commandContext struct {
-	WorkspaceID string
-	Actor       accountable.Actor
-	Idempotency *accountable.Idempotency
-	Causation   accountable.Causation
-	Now         time.Time
-}
-
-// newEvent builds the ledger event for c with its payload digest and event hash.
-func newEvent(cc commandContext, c change) (accountable.Event, error) {
-	payload, err := canonicalJSON(c.Payload)
-	if err != nil {
-		return accountable.Event{}, fmt.Errorf("canonical payload: %w", err)
-	}
-	e := accountable.Event{
-		ID:               uuid.Must(uuid.NewV7()).String(),
-		WorkspaceID:      cc.WorkspaceID,
-		AggregateType:    c.AggregateType,
-		AggregateID:      c.AggregateID,
-		AggregateVersion: c.AggregateVersion,
-		EventType:        c.EventType,
-		SchemaVersion:    accountable.SchemaVersion,
-		ActorType:        cc.Actor.Type,
-		ActorID:          cc.Actor.ID,
-		Payload:          payload,
-		PayloadDigest:    sha256Digest(payload),
-		OccurredAt:       cc.Now,
-		RecordedAt:       cc.Now,
-		CausationID:      cc.Causation.CausationID,
-		CorrelationID:    cc.Causation.CorrelationID,
-		PreviousHash:     c.PreviousHash,
-	}
-	if cc.Idempotency != nil {
-		k := cc.Idempotency.Key
-		e.IdempotencyKey = &k
-	}
-	if e.EventHash, err = EventHash(e); err != nil {
-		return accountable.Event{}, err
-	}
-	return e, nil
-}
-
-const insertEventSQL = `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id,
-	aggregate_version, event_type, schema_version, actor_type, actor_id, payload, payload_digest,
-	occurred_at, recorded_at, idempotency_key, causation_id, correlation_id, previous_hash, event_hash)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
-
-// queueEvent adds the insert of e to b. The unique (aggregate, version) constraint makes a
-// second writer of the same version fail instead of forking the chain.
-func queueEvent(b *pgx.Batch, e accountable.Event) {
-	b.Queue(insertEventSQL, e.WorkspaceID, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion,
-		e.EventType, e.SchemaVersion, string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest,
-		e.OccurredAt, e.RecordedAt, e.IdempotencyKey, e.CausationID, e.CorrelationID, e.PreviousHash, e.EventHash)
-}
 
 // eventColumns are read by scanEvent. The stream position is aliased: an output column
 // named tx_id would make "ORDER BY tx_id" sort by its text (where "999" > "1000").
@@ -129,10 +26,8 @@ func scanEvent(row pgx.Row) (accountable.Event, accountable.StreamPosition, erro
 	if err != nil {
 		return e, pos, err
 	}
-	e.Payload = json.RawMessage(payload)
+	e.Payload = accountable.Object(payload)
 	e.ActorType = accountable.ActorType(actorType)
-	e.OccurredAt = e.OccurredAt.UTC()
-	e.RecordedAt = e.RecordedAt.UTC()
 	if pos.TxID, err = strconv.ParseUint(txID, 10, 64); err != nil {
 		return e, pos, fmt.Errorf("store: tx_id %q: %w", txID, err)
 	}
@@ -239,14 +134,14 @@ func positionAfter(a, b accountable.StreamPosition) bool {
 
 // checkEvent returns why e is broken, or "" when its digest, hash and link hold.
 func checkEvent(e, prev accountable.Event, sameAggregate bool) string {
-	canon, err := canonicalJSON(e.Payload)
+	canon, err := accountable.CanonicalizeJSON(e.Payload)
 	if err != nil {
 		return "payload is not valid JSON"
 	}
-	if sha256Digest(canon) != e.PayloadDigest {
+	if accountable.Digest(canon) != e.PayloadDigest {
 		return "payloadDigest does not match the payload"
 	}
-	if h, err := EventHash(e); err != nil || h != e.EventHash {
+	if h, err := e.Hash(); err != nil || h != e.EventHash {
 		return "eventHash does not match the event"
 	}
 	switch {

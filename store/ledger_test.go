@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,7 +98,7 @@ func TestStreamNeverSkipsOrRepeatsUnderConcurrentWriters(t *testing.T) {
 	defer cancel()
 	db := storetest.Open(t)
 	p := storetest.NewTenant(t, db).Principal
-	want := 2 + writers*perW + writers*perW/2 // workspace.created, api_key.created, creates, completions
+	want := storetest.TenantEvents + writers*perW + writers*perW/2 // the tenant, creates, completions
 
 	var writersDone atomic.Bool
 	type readResult struct {
@@ -180,7 +179,7 @@ func TestStreamNeverSkipsOrRepeatsUnderConcurrentWriters(t *testing.T) {
 					continue
 				}
 				if _, _, err := db.CompleteWork(ctx, p, nil, accountable.CompleteWork{
-					TaskID: res.Task.ID, Expected: res.Task.Version(), Summary: "done",
+					TaskID: res.Task.ID, VersionToken: ptr(res.Task.Version().Token()), Summary: ptr("done"),
 				}); err != nil {
 					errs <- fmt.Errorf("complete w%d-%d: %w", w, i, err)
 					return
@@ -301,17 +300,17 @@ func TestStreamNeverSkipsOrRepeatsUnderConcurrentWriters(t *testing.T) {
 func handMadeEvent(t *testing.T, workspaceID, aggregateType, aggregateID string, version int64, previousHash *string) accountable.Event {
 	t.Helper()
 	now := accountable.Now()
-	e := accountable.Event{
+	e := accountable.Event{EventHeader: accountable.EventHeader{
 		ID: uuid.NewString(), WorkspaceID: workspaceID, AggregateType: aggregateType, AggregateID: aggregateID,
 		AggregateVersion: version, EventType: "test.annotated", SchemaVersion: accountable.SchemaVersion,
-		ActorType: accountable.ActorSystem, ActorID: "ledger-test", Payload: json.RawMessage(`{"note":"hand-made"}`),
-		OccurredAt: now, RecordedAt: now, PreviousHash: previousHash,
-	}
+		ActorType: accountable.ActorSystem, ActorID: "ledger-test",
+		OccurredAt: accountable.TimeOf(now), RecordedAt: accountable.TimeOf(now), PreviousHash: previousHash,
+	}, Payload: accountable.Object(`{"note":"hand-made"}`)}
 	var err error
-	if e.PayloadDigest, err = store.CanonicalDigest(e.Payload); err != nil {
+	if e.PayloadDigest, err = accountable.CanonicalDigest(e.Payload); err != nil {
 		t.Fatal(err)
 	}
-	if e.EventHash, err = store.EventHash(e); err != nil {
+	if e.EventHash, err = e.Hash(); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -326,7 +325,7 @@ func insertEvent(t *testing.T, q interface {
 		aggregate_version, event_type, schema_version, actor_type, actor_id, payload, payload_digest, occurred_at,
 		recorded_at, previous_hash, event_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14, $15)`,
 		e.WorkspaceID, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion, e.EventType, e.SchemaVersion,
-		string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest, e.OccurredAt, e.RecordedAt, e.PreviousHash, e.EventHash)
+		string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest, e.OccurredAt.Time, e.RecordedAt.Time, e.PreviousHash, e.EventHash)
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("insert event: %v (%d rows)", err, tag.RowsAffected())
 	}
@@ -336,9 +335,9 @@ func TestStreamHoldsBackEventsBehindAnInFlightTransaction(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t)
 	p := storetest.NewTenant(t, db).Principal
-	setup, end := allEvents(t, db, p.WorkspaceID, 2)
-	if len(setup) != 2 {
-		t.Fatalf("setup events: %d, want 2", len(setup))
+	setup, end := allEvents(t, db, p.WorkspaceID, storetest.TenantEvents)
+	if len(setup) != storetest.TenantEvents {
+		t.Fatalf("setup events: %d, want %d", len(setup), storetest.TenantEvents)
 	}
 
 	// A writer that takes its transaction id first and commits last...
@@ -398,7 +397,7 @@ func TestStreamHoldsBackEventsBehindAnInFlightTransaction(t *testing.T) {
 		t.Errorf("late event read back with hash %s digest %s, written with %s %s", got[0].EventHash, got[0].PayloadDigest, late.EventHash, late.PayloadDigest)
 	}
 	v := verify(t, db, p.WorkspaceID, accountable.LedgerScope{})
-	if !v.Verified || v.EventCount != 4 {
+	if !v.Verified || v.EventCount != storetest.TenantEvents+2 {
 		t.Errorf("verification %+v", v)
 	}
 }
@@ -413,7 +412,7 @@ type ledgerFixture struct {
 	result    accountable.WorkCompletion
 }
 
-const fixtureEvents = 7 // workspace.created, api_key.created, 3 x work.created, 2 x work.completed
+const fixtureEvents = storetest.TenantEvents + 5 // the tenant, 3 x work.created, 2 x work.completed
 
 func newLedgerFixture(t *testing.T, db *store.DB) ledgerFixture {
 	t.Helper()
@@ -425,7 +424,7 @@ func newLedgerFixture(t *testing.T, db *store.DB) ledgerFixture {
 		if i == 2 {
 			break
 		}
-		res, _, err := db.CompleteWork(ctx, f.p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: task.Version(), Summary: "done"})
+		res, _, err := db.CompleteWork(ctx, f.p, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(task.Version().Token()), Summary: ptr("done")})
 		if err != nil {
 			t.Fatalf("CompleteWork: %v", err)
 		}
@@ -539,8 +538,8 @@ func TestVerifyLedgerDetectsTampering(t *testing.T) {
 	t.Run("payload digest changed to match", func(t *testing.T) {
 		// Rewriting the payload and its digest consistently still breaks the event hash.
 		f := newLedgerFixture(t, db)
-		forged := json.RawMessage(`{"task":{"title":"forged"}}`)
-		digest, err := store.CanonicalDigest(forged)
+		forged := accountable.Object(`{"task":{"title":"forged"}}`)
+		digest, err := accountable.CanonicalDigest(forged)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +576,7 @@ func TestVerifyLedgerDetectsTampering(t *testing.T) {
 		f := newLedgerFixture(t, db)
 		forged := f.completed
 		forged.PreviousHash = &f.other.EventHash
-		h, err := store.EventHash(forged)
+		h, err := forged.Hash()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -613,11 +612,11 @@ func TestEventHashCanBeRecomputedFromStreamItems(t *testing.T) {
 	db := storetest.Open(t)
 	f := newLedgerFixture(t, db)
 	for _, e := range f.events {
-		digest, err := store.CanonicalDigest(e.Payload)
+		digest, err := accountable.CanonicalDigest(e.Payload)
 		if err != nil || digest != e.PayloadDigest {
 			t.Errorf("%s %s: payload digest recomputed %s (%v), stored %s", e.EventType, e.ID, digest, err, e.PayloadDigest)
 		}
-		h, err := store.EventHash(e)
+		h, err := e.Hash()
 		if err != nil || h != e.EventHash {
 			t.Errorf("%s %s: event hash recomputed %s (%v), stored %s", e.EventType, e.ID, h, err, e.EventHash)
 		}
@@ -635,27 +634,27 @@ func TestEventHashCanBeRecomputedFromStreamItems(t *testing.T) {
 	if f.completed.EventType != accountable.EventWorkCompleted || f.created.EventType != accountable.EventWorkCreated {
 		t.Errorf("event types %s, %s", f.created.EventType, f.completed.EventType)
 	}
-	if f.result.Event != f.completed.Ref() {
-		t.Errorf("command returned %+v, stream has %+v", f.result.Event, f.completed.Ref())
+	if f.result.EventRef != f.completed.Ref() {
+		t.Errorf("command returned %+v, stream has %+v", f.result.EventRef, f.completed.Ref())
 	}
 	// The hash covers the envelope: changing any hashed field changes it.
 	for name, mutate := range map[string]func(*accountable.Event){
 		"actorId":       func(e *accountable.Event) { e.ActorID += "x" },
 		"previousHash":  func(e *accountable.Event) { e.PreviousHash = nil },
 		"payloadDigest": func(e *accountable.Event) { e.PayloadDigest = f.created.PayloadDigest },
-		"recordedAt":    func(e *accountable.Event) { e.RecordedAt = e.RecordedAt.Add(time.Microsecond) },
+		"recordedAt":    func(e *accountable.Event) { e.RecordedAt = accountable.TimeOf(e.RecordedAt.Add(time.Microsecond)) },
 		"version":       func(e *accountable.Event) { e.AggregateVersion++ },
 	} {
 		e := f.completed
 		mutate(&e)
-		if h, err := store.EventHash(e); err != nil || h == f.completed.EventHash {
+		if h, err := e.Hash(); err != nil || h == f.completed.EventHash {
 			t.Errorf("changing %s left the event hash %s (%v)", name, h, err)
 		}
 	}
 	// The payload is not in the hash (its digest is), so it can be recomputed from the item.
 	e := f.completed
 	e.Payload = []byte(`{}`)
-	if h, _ := store.EventHash(e); h != f.completed.EventHash {
+	if h, _ := e.Hash(); h != f.completed.EventHash {
 		t.Errorf("the event hash depends on the payload itself, not only on its digest")
 	}
 }

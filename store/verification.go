@@ -12,23 +12,20 @@ import (
 // worker is the actor of changes made by workflow activities.
 var worker = accountable.Actor{Type: accountable.ActorService, ID: "accountable-worker"}
 
-const verificationColumns = `id, workspace_id, status, requested_at, completed_at, verified, event_count,
+const verificationColumns = `id, workspace_id, status, workflow_id, requested_at, completed_at, verified, event_count,
 	head_hash, first_broken_event_id, first_broken_reason`
 
 func scanVerification(row pgx.Row) (accountable.LedgerVerificationJob, error) {
 	var j accountable.LedgerVerificationJob
+	var status string
 	var verified *bool
 	var count *int64
 	var head, brokenID, reason *string
-	if err := row.Scan(&j.ID, &j.WorkspaceID, &j.Status, &j.RequestedAt, &j.CompletedAt, &verified, &count,
+	if err := row.Scan(&j.ID, &j.WorkspaceID, &status, &j.WorkflowID, &j.RequestedAt, &j.CompletedAt, &verified, &count,
 		&head, &brokenID, &reason); err != nil {
 		return j, err
 	}
-	j.RequestedAt = j.RequestedAt.UTC()
-	if j.CompletedAt != nil {
-		t := j.CompletedAt.UTC()
-		j.CompletedAt = &t
-	}
+	j.Status = accountable.VerificationStatus(status)
 	if verified != nil && count != nil {
 		j.Result = &accountable.LedgerVerification{Verified: *verified, EventCount: *count, HeadHash: head,
 			FirstBrokenEventID: brokenID, FirstBrokenReason: reason}
@@ -36,31 +33,31 @@ func scanVerification(row pgx.Row) (accountable.LedgerVerificationJob, error) {
 	return j, nil
 }
 
-// RecordLedgerVerificationRequest records a requested verification and its ledger event,
-// once: recording the same request again (an activity retry) changes nothing.
-func (db *DB) RecordLedgerVerificationRequest(ctx context.Context, req accountable.LedgerVerificationRequest) error {
-	cc := commandContext{WorkspaceID: req.WorkspaceID, Actor: req.RequestedBy, Now: accountable.Now()}
-	_, _, err := runCommand(ctx, db, cc, func(ctx context.Context, q querier, b *pgx.Batch) (struct{}, error) {
-		var id string
-		err := q.QueryRow(ctx, `INSERT INTO ledger_verifications (workspace_id, id, status, requested_at)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id`,
-			req.WorkspaceID, req.VerificationID, accountable.VerificationRunning, req.RequestedAt).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return struct{}{}, nil
+type verificationRequestedPayload struct {
+	VerificationID string           `json:"verification_id"`
+	RequestedAt    accountable.Time `json:"requested_at"`
+	WorkflowID     string           `json:"workflow_id"`
+}
+
+// StartLedgerVerification records a requested background verification with its ledger
+// event and the message that starts its workflow, in one transaction: the relay starts
+// the workflow (named by start.WorkflowID) once this has committed.
+func (db *DB) StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
+	id string, start accountable.WorkflowMessage) (accountable.LedgerVerificationJob, bool, error) {
+	cmd := command[accountable.LedgerVerificationJob]{workspaceID: p.WorkspaceID, actor: p.Actor(), idempotency: idem}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.LedgerVerificationJob, error) {
+		job := accountable.LedgerVerificationJob{ID: id, WorkspaceID: p.WorkspaceID, Status: accountable.VerificationRunning,
+			WorkflowID: start.WorkflowID, RequestedAt: accountable.TimeOf(tx.Now())}
+		tx.Queue(`INSERT INTO ledger_verifications (workspace_id, id, status, workflow_id, requested_at) VALUES ($1, $2, $3, $4, $5)`,
+			p.WorkspaceID, id, string(job.Status), job.WorkflowID, job.RequestedAt)
+		if _, err := tx.Append(aggregate(accountable.AggregateLedgerVerification, id), accountable.EventLedgerVerificationRequested,
+			verificationRequestedPayload{VerificationID: id, RequestedAt: job.RequestedAt, WorkflowID: job.WorkflowID}); err != nil {
+			return job, err
 		}
-		if err != nil {
-			return struct{}{}, err
-		}
-		ev, err := newEvent(cc, change{AggregateType: accountable.AggregateLedgerVerification, AggregateID: req.VerificationID,
-			AggregateVersion: 1, EventType: accountable.EventLedgerVerificationRequested,
-			Payload: map[string]any{"verification_id": req.VerificationID, "requested_at": accountable.FormatTime(req.RequestedAt)}})
-		if err != nil {
-			return struct{}{}, err
-		}
-		queueEvent(b, ev)
-		return struct{}{}, nil
-	})
-	return err
+		tx.Send(start)
+		return job, nil
+	}
+	return runCommand(ctx, db, cmd)
 }
 
 // GetLedgerVerification reads a background verification of the workspace.
@@ -73,35 +70,51 @@ func (db *DB) GetLedgerVerification(ctx context.Context, workspaceID, id string)
 	return j, mapError(err)
 }
 
-// CompleteLedgerVerification records the result of a verification and its ledger event.
-// It is idempotent: completing a completed verification changes nothing.
+type verificationCompletedPayload struct {
+	VerificationID string `json:"verification_id"`
+	accountable.LedgerVerification
+}
+
+type verificationFailedPayload struct {
+	VerificationID string `json:"verification_id"`
+	Reason         string `json:"reason"`
+}
+
+// CompleteLedgerVerification records the result of a running verification with its ledger
+// event. It is idempotent: ending a verification that already ended changes nothing.
 func (db *DB) CompleteLedgerVerification(ctx context.Context, workspaceID, id string, res accountable.LedgerVerification) error {
-	cc := commandContext{WorkspaceID: workspaceID, Actor: worker, Now: accountable.Now()}
-	_, _, err := runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (struct{}, error) {
-		var prevHash string
-		err := tx.QueryRow(ctx, `UPDATE ledger_verifications SET status = $3, completed_at = $4, verified = $5,
-				event_count = $6, head_hash = $7, first_broken_event_id = $8, first_broken_reason = $9
-			WHERE workspace_id = $1 AND id = $2 AND status = 'running'
-			RETURNING (SELECT event_hash FROM ledger_events WHERE workspace_id = $1
-				AND aggregate_type = 'ledger_verification' AND aggregate_id = $2::text AND aggregate_version = 1)`,
-			workspaceID, id, accountable.VerificationCompleted, cc.Now, res.Verified, res.EventCount, res.HeadHash,
-			res.FirstBrokenEventID, res.FirstBrokenReason).Scan(&prevHash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return struct{}{}, nil // already completed (an activity retry), or unknown
+	return db.endLedgerVerification(ctx, workspaceID, id, accountable.VerificationCompleted, &res,
+		accountable.EventLedgerVerificationCompleted, verificationCompletedPayload{VerificationID: id, LedgerVerification: res})
+}
+
+// FailLedgerVerification records that a running verification gave up without a result.
+func (db *DB) FailLedgerVerification(ctx context.Context, workspaceID, id, reason string) error {
+	return db.endLedgerVerification(ctx, workspaceID, id, accountable.VerificationFailed, nil,
+		accountable.EventLedgerVerificationFailed, verificationFailedPayload{VerificationID: id, Reason: reason})
+}
+
+func (db *DB) endLedgerVerification(ctx context.Context, workspaceID, id string, status accountable.VerificationStatus,
+	res *accountable.LedgerVerification, eventType string, payload any) error {
+	ref := aggregate(accountable.AggregateLedgerVerification, id)
+	cmd := command[struct{}]{workspaceID: workspaceID, actor: worker, locks: []aggregateRef{ref}}
+	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
+		if res == nil {
+			res = &accountable.LedgerVerification{}
 		}
-		if err != nil {
-			return struct{}{}, err
+		var ended bool
+		err := tx.QueryRow(ctx, `WITH u AS (UPDATE ledger_verifications SET status = $3, completed_at = $4,
+				verified = CASE WHEN $3 = 'completed' THEN $5::boolean END, event_count = CASE WHEN $3 = 'completed' THEN $6::bigint END,
+				head_hash = $7, first_broken_event_id = $8, first_broken_reason = $9
+			WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING 1)
+			SELECT EXISTS (SELECT 1 FROM u)`,
+			workspaceID, id, string(status), tx.Now(), res.Verified, res.EventCount, res.HeadHash,
+			res.FirstBrokenEventID, res.FirstBrokenReason).Scan(&ended)
+		if err != nil || !ended {
+			return struct{}{}, err // !ended: already ended (an activity retry), or unknown
 		}
-		ev, err := newEvent(cc, change{AggregateType: accountable.AggregateLedgerVerification, AggregateID: id,
-			AggregateVersion: 2, PreviousHash: &prevHash, EventType: accountable.EventLedgerVerificationCompleted,
-			Payload: map[string]any{"verification_id": id, "verified": res.Verified, "event_count": res.EventCount,
-				"head_hash": res.HeadHash, "first_broken_event_id": res.FirstBrokenEventID,
-				"first_broken_reason": res.FirstBrokenReason}})
-		if err != nil {
-			return struct{}{}, err
-		}
-		queueEvent(b, ev)
-		return struct{}{}, nil
-	})
+		_, err = tx.Append(ref, eventType, payload)
+		return struct{}{}, err
+	}
+	_, _, err := runCommand(ctx, db, cmd)
 	return err
 }

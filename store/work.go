@@ -23,68 +23,59 @@ func scanTask(row pgx.Row, extra ...any) (accountable.Task, error) {
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
-	t.Status, t.Priority, t.Metadata = accountable.TaskStatus(status), accountable.Priority(priority), []byte(metadata)
-	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
-	if t.DueDate != nil {
-		d := t.DueDate.UTC()
-		t.DueDate = &d
-	}
-	return t, nil
+	t.Status, t.Priority, t.Metadata = accountable.TaskStatus(status), accountable.Priority(priority), accountable.Object(metadata)
+	return t.WithConcurrency(), nil
 }
 
-// taskPayload is the task as ledger payloads carry it.
-func taskPayload(t accountable.Task) map[string]any {
-	var due *string
-	if t.DueDate != nil {
-		s := accountable.FormatTime(*t.DueDate)
-		due = &s
-	}
-	return map[string]any{
-		"id": t.ID, "title": t.Title, "description": t.Description, "status": t.Status,
-		"priority": t.Priority, "due_date": due, "initiative_id": t.InitiativeID,
-		"workstream_id": t.WorkstreamID, "milestone_id": t.MilestoneID, "metadata": t.Metadata,
-		"estimated_cost_cents": t.EstimatedCostCents,
-	}
-}
-
-func commandFor(p accountable.Principal, idem *accountable.Idempotency, c accountable.Causation) commandContext {
-	return commandContext{WorkspaceID: p.WorkspaceID, Actor: p.Actor(), Idempotency: idem, Causation: c, Now: accountable.Now()}
+// commandOf is the part of a command every Work command shares: who, which key, why.
+func commandOf[T any](p accountable.Principal, idem *accountable.Idempotency, c accountable.Causation) command[T] {
+	return command[T]{workspaceID: p.WorkspaceID, actor: p.Actor(), idempotency: idem, causation: c}
 }
 
 // CreateWork creates a work item in the principal's workspace.
 func (db *DB) CreateWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateWork) (accountable.WorkCreated, bool, error) {
-	cc := commandFor(p, idem, in.Causation)
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.WorkCreated, error) {
+	cmd := commandOf[accountable.WorkCreated](p, idem, in.Causation)
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.WorkCreated, error) {
+		now := accountable.TimeOf(tx.Now())
 		t := accountable.Task{
 			ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, Title: in.Title,
-			Description: in.Description, Status: accountable.TaskTodo, Priority: in.Priority, DueDate: in.DueDate,
-			InitiativeID: in.InitiativeID, WorkstreamID: in.WorkstreamID, MilestoneID: in.MilestoneID,
-			Metadata: in.Metadata, EstimatedCostCents: in.EstimatedCostCents, CreatedAt: cc.Now, UpdatedAt: cc.Now,
-			AggregateVersion: 1,
+			Description: in.Description, Status: accountable.TaskTodo, Priority: accountable.PriorityMedium,
+			InitiativeID: normalizeUUID(in.InitiativeID), WorkstreamID: normalizeUUID(in.WorkstreamID),
+			MilestoneID: normalizeUUID(in.MilestoneID), Metadata: in.Metadata,
+			EstimatedCostCents: in.EstimatedCostCents, CreatedAt: now, UpdatedAt: now, AggregateVersion: 1,
 		}
-		if t.Priority == "" {
-			t.Priority = accountable.PriorityMedium
+		if in.Priority != nil {
+			t.Priority = *in.Priority
+		}
+		if in.DueDate != nil {
+			due := in.DueDate.Time
+			t.DueDate = &due
 		}
 		if len(t.Metadata) == 0 {
-			t.Metadata = []byte("{}")
+			t.Metadata = accountable.Object("{}")
 		}
-		ev, err := newEvent(cc, change{
-			AggregateType: accountable.AggregateTask, AggregateID: t.ID, AggregateVersion: 1,
-			EventType: accountable.EventWorkCreated,
-			Payload:   map[string]any{"task": taskPayload(t), "command_id": in.Causation.CommandID},
-		})
+		ev, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventWorkCreated,
+			accountable.WorkCreatedPayload{Task: t, CommandID: in.Causation.CommandID})
 		if err != nil {
 			return accountable.WorkCreated{}, err
 		}
-		b.Queue(`INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
+		tx.Queue(`INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
 			initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 			t.WorkspaceID, t.ID, t.Title, t.Description, string(t.Status), string(t.Priority), t.DueDate,
 			t.InitiativeID, t.WorkstreamID, t.MilestoneID, string(t.Metadata), t.EstimatedCostCents,
 			t.CreatedAt, t.UpdatedAt, t.AggregateVersion)
-		queueEvent(b, ev)
-		return accountable.WorkCreated{Task: t, Event: ev.Ref()}, nil
-	})
+		return accountable.WorkCreated{TaskID: t.ID, EventRef: ev.Ref(), Task: t.WithConcurrency()}, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+func normalizeUUID(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := accountable.NormalizeUUID(*p)
+	return &v
 }
 
 // GetWork reads one work item of the workspace.
@@ -134,7 +125,7 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 		}
 		if len(tasks) == limit {
 			last := tasks[len(tasks)-1]
-			next = &accountable.WorkCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			next = &accountable.WorkCursor{CreatedAt: last.CreatedAt.Time, ID: last.ID}
 			break
 		}
 		tasks = append(tasks, t)
@@ -143,62 +134,63 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 }
 
 // CompleteWork completes a work item at the expected version and writes its receipt. The
-// version is checked by the UPDATE itself, so of concurrent completions of one version
-// exactly one matches a row; the others find a newer version and get task_version_stale.
+// task's head is locked first, so concurrent completions of one task run one after the
+// other; the UPDATE checks the version, so only the first of them matches a row and the
+// others get task_version_stale.
 func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error) {
-	cc := commandFor(p, idem, in.Causation)
-	return runCommand(ctx, db, cc, func(ctx context.Context, tx querier, b *pgx.Batch) (accountable.WorkCompletion, error) {
-		var prevHash *string
+	expected, err := in.Expected()
+	if err != nil {
+		return accountable.WorkCompletion{}, false, err
+	}
+	ref := aggregate(accountable.AggregateTask, in.TaskID)
+	cmd := commandOf[accountable.WorkCompletion](p, idem, in.Causation)
+	cmd.locks = []aggregateRef{ref}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.WorkCompletion, error) {
 		// An instant finer than the stored microseconds can never equal a stored version.
-		exact := in.Expected.UpdatedAt.Equal(in.Expected.UpdatedAt.Truncate(time.Microsecond))
+		exact := expected.UpdatedAt.Equal(expected.UpdatedAt.Truncate(time.Microsecond))
 		t, err := scanTask(tx.QueryRow(ctx, `UPDATE tasks SET status = $5, updated_at = $6, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2 AND aggregate_version = $3 AND updated_at = $4 AND $7
 			  AND status IN ('todo', 'in_progress', 'blocked')
-			RETURNING `+taskColumns+`, (SELECT event_hash FROM ledger_events
-				WHERE workspace_id = $1 AND aggregate_type = 'task' AND aggregate_id = $2::text AND aggregate_version = $3)`,
-			p.WorkspaceID, in.TaskID, in.Expected.AggregateVersion, in.Expected.UpdatedAt,
-			string(accountable.TaskCompleted), cc.Now, exact), &prevHash)
+			RETURNING `+taskColumns,
+			p.WorkspaceID, in.TaskID, expected.AggregateVersion, expected.UpdatedAt,
+			string(accountable.TaskCompleted), tx.Now(), exact))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return accountable.WorkCompletion{}, completionRefused(ctx, tx, p.WorkspaceID, in)
+			return accountable.WorkCompletion{}, completionRefused(ctx, tx, p.WorkspaceID, in.TaskID, expected)
 		}
 		if err != nil {
 			return accountable.WorkCompletion{}, err
 		}
 		r := accountable.Receipt{
 			ID: uuid.Must(uuid.NewV7()).String(), TaskID: t.ID, Status: accountable.ReceiptCompleted,
-			Summary: in.Summary, MeasuredDurationHours: in.MeasuredDurationHours, CostCents: in.CostCents,
-			Evidence: in.Evidence, CreatedAt: cc.Now,
+			MeasuredDurationHours: in.MeasuredDurationHours, CostCents: in.CostCents,
+			Evidence: in.Evidence, CreatedAt: accountable.TimeOf(tx.Now()),
+		}
+		if in.Summary != nil {
+			r.Summary = *in.Summary
 		}
 		if len(r.Evidence) == 0 {
-			r.Evidence = []byte("{}")
+			r.Evidence = accountable.Object("{}")
 		}
-		ev, err := newEvent(cc, change{
-			AggregateType: accountable.AggregateTask, AggregateID: t.ID, AggregateVersion: t.AggregateVersion,
-			PreviousHash: prevHash, EventType: accountable.EventWorkCompleted,
-			Payload: map[string]any{
-				"task_id": t.ID, "receipt_id": r.ID, "status": t.Status, "summary": r.Summary,
-				"measured_duration_hours": r.MeasuredDurationHours, "cost_cents": r.CostCents,
-				"evidence": r.Evidence, "command_id": in.Causation.CommandID,
-			},
-		})
+		ev, err := tx.Append(ref, accountable.EventWorkCompleted, accountable.WorkCompletedPayload{
+			TaskID: t.ID, Status: t.Status, Receipt: r, CommandID: in.Causation.CommandID})
 		if err != nil {
 			return accountable.WorkCompletion{}, err
 		}
-		b.Queue(`INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
+		tx.Queue(`INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
 			cost_cents, evidence, event_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			p.WorkspaceID, r.ID, r.TaskID, r.Status, r.Summary, r.MeasuredDurationHours, r.CostCents,
 			string(r.Evidence), ev.ID, r.CreatedAt)
-		queueEvent(b, ev)
-		return accountable.WorkCompletion{Task: t, Receipt: r, Event: ev.Ref()}, nil
-	})
+		return accountable.WorkCompletion{TaskID: t.ID, ReceiptID: r.ID, EventRef: ev.Ref(), Task: t, Receipt: r}, nil
+	}
+	return runCommand(ctx, db, cmd)
 }
 
 // completionRefused explains why the completing UPDATE matched no row.
-func completionRefused(ctx context.Context, tx querier, workspaceID string, in accountable.CompleteWork) error {
+func completionRefused(ctx context.Context, tx *tx, workspaceID, taskID string, expected accountable.TaskVersion) error {
 	var status string
 	var cur accountable.TaskVersion
 	err := tx.QueryRow(ctx, `SELECT status, aggregate_version, updated_at FROM tasks WHERE workspace_id = $1 AND id = $2`,
-		workspaceID, in.TaskID).Scan(&status, &cur.AggregateVersion, &cur.UpdatedAt)
+		workspaceID, taskID).Scan(&status, &cur.AggregateVersion, &cur.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accountable.NotFound("task")
 	}
@@ -206,7 +198,7 @@ func completionRefused(ctx context.Context, tx querier, workspaceID string, in a
 		return err
 	}
 	cur.UpdatedAt = cur.UpdatedAt.UTC()
-	if !cur.Equal(in.Expected) {
+	if !cur.Equal(expected) {
 		return accountable.TaskVersionStale(cur)
 	}
 	return accountable.Errorf(accountable.ECodeInvalidStateTransition,

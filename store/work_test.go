@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -13,6 +12,8 @@ import (
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
+
+func ptr[T any](v T) *T { return &v }
 
 func createTask(t *testing.T, db *store.DB, p accountable.Principal, title string) accountable.Task {
 	t.Helper()
@@ -34,33 +35,33 @@ func TestCompleteWorkChainsLedgerAndRefusesStaleVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.UpdatedAt.Equal(task.UpdatedAt) || got.AggregateVersion != 1 || got.Status != accountable.TaskTodo {
+	if !got.UpdatedAt.Equal(task.UpdatedAt.Time) || got.AggregateVersion != 1 || got.Status != accountable.TaskTodo {
 		t.Fatalf("read back %+v, created %+v", got, task)
 	}
 
 	hours := 1.5
 	done, dup, err := db.CompleteWork(ctx, p, nil, accountable.CompleteWork{
-		TaskID: task.ID, Expected: got.Version(), Summary: "done", MeasuredDurationHours: &hours,
-		Evidence: json.RawMessage(`{"links":["https://example.test/pr/1"]}`),
+		TaskID: task.ID, VersionToken: ptr(got.Version().Token()), Summary: ptr("done"), MeasuredDurationHours: &hours,
+		Evidence: accountable.Object(`{"links":["https://example.test/pr/1"]}`),
 	})
 	if err != nil || dup {
 		t.Fatalf("CompleteWork: %v dup=%v", err, dup)
 	}
-	if done.Task.Status != accountable.TaskCompleted || done.Task.AggregateVersion != 2 || done.Event.AggregateVersion != 2 {
+	if done.Task.Status != accountable.TaskCompleted || done.Task.AggregateVersion != 2 || done.AggregateVersion != 2 {
 		t.Fatalf("completion %+v", done)
 	}
 
 	// The old version is now stale, and the error carries the current one.
-	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: got.Version()})
+	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(got.Version().Token())})
 	var ae *accountable.Error
 	if !errors.As(err, &ae) || ae.Code != accountable.ECodeTaskVersionStale {
 		t.Fatalf("second completion: %v", err)
 	}
-	if ae.Details["current_aggregate_version"] != int64(2) || ae.Details["current_updated_at"] != accountable.FormatTime(done.Task.UpdatedAt) {
+	if ae.Details["current_aggregate_version"] != int64(2) || ae.Details["current_updated_at"] != done.Task.UpdatedAt.String() {
 		t.Fatalf("stale details %v", ae.Details)
 	}
 	// The current version of a completed task: invalid_state_transition.
-	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: done.Task.Version()})
+	_, _, err = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(done.Task.Version().Token())})
 	if accountable.ErrorCode(err) != accountable.ECodeInvalidStateTransition {
 		t.Fatalf("completing a completed task: %v", err)
 	}
@@ -70,12 +71,12 @@ func TestCompleteWorkChainsLedgerAndRefusesStaleVersions(t *testing.T) {
 	if _, err := db.GetWork(ctx, other.WorkspaceID, task.ID); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 		t.Fatalf("other workspace read: %v", err)
 	}
-	if _, _, err := db.CompleteWork(ctx, other, nil, accountable.CompleteWork{TaskID: task.ID, Expected: done.Task.Version()}); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+	if _, _, err := db.CompleteWork(ctx, other, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(done.Task.Version().Token())}); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 		t.Fatalf("other workspace complete: %v", err)
 	}
 
 	v, err := db.VerifyLedger(ctx, p.WorkspaceID, accountable.LedgerScope{})
-	if err != nil || !v.Verified || v.EventCount != 4 { // workspace.created, api_key.created, work.created, work.completed
+	if err != nil || !v.Verified || v.EventCount != storetest.TenantEvents+2 { // the tenant, work.created, work.completed
 		t.Fatalf("verify: %+v %v", v, err)
 	}
 }
@@ -95,7 +96,7 @@ func TestConcurrentCompletionsOfOneVersionHaveOneWinner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, _, errs[i] = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, Expected: task.Version(), Summary: "racer"})
+			_, _, errs[i] = db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(task.Version().Token()), Summary: ptr("racer")})
 		}()
 	}
 	close(start)
@@ -125,7 +126,7 @@ func TestIdempotentCommandReplaysAndRefusesReuse(t *testing.T) {
 		t.Fatalf("first: %v %v", err, dup)
 	}
 	again, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "once"})
-	if err != nil || !dup || again.Task.ID != first.Task.ID || again.Event != first.Event {
+	if err != nil || !dup || again.Task.ID != first.Task.ID || again.EventRef.EventID != first.EventRef.EventID {
 		t.Fatalf("replay: %+v dup=%v err=%v", again, dup, err)
 	}
 	other := *idem
@@ -166,7 +167,7 @@ func TestExpiredIdempotencyRecordsAreIgnoredAndPurged(t *testing.T) {
 		WHERE workspace_id = $1`, p.WorkspaceID); err != nil {
 		t.Fatal(err)
 	}
-	n, err := db.PurgeExpiredIdempotency(ctx)
+	n, err := db.PurgeExpiredIdempotency(ctx, 1)
 	if err != nil || n < 1 {
 		t.Fatalf("purged %d: %v", n, err)
 	}

@@ -22,23 +22,11 @@ func TestLedgerVerificationReturnsTheRecordedResult(t *testing.T) {
 	var a *activities.Ledger
 	head := "sha256:0000"
 	want := accountable.LedgerVerification{Verified: true, EventCount: 7, HeadHash: &head}
-	req := accountable.LedgerVerificationRequest{WorkspaceID: "ws-1", VerificationID: "ver-1",
-		RequestedBy: accountable.Actor{Type: accountable.ActorHuman, ID: "u-1"}}
-	// The request is recorded before the ledger is verified.
-	recorded := false
-	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(func(context.Context, accountable.LedgerVerificationRequest) error {
-		recorded = true
-		return nil
-	}).Once()
-	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws-1", "ver-1").Return(
-		func(context.Context, string, string) (accountable.LedgerVerification, error) {
-			if !recorded {
-				t.Error("verified before the request was recorded")
-			}
-			return want, nil
-		}).Once()
+	in := workflows.LedgerVerificationInput{WorkspaceID: "ws-1", VerificationID: "ver-1"}
+	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, activities.VerificationRef{WorkspaceID: "ws-1", VerificationID: "ver-1"}).
+		Return(want, nil).Once()
 
-	env.ExecuteWorkflow(workflows.LedgerVerification, req)
+	env.ExecuteWorkflow(workflows.LedgerVerification, in)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed=%v err=%v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
@@ -49,42 +37,44 @@ func TestLedgerVerificationReturnsTheRecordedResult(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
-func TestLedgerVerificationRetriesTransientFailuresButNotDomainErrors(t *testing.T) {
+func TestLedgerVerificationRetriesTransientFailuresAndRecordsAFailure(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	var a *activities.Ledger
-
-	req := accountable.LedgerVerificationRequest{WorkspaceID: "ws", VerificationID: "v"}
+	in := workflows.LedgerVerificationInput{WorkspaceID: "ws", VerificationID: "v"}
+	ref := activities.VerificationRef{WorkspaceID: "ws", VerificationID: "v"}
 
 	// A transient failure (the database restarting) is retried until it succeeds.
 	env := s.NewTestWorkflowEnvironment()
-	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(nil)
 	calls := 0
-	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws", "v").Return(
-		func(_ context.Context, _, _ string) (accountable.LedgerVerification, error) {
+	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, ref).Return(
+		func(context.Context, activities.VerificationRef) (accountable.LedgerVerification, error) {
 			calls++
 			if calls < 3 {
 				return accountable.LedgerVerification{}, errors.New("connection refused")
 			}
 			return accountable.LedgerVerification{Verified: true}, nil
 		})
-	env.ExecuteWorkflow(workflows.LedgerVerification, req)
+	env.ExecuteWorkflow(workflows.LedgerVerification, in)
 	if env.GetWorkflowError() != nil || calls != 3 {
 		t.Fatalf("err=%v calls=%d", env.GetWorkflowError(), calls)
 	}
 
-	// A non-retryable error ends the workflow at once.
+	// A non-retryable error ends the verification at once, and the failure is recorded.
 	env = s.NewTestWorkflowEnvironment()
-	env.OnActivity(a.RecordLedgerVerificationRequest, mock.Anything, req).Return(nil)
 	calls = 0
-	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, "ws", "v").Return(
-		func(_ context.Context, _, _ string) (accountable.LedgerVerification, error) {
+	env.OnActivity(a.VerifyAndRecordLedger, mock.Anything, ref).Return(
+		func(context.Context, activities.VerificationRef) (accountable.LedgerVerification, error) {
 			calls++
 			return accountable.LedgerVerification{}, temporal.NewNonRetryableApplicationError("gone", accountable.ECodeNotFound, nil)
 		})
-	env.ExecuteWorkflow(workflows.LedgerVerification, req)
+	recorded := false
+	env.OnActivity(a.FailLedgerVerification, mock.Anything, mock.MatchedBy(func(f activities.FailedVerification) bool {
+		return f.WorkspaceID == "ws" && f.VerificationID == "v" && f.Reason != ""
+	})).Return(func(context.Context, activities.FailedVerification) error { recorded = true; return nil })
+	env.ExecuteWorkflow(workflows.LedgerVerification, in)
 	var appErr *temporal.ApplicationError
-	if !errors.As(env.GetWorkflowError(), &appErr) || appErr.Type() != accountable.ECodeNotFound || calls != 1 {
-		t.Fatalf("err=%v calls=%d", env.GetWorkflowError(), calls)
+	if !errors.As(env.GetWorkflowError(), &appErr) || appErr.Type() != accountable.ECodeNotFound || calls != 1 || !recorded {
+		t.Fatalf("err=%v calls=%d recorded=%v", env.GetWorkflowError(), calls, recorded)
 	}
 }
 

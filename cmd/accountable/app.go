@@ -45,7 +45,8 @@ func base(cfg Config) fx.Option {
 }
 
 func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
-	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns})
+	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns,
+		LockTimeout: cfg.DatabaseLockTimeout, StatementTimeout: cfg.DatabaseStatementTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,9 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
-		TaskQueue: cfg.TaskQueue,
+		Deadlines: map[api.DeadlineClass]time.Duration{
+			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
+		},
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc}, log)
 	if err != nil {
 		return nil, err
@@ -125,6 +128,16 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log 
 	return w
 }
 
+// newRelay delivers the workflow messages of committed commands (the transactional
+// outbox); every process that talks to Temporal runs one, and the store nudges it when a
+// command wrote messages.
+func newRelay(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) *worker.Relay {
+	r := worker.NewRelay(db, tc, cfg.TaskQueue, log.With("component", "relay"), nil)
+	db.OnWorkflowMessage(r.Nudge)
+	lc.Append(fx.StartStopHook(r.Start, r.Stop))
+	return r
+}
+
 // startProfiler serves net/http/pprof on PPROF_ADDR (off by default; bind it to loopback).
 func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 	if cfg.PprofAddr == "" {
@@ -146,8 +159,8 @@ func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 }
 
 // startIdempotencyJanitor deletes idempotency records past their retention every hour
-// (replays of expired keys are already ignored; this keeps the table small). Every API
-// process runs it; concurrent deletes are harmless.
+// (replays of expired keys are already ignored; this keeps the table small), in small
+// batches, by one replica at a time (the others find the janitor's lock taken).
 func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -162,7 +175,7 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 					case <-ctx.Done():
 						return
 					case <-t.C:
-						if n, err := db.PurgeExpiredIdempotency(ctx); err != nil {
+						if n, err := db.PurgeExpiredIdempotency(ctx, 500); err != nil {
 							log.Warn("purging expired idempotency records", "err", err)
 						} else if n > 0 {
 							log.Info("purged expired idempotency records", "count", n)
@@ -178,16 +191,17 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer), fx.Invoke(func(*api.Server) {}, startProfiler, startIdempotencyJanitor))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newRelay),
+		fx.Invoke(func(*api.Server, *worker.Relay) {}, startProfiler, startIdempotencyJanitor))
 }
 
 // workerOptions runs the Temporal worker.
 func workerOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker), fx.Invoke(func(*worker.Worker) {}))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker, newRelay), fx.Invoke(func(*worker.Worker, *worker.Relay) {}))
 }
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker),
-		fx.Invoke(func(*api.Server, *worker.Worker) {}, startProfiler, startIdempotencyJanitor))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker, newRelay),
+		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor))
 }

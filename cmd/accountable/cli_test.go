@@ -30,7 +30,8 @@ func cli(t *testing.T) func(args ...string) (string, error) {
 }
 
 type createdKey struct {
-	Key, KeyPrefix, WorkspaceID, UserID string
+	Key, KeyPrefix, WorkspaceID, UserID, Kind string
+	AgentName                                 *string
 }
 
 var keyPattern = regexp.MustCompile(`^svk_[0-9a-f]{48}$`)
@@ -50,15 +51,22 @@ func decodeCreated(t *testing.T, out string) createdKey {
 	var fields []string
 	for k, v := range m {
 		fields = append(fields, k)
-		if _, ok := v.(string); !ok {
+		if _, ok := v.(string); !ok && !(k == "agent_name" && v == nil) {
 			t.Errorf("field %s = %#v, want a string", k, v)
 		}
 	}
 	sort.Strings(fields)
-	if strings.Join(fields, ",") != "key,key_prefix,user_id,workspace_id" {
-		t.Fatalf("fields %v, want exactly key, key_prefix, workspace_id, user_id", fields)
+	if strings.Join(fields, ",") != "agent_name,key,key_prefix,kind,user_id,workspace_id" {
+		t.Fatalf("fields %v, want exactly key, key_prefix, kind, agent_name, workspace_id, user_id", fields)
 	}
-	k := createdKey{Key: m["key"].(string), KeyPrefix: m["key_prefix"].(string), WorkspaceID: m["workspace_id"].(string), UserID: m["user_id"].(string)}
+	k := createdKey{Key: m["key"].(string), KeyPrefix: m["key_prefix"].(string), WorkspaceID: m["workspace_id"].(string),
+		UserID: m["user_id"].(string), Kind: m["kind"].(string)}
+	if name, ok := m["agent_name"].(string); ok {
+		k.AgentName = &name
+	}
+	if (k.Kind == accountable.KeyKindAgent) != (k.AgentName != nil) || (k.Kind != accountable.KeyKindAgent && k.Kind != accountable.KeyKindHuman) {
+		t.Errorf("kind %q with agent_name %v", k.Kind, k.AgentName)
+	}
 	if !keyPattern.MatchString(k.Key) {
 		t.Errorf("key %q does not match %s", k.Key, keyPattern)
 	}
@@ -97,6 +105,14 @@ func TestCLIKeysCreate(t *testing.T) {
 	third := createKey(t, cmd, "--name", "other", "--new-workspace", "CI 2", "--user", "ci@example.test")
 	if third.WorkspaceID == first.WorkspaceID || third.UserID != first.UserID {
 		t.Errorf("third key: workspace %s (first %s), user %s (first %s)", third.WorkspaceID, first.WorkspaceID, third.UserID, first.UserID)
+	}
+	if first.Kind != accountable.KeyKindHuman || first.AgentName != nil {
+		t.Errorf("a key without --agent is %q %v", first.Kind, first.AgentName)
+	}
+	// --agent makes an agent's key, acting for the user.
+	agent := createKey(t, cmd, "--name", "bot", "--workspace", first.WorkspaceID, "--user", "ci@example.test", "--agent", "release-bot")
+	if agent.Kind != accountable.KeyKindAgent || agent.AgentName == nil || *agent.AgentName != "release-bot" || agent.UserID != first.UserID {
+		t.Errorf("agent key %+v", agent)
 	}
 }
 
@@ -176,11 +192,12 @@ func TestCLIKeysListAndRevoke(t *testing.T) {
 	if _, err := cmd("keys", "revoke", "svk_00000000"); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 		t.Errorf("revoking an unknown prefix: %v", err)
 	}
-	// The revocation is in the workspace's ledger, which still verifies:
-	// workspace.created, 2 x api_key.created, api_key.revoked.
+	// The access grants and the revocation are in the workspace's ledger, which still
+	// verifies: workspace.created, user.created, workspace.member_added, 2 x api_key.created,
+	// api_key.revoked.
 	report := verifyWorkspace(t, cmd, first.WorkspaceID, nil)
-	if report.EventCount != 4 {
-		t.Errorf("eventCount %d, want 4", report.EventCount)
+	if report.EventCount != 6 {
+		t.Errorf("eventCount %d, want 6", report.EventCount)
 	}
 }
 
@@ -222,7 +239,7 @@ func TestCLILedgerVerify(t *testing.T) {
 	bystander := createKey(t, cmd, "--name", "ci", "--new-workspace", "CI bystander", "--user", "ci-verify@example.test")
 
 	r := verifyWorkspace(t, cmd, k.WorkspaceID, nil)
-	if !r.Verified || r.EventCount != 2 || r.HeadHash == nil || !strings.HasPrefix(*r.HeadHash, "sha256:") || r.FirstBrokenEventID != nil {
+	if !r.Verified || r.EventCount != 4 || r.HeadHash == nil || !strings.HasPrefix(*r.HeadHash, "sha256:") || r.FirstBrokenEventID != nil {
 		t.Fatalf("intact ledger: %+v", r)
 	}
 
@@ -239,11 +256,12 @@ func TestCLILedgerVerify(t *testing.T) {
 	}
 
 	r = verifyWorkspace(t, cmd, k.WorkspaceID, errBrokenLedger)
-	if r.Verified || r.EventCount != 2 || r.FirstBrokenEventID == nil || *r.FirstBrokenEventID != tampered ||
+	if r.Verified || r.EventCount != 4 || r.FirstBrokenEventID == nil || *r.FirstBrokenEventID != tampered ||
 		r.FirstBrokenReason == nil || *r.FirstBrokenReason == "" {
 		t.Fatalf("tampered ledger: %+v (tampered event %s)", r, tampered)
 	}
-	if r := verifyWorkspace(t, cmd, bystander.WorkspaceID, nil); !r.Verified || r.EventCount != 2 {
+	// The bystander's user already existed: its workspace has no user.created.
+	if r := verifyWorkspace(t, cmd, bystander.WorkspaceID, nil); !r.Verified || r.EventCount != 3 {
 		t.Fatalf("bystander: %+v", r)
 	}
 

@@ -30,6 +30,12 @@ type Config struct {
 	TemporalUIURL     string
 	PprofAddr         string
 	KeyCacheTTL       time.Duration
+	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
+	// long operations; the database bounds lock waits and statements.
+	RequestTimeout           time.Duration
+	LongRequestTimeout       time.Duration
+	DatabaseLockTimeout      time.Duration
+	DatabaseStatementTimeout time.Duration
 }
 
 // DefaultDatabaseURL is the private cluster that `make run` and `make test` start.
@@ -55,6 +61,10 @@ func LoadConfig() (Config, error) {
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
+	c.RequestTimeout = envDuration("REQUEST_TIMEOUT", 15*time.Second, &errs)
+	c.LongRequestTimeout = envDuration("LONG_REQUEST_TIMEOUT", 120*time.Second, &errs)
+	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)
+	c.DatabaseStatementTimeout = envDuration("DATABASE_STATEMENT_TIMEOUT", 30*time.Second, &errs)
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	temporallog "go.temporal.io/sdk/log"
 	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable/store/storetest"
@@ -94,34 +97,67 @@ func (c apiClient) call(method, path, idemKey string, body any) (int, map[string
 	return res.StatusCode, out
 }
 
+// waitFor polls cond until it holds or the deadline passes (the condition is the
+// synchronisation; the poll interval only bounds how late it is noticed).
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitVerification polls the verification until the workflow has recorded its result.
-func (c apiClient) waitVerification(id string) map[string]any {
+func (c apiClient) waitVerification(id string, within time.Duration) map[string]any {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var data map[string]any
+	waitFor(c.t, within, "verification "+id+" completed", func() bool {
 		status, body := c.call("GET", "/events/verifications/"+id, "", nil)
 		if status != http.StatusOK {
 			c.t.Fatalf("GET verification: %d %v", status, body)
 		}
-		data := body["data"].(map[string]any)
-		if data["status"] == "completed" {
-			return data
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("verification %s still %v after 60s", id, data["status"])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		data = body["data"].(map[string]any)
+		return data["status"] == "completed"
+	})
+	return data
 }
 
-// The API starts a workflow on the real Temporal server; the worker's activity verifies
-// the ledger in PostgreSQL and records the result, which the API then reads back.
+// workflowsOf counts the workflows Temporal has for a workspace (its WorkspaceId search
+// attribute), waiting until the count is want or the deadline passes.
+func workflowsOf(t *testing.T, c client.Client, workspaceID string, want int) int {
+	t.Helper()
+	n := -1
+	deadline := time.Now().Add(10 * time.Second)
+	for n != want && time.Now().Before(deadline) {
+		res, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkspaceId = '%s'", workspaceID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n = len(res.Executions); n != want {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return n
+}
+
+// The API commits a verification's request together with the message that starts its
+// workflow (the transactional outbox); the relay starts the workflow on the real Temporal
+// server, whose activity verifies the ledger in PostgreSQL and records the result.
 func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
-	temporal := os.Getenv("TEMPORAL_ADDRESS")
-	if temporal == "" {
+	temporalAddr := os.Getenv("TEMPORAL_ADDRESS")
+	if temporalAddr == "" {
 		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
 	}
-	proxy := storetest.NewProxy(t, temporal)
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Logger: temporallog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	proxy := storetest.NewProxy(t, temporalAddr)
 	cfg := startDev(t, proxy.Addr())
 	db := storetest.Open(t)
 	tenant := storetest.NewTenant(t, db)
@@ -137,10 +173,10 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		t.Fatalf("start: %d %v", status, body)
 	}
 	job := body["data"].(map[string]any)
-	done := c.waitVerification(job["id"].(string))
+	done := c.waitVerification(job["id"].(string), 30*time.Second)
 	result := done["result"].(map[string]any)
-	// workspace.created, api_key.created, work.created, ledger.verification_requested
-	if result["verified"] != true || result["eventCount"] != 4.0 || done["completedAt"] == nil {
+	// The tenant's events, work.created, ledger.verification_requested.
+	if result["verified"] != true || result["eventCount"] != float64(storetest.TenantEvents+2) || done["completedAt"] == nil {
 		t.Fatalf("result: %v", done)
 	}
 	// The result is itself a ledger event, chained to the request.
@@ -150,39 +186,61 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		events[1].(map[string]any)["previousHash"] != events[0].(map[string]any)["eventHash"] {
 		t.Fatalf("verification events: %d %v", status, body)
 	}
+	if n := workflowsOf(t, tc, tenant.Principal.WorkspaceID, 1); n != 1 {
+		t.Fatalf("%d workflows carry the workspace's id, want 1", n)
+	}
 
-	// The main failure: Temporal unreachable. The start answers 503 and writes nothing;
-	// a retry with the same Idempotency-Key, once Temporal is back, starts it, and another
-	// retry replays it.
+	// The main failure: Temporal stopped in the middle of a command. The command commits
+	// (202: its request and the message that starts its workflow), a retry with the same
+	// key replays it, and the workflow starts once Temporal is back, not later than the
+	// relay's next poll.
+	conn := storetest.Conn(t)
+	pending := func() int {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE workspace_id = $1`,
+			tenant.Principal.WorkspaceID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	proxy.Down()
 	status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
-	if status != http.StatusServiceUnavailable || body["error"].(map[string]any)["code"] != "workflow_engine_unavailable" {
+	if status != http.StatusAccepted || body["data"].(map[string]any)["status"] != "running" {
 		t.Fatalf("start during outage: %d %v", status, body)
-	}
-	status, body = c.call("GET", "/events/stream?aggregate_type=ledger_verification", "", nil)
-	if n := len(body["data"].([]any)); status != http.StatusOK || n != 2 {
-		t.Fatalf("the refused start wrote to the ledger: %d events", n)
-	}
-	proxy.Up(t)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
-		if status == http.StatusAccepted {
-			break
-		}
-		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("retry after outage: %d %v", status, body)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	id := body["data"].(map[string]any)["id"].(string)
 	status, body = c.call("POST", "/events/verifications", "verify-during-outage", nil)
 	if status != http.StatusOK || body["meta"].(map[string]any)["duplicate"] != true || body["data"].(map[string]any)["id"] != id {
-		t.Fatalf("replay: %d %v", status, body)
+		t.Fatalf("replay during outage: %d %v", status, body)
 	}
-	done = c.waitVerification(id)
+	// The relay tried and failed, and keeps the message.
+	waitFor(t, 10*time.Second, "a failed delivery recorded", func() bool {
+		var attempts int
+		err := conn.QueryRow(context.Background(), `SELECT COALESCE(max(attempts), 0) FROM outbox
+			WHERE workspace_id = $1 AND last_error IS NOT NULL`, tenant.Principal.WorkspaceID).Scan(&attempts)
+		return err == nil && attempts >= 1
+	})
+	if n := pending(); n != 1 {
+		t.Fatalf("%d workflow messages wait during the outage, want 1", n)
+	}
+	// A command refused during the outage commits nothing, so no workflow ever acts on it.
+	status, _ = c.call("POST", "/events/verifications", "e2e-create", nil) // the key of another request
+	if status != http.StatusConflict {
+		t.Fatalf("reused key during outage: %d", status)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("the refused command left a workflow message (%d)", n)
+	}
+	back := time.Now()
+	proxy.Up(t)
+	done = c.waitVerification(id, 20*time.Second)
 	if done["result"].(map[string]any)["verified"] != true {
 		t.Fatalf("after outage: %v", done)
+	}
+	t.Logf("the workflow of the command committed during the outage finished %s after Temporal came back", time.Since(back).Round(time.Millisecond))
+	waitFor(t, 5*time.Second, "the outbox emptied", func() bool { return pending() == 0 })
+	if n := workflowsOf(t, tc, tenant.Principal.WorkspaceID, 2); n != 2 {
+		t.Fatalf("%d workflows for the workspace, want 2 (one per committed verification)", n)
 	}
 	// Another workspace cannot see it.
 	other := storetest.NewTenant(t, db)

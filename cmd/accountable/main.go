@@ -30,7 +30,9 @@ Usage:
   accountable dev [--bootstrap]     API and worker in one process; --bootstrap migrates and
                                     creates a dev user, workspace and key on first run
   accountable migrate               create the database if needed and apply migrations
-  accountable keys create --name NAME [--new-workspace NAME | --workspace ID] [--user EMAIL] [--json]
+  accountable keys create --name NAME [--new-workspace NAME | --workspace ID] [--user EMAIL] [--agent NAME] [--json]
+                                    --agent makes an agent's key: the agent acts for the user, and
+                                    the ledger records its commands as the agent's
   accountable keys list [--workspace ID] [--json]
   accountable keys revoke PREFIX
   accountable ledger verify [--workspace ID]
@@ -136,6 +138,7 @@ func keysCommand(cfg Config, args []string, out io.Writer) error {
 	newWorkspace := fs.String("new-workspace", "", "create a workspace with this name for the key")
 	workspace := fs.String("workspace", "", "the id of an existing workspace")
 	user := fs.String("user", "dev@localhost", "email of the user the key belongs to (created when new)")
+	agent := fs.String("agent", "", "make an agent's key: the agent with this name acts for the user")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
@@ -146,15 +149,16 @@ func keysCommand(cfg Config, args []string, out io.Writer) error {
 	switch args[0] {
 	case "create":
 		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
-			k, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: *name, UserEmail: *user, WorkspaceID: *workspace, NewWorkspace: *newWorkspace})
+			k, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: *name, UserEmail: *user, WorkspaceID: *workspace,
+				NewWorkspace: *newWorkspace, AgentName: *agent})
 			if err != nil {
 				return err
 			}
 			if *asJSON {
 				return json.NewEncoder(out).Encode(k)
 			}
-			fmt.Fprintf(out, "key:          %s\nkey prefix:   %s\nworkspace id: %s\nuser id:      %s\n(the key is shown only now; store it safely)\n",
-				k.Key, k.KeyPrefix, k.WorkspaceID, k.UserID)
+			fmt.Fprintf(out, "key:          %s\nkey prefix:   %s\nkind:         %s\nworkspace id: %s\nuser id:      %s\n(the key is shown only now; store it safely)\n",
+				k.Key, k.KeyPrefix, k.Kind, k.WorkspaceID, k.UserID)
 			return nil
 		})
 	case "list":

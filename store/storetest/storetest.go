@@ -167,6 +167,10 @@ func withDatabase(name string) string {
 	return u.String()
 }
 
+// TenantEvents is how many ledger events making a tenant writes: workspace.created,
+// user.created, workspace.member_added and api_key.created.
+const TenantEvents = 4
+
 // Tenant is a workspace with a user and an API key, made through the real key store.
 type Tenant struct {
 	Key       string

@@ -1,0 +1,497 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+)
+
+// An operation is declared once, in the table of its area (work.go, events.go, ...):
+//
+//	op(Operation{ID: "completeWork", Method: "POST", Path: "/work/{taskId}/complete", ...}, s.completeWork)
+//
+// where the handler is func(*call, *In) (Out, error). From that one declaration come the
+// route on both mounts, the request handling (path and query parameters bound and
+// checked, the body decoded with unknown members refused, the rules of the In type
+// checked by its Validate method, the idempotency key read and fingerprinted, the
+// request's deadline) and the operation's entry in the OpenAPI document (parameters,
+// request body and responses are generated from In and Out). A handler never sees a
+// request that broke the rules of its types.
+//
+// In is a struct: fields tagged path:"name" or query:"name" are parameters, every field
+// with a json name is a member of the body; Out is the data of the success envelope.
+
+// Operation describes one v1 operation.
+type Operation struct {
+	ID          string // operationId
+	Method      string
+	Path        string // OpenAPI syntax, relative to the v1 root: /work/{taskId}
+	Area        string // the specification's area (the document's tag)
+	Summary     string
+	Description string
+	// Public operations are account-free: no credential, no workspace.
+	Public bool
+	// Status answers a first request (201 created, 202 accepted); 200 when zero. Replays
+	// always answer 200.
+	Status int
+	// Idempotency says whether the operation takes an Idempotency-Key header.
+	Idempotency IdempotencyMode
+	// Deadline is the class of the server-side deadline the request runs under.
+	Deadline DeadlineClass
+	// Errors are the error codes the operation itself may answer, beyond the ones every
+	// operation of its kind may (validation, authentication, scoping, limits, outages).
+	Errors []string
+	// Raw operations write their response themselves (the OpenAPI document itself).
+	Raw bool
+	// Bare operations answer Out itself, without the {data, meta} envelope (health), with
+	// Status or with one of BareStatuses.
+	Bare         bool
+	BareStatuses []int
+	// Root mounts the operation outside the v1 roots: at the site root ("/") or only under
+	// /api/client (ClientRoot). Empty: at /api/v1 and /api/client.
+	Root string
+}
+
+// IdempotencyMode says whether an operation takes an Idempotency-Key.
+type IdempotencyMode int
+
+// Idempotency modes.
+const (
+	NoIdempotency IdempotencyMode = iota
+	OptionalIdempotency
+	RequiredIdempotency
+)
+
+// DeadlineClass names a class of operations that share a server-side deadline.
+type DeadlineClass string
+
+// Deadline classes (configurable in Config.Deadlines).
+const (
+	DeadlineRead    DeadlineClass = "read"
+	DeadlineCommand DeadlineClass = "command"
+	DeadlineLong    DeadlineClass = "long" // synchronous generation and other slow operations
+)
+
+// operation is a declared Operation with its types and its handler.
+type operation struct {
+	Operation
+	in      reflect.Type
+	out     reflect.Type
+	hasBody bool
+	// scoped is In's body beside the workspace_id every body may carry (see decodeBody).
+	scoped reflect.Type
+	params []param
+	serve  func(s *Server, c *fiber.Ctx) error
+}
+
+// call is what a handler gets besides its input: the request's context (with its
+// deadline), who calls, the idempotency of the command, and the meta of the response.
+type call struct {
+	ctx       context.Context
+	fiber     *fiber.Ctx
+	principal accountable.Principal
+	idem      *accountable.Idempotency
+	meta      meta
+	status    int // overrides the operation's status (a bare readiness answer)
+}
+
+// replayed marks the response as a replay of an earlier request (or not).
+func (c *call) replayed(dup bool) { c.meta.Duplicate = &dup }
+
+// validator is implemented by commands: the rules of the root package.
+type validator interface{ Validate() error }
+
+// op declares an operation served by h.
+func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
+	if o.Status == 0 {
+		o.Status = fiber.StatusOK
+	}
+	if o.Deadline == "" {
+		o.Deadline = DeadlineRead
+		if o.Method != fiber.MethodGet {
+			o.Deadline = DeadlineCommand
+		}
+	}
+	d := operation{Operation: o, in: reflect.TypeFor[In](), out: reflect.TypeFor[Out]()}
+	d.params = paramsOf(d.in)
+	d.hasBody = hasBodyFields(d.in)
+	bodyType := d.in
+	if !d.hasBody {
+		bodyType = reflect.TypeFor[struct{}]()
+	}
+	d.scoped = scopedBody(bodyType)
+	d.serve = func(s *Server, fc *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
+		defer cancel()
+		stop := watchClient(fc, cancel)
+		defer stop()
+		c := &call{ctx: ctx, fiber: fc, meta: newMeta(fc)}
+		if !o.Public {
+			c.principal = principal(fc)
+		}
+		in := new(In)
+		if err := s.bind(c, &d, in); err != nil {
+			return err
+		}
+		if !o.Public {
+			c.principal = principal(fc) // a body workspace_id may have re-scoped the request
+			c.meta.WorkspaceID = c.principal.WorkspaceID
+		}
+		out, err := h(c, in)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+				return accountable.Errorf(accountable.ECodeDeadlineExceeded, "The request did not finish within the server's deadline; nothing was changed.")
+			}
+			return err
+		}
+		if o.Raw {
+			return nil
+		}
+		status := o.Status
+		if c.meta.Duplicate != nil && *c.meta.Duplicate {
+			status = fiber.StatusOK
+			s.metrics.replayed(o.ID)
+		}
+		if c.status != 0 {
+			status = c.status
+		}
+		if o.Bare {
+			return fc.Status(status).JSON(out)
+		}
+		return respond(fc, status, out, c.meta)
+	}
+	return d
+}
+
+// deadline returns the server-side deadline of class.
+func (s *Server) deadline(class DeadlineClass) time.Duration {
+	if d, ok := s.cfg.Deadlines[class]; ok && d > 0 {
+		return d
+	}
+	return defaultDeadlines[class]
+}
+
+var defaultDeadlines = map[DeadlineClass]time.Duration{
+	DeadlineRead: 15 * time.Second, DeadlineCommand: 15 * time.Second, DeadlineLong: 120 * time.Second,
+}
+
+// bind fills in from the request: parameters, body, the body's workspace_id, then the
+// rules of In, then the idempotency key.
+func (s *Server) bind(c *call, d *operation, in any) error {
+	var issues accountable.Issues
+	v := reflect.ValueOf(in).Elem()
+	for _, p := range d.params {
+		p.bind(c.fiber, v, &issues)
+	}
+	if err := issues.Err(); err != nil {
+		return err
+	}
+	if d.hasBody {
+		if err := s.decodeBody(c, d.scoped, in); err != nil {
+			return err
+		}
+	} else if len(c.fiber.Body()) > 0 && d.Method != fiber.MethodGet {
+		if err := s.decodeBody(c, d.scoped, &struct{}{}); err != nil {
+			return err
+		}
+	}
+	if val, ok := in.(validator); ok {
+		if err := val.Validate(); err != nil {
+			return err
+		}
+	} else if err := accountable.CheckFields(in).Err(); err != nil {
+		return err
+	}
+	if d.Idempotency == NoIdempotency {
+		return nil
+	}
+	key := c.fiber.Get(headerIdempotencyKey)
+	if key == "" {
+		if d.Idempotency == RequiredIdempotency {
+			return accountable.Errorf(accountable.ECodeIdempotencyKeyRequired, "This operation requires an Idempotency-Key header.")
+		}
+		return nil
+	}
+	if !accountable.ValidIdempotencyKey(key) {
+		return accountable.Errorf(accountable.ECodeIdempotencyKeyInvalid,
+			"The Idempotency-Key must be 1-200 characters matching ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$.")
+	}
+	// The fingerprint covers the operation, its path parameters and the canonical body as
+	// decoded, so whitespace, member order, and null against an absent member do not make
+	// another request.
+	pathValues := make([]string, 0, len(d.params))
+	for _, p := range d.params {
+		if p.in == "path" {
+			pathValues = append(pathValues, v.FieldByIndex(p.index).String())
+		}
+	}
+	digest, err := accountable.CanonicalDigest(requestFingerprint{Operation: d.ID, Path: pathValues, Body: in})
+	if err != nil {
+		return fmt.Errorf("api: fingerprint: %w", err)
+	}
+	c.idem = &accountable.Idempotency{Key: key, Operation: d.ID, RequestDigest: digest}
+	return nil
+}
+
+type requestFingerprint struct {
+	Operation string   `json:"operation"`
+	Path      []string `json:"path"`
+	Body      any      `json:"body"`
+}
+
+// scopedBody returns the type that decodes a body of type body together with the
+// workspace_id any request body may carry (CONTRACT: it selects one of the caller's
+// workspaces): body's members inlined beside it.
+func scopedBody(body reflect.Type) reflect.Type {
+	return reflect.StructOf([]reflect.StructField{
+		{Name: "Body", Type: reflect.PointerTo(body), Tag: `json:",embed"`},
+		{Name: "WorkspaceID", Type: reflect.TypeFor[*string](), Tag: `json:"workspace_id,omitzero"`},
+	})
+}
+
+// decodeBody decodes the JSON object body into dst in one pass: unknown members, duplicate
+// names, invalid UTF-8 and values of the wrong type are refused. An empty body is taken as
+// {} (commands whose members are all optional accept it). A body workspace_id re-scopes
+// the request.
+func (s *Server) decodeBody(c *call, scopedType reflect.Type, dst any) error {
+	fc := c.fiber
+	body := fc.Body()
+	if len(body) > 0 && !isJSON(fc.Get(fiber.HeaderContentType)) {
+		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
+	}
+	ws, err := decodeJSONBody(body, scopedType, dst)
+	if err != nil {
+		return err
+	}
+	if ws == nil || c.principal.UserID == "" {
+		return nil
+	}
+	if q := fc.Query("workspace_id"); q != "" && !strings.EqualFold(q, *ws) {
+		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
+	}
+	return s.selectWorkspace(fc, "/workspace_id", *ws)
+}
+
+// decodeJSONBody decodes body into dst (through its scoped type) and returns the body's
+// workspace_id.
+func decodeJSONBody(body []byte, scopedType reflect.Type, dst any) (*string, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		body = []byte("{}")
+	} else if trimmed[0] != '{' {
+		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body must be a JSON object.")
+	}
+	scoped := reflect.New(scopedType)
+	scoped.Elem().Field(0).Set(reflect.ValueOf(dst))
+	if err := jsonv2.Unmarshal(body, scoped.Interface(), jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, decodeError(err)
+	}
+	return scoped.Elem().Field(1).Interface().(*string), nil
+}
+
+// decodeError turns a decoding failure into invalid_json (the text is not one well-formed
+// I-JSON object) or validation_failed (a member is unknown, of the wrong type or out of
+// range), with the JSON Pointer of the member.
+func decodeError(err error) error {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || errors.Is(err, accountable.ErrNotCanonicalizable) {
+		return accountable.Errorf(accountable.ECodeInvalidJSON,
+			"The request body is not well-formed JSON (I-JSON: no duplicate member names, valid UTF-8, numbers within double precision).")
+	}
+	msg := "has the wrong type"
+	switch {
+	case errors.Is(se.Err, jsonv2.ErrUnknownName):
+		msg = "is not a member of this request"
+	case se.GoType != nil && se.Err == nil:
+		msg = "must be " + jsonTypeName(se.GoType)
+	case se.GoType != nil && isNumber(se.GoType):
+		msg = "must be " + jsonTypeName(se.GoType) + " in range"
+	case se.Err != nil:
+		msg = se.Err.Error()
+	}
+	return accountable.ValidationError(accountable.Issue{Path: string(se.JSONPointer), Message: msg})
+}
+
+func isNumber(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// jsonTypeName says what JSON a Go type takes.
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a JSON object"
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a different type"
+}
+
+// param is a path or query parameter of an operation's input.
+type param struct {
+	name        string
+	in          string // path or query
+	index       []int
+	field       reflect.StructField
+	description string
+	// probe is a one-field struct carrying the parameter's tags, so CheckFields applies
+	// them to its value.
+	probe reflect.Type
+}
+
+// paramsOf lists the parameters of input type t, including those of embedded structs.
+func paramsOf(t reflect.Type) []param {
+	var out []param
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			idx := append(slices.Clone(index), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+				walk(f.Type, idx)
+				continue
+			}
+			for _, where := range []string{"path", "query"} {
+				name, ok := f.Tag.Lookup(where)
+				if !ok {
+					continue
+				}
+				elem := f.Type
+				if elem.Kind() == reflect.Pointer {
+					elem = elem.Elem()
+				}
+				probe := reflect.StructOf([]reflect.StructField{{Name: "V", Type: elem, Tag: reflect.StructTag(`json:"v" ` + string(f.Tag))}})
+				out = append(out, param{name: name, in: where, index: idx, field: f, description: f.Tag.Get("description"), probe: probe})
+			}
+		}
+	}
+	walk(t, nil)
+	return out
+}
+
+// hasBodyFields reports whether input type t has any member of a JSON body: a field with
+// a json name that is not a parameter, here or in an embedded struct.
+func hasBodyFields(t reflect.Type) bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		switch {
+		case tag == "-":
+		case f.Anonymous && f.Type.Kind() == reflect.Struct && tag == "":
+			if hasBodyFields(f.Type) {
+				return true
+			}
+		case f.IsExported():
+			_, isPath := f.Tag.Lookup("path")
+			_, isQuery := f.Tag.Lookup("query")
+			if !isPath && !isQuery {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bind sets the field of p from the request, checking the rules of its tags.
+func (p param) bind(fc *fiber.Ctx, v reflect.Value, issues *accountable.Issues) {
+	var raw []string
+	switch {
+	case p.in == "path":
+		raw = []string{fc.Params(p.name)}
+	case p.field.Type.Kind() == reflect.Slice:
+		raw = queryAll(fc, p.name)
+	default:
+		for _, v := range fc.Context().QueryArgs().PeekMulti(p.name) {
+			raw = append(raw, string(v))
+		}
+	}
+	if len(raw) == 0 || (len(raw) == 1 && raw[0] == "") {
+		return
+	}
+	f := v.FieldByIndex(p.index)
+	t := f.Type()
+	if t.Kind() == reflect.Slice {
+		f.Set(reflect.ValueOf(raw).Convert(t))
+		return
+	}
+	if len(raw) > 1 {
+		issues.Add(p.name, "is given more than once")
+		return
+	}
+	s := raw[0]
+	target := f
+	if t.Kind() == reflect.Pointer {
+		target = reflect.New(t.Elem()).Elem()
+	}
+	if err := setScalar(target, s); err != nil {
+		issues.Add(p.name, "%s", err.Error())
+		return
+	}
+	if msg := p.check(target); msg != "" {
+		issues.Add(p.name, "%s", msg)
+		return
+	}
+	if t.Kind() == reflect.Pointer {
+		f.Set(target.Addr())
+	}
+}
+
+func setScalar(target reflect.Value, s string) error {
+	if u, ok := target.Addr().Interface().(interface{ UnmarshalText([]byte) error }); ok {
+		return u.UnmarshalText([]byte(s))
+	}
+	switch target.Kind() {
+	case reflect.String:
+		target.SetString(s)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return errors.New("must be an integer")
+		}
+		target.SetInt(n)
+	default:
+		return fmt.Errorf("api: unsupported parameter type %s", target.Type())
+	}
+	return nil
+}
+
+// check applies the tag rules of the parameter to its value.
+func (p param) check(v reflect.Value) string {
+	probe := reflect.New(p.probe).Elem()
+	probe.Field(0).Set(v)
+	if is := accountable.CheckFields(probe.Addr().Interface()); len(is) > 0 {
+		return is[0].Message
+	}
+	return ""
+}
