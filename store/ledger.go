@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -84,7 +85,10 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 
 // VerifyLedger recomputes every payload digest, event hash and chain link of the
 // workspace's events (or one aggregate's) and reports the first broken event in stream
-// order. It reads aggregate by aggregate so each chain is checked in version order.
+// order. It reads aggregate by aggregate so each chain is checked in version order. Then
+// it compares the chains with their anchored heads (written by every command in its own
+// transaction) and with the aggregates' own rows, so deleting the newest events of a chain,
+// truncating the ledger or removing an aggregate's events is found too.
 func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
 	var res accountable.LedgerVerification
 	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
@@ -101,6 +105,7 @@ func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accoun
 		headPos    accountable.StreamPosition
 		brokenPos  accountable.StreamPosition
 		haveBroken bool
+		ends       = map[aggregateRef]chainEnd{}
 	)
 	for rows.Next() {
 		e, pos, err := scanEvent(rows)
@@ -119,13 +124,140 @@ func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accoun
 				res.FirstBrokenEventID, res.FirstBrokenReason, brokenPos, haveBroken = &id, &r, pos, true
 			}
 		}
+		ends[aggregate(e.AggregateType, e.AggregateID)] = chainEnd{version: e.AggregateVersion, hash: e.EventHash, eventID: e.ID}
 		prev, havePrev = e, true
 	}
 	if err := rows.Err(); err != nil {
 		return res, mapError(err)
 	}
+	if !haveBroken {
+		eventID, reason, err := db.checkAnchors(ctx, workspaceID, scope, ends)
+		if err != nil {
+			return res, mapError(err)
+		}
+		if reason != "" {
+			res.FirstBrokenEventID, res.FirstBrokenReason, haveBroken = eventID, &reason, true
+		}
+	}
 	res.Verified = !haveBroken
 	return res, nil
+}
+
+// chainEnd is the newest event of an aggregate's chain as the ledger has it.
+type chainEnd struct {
+	version int64
+	hash    string
+	eventID string
+}
+
+// aggregateTables are the rows that describe aggregates, each with the version its chain
+// must have reached (NULL: any). A new aggregate type adds its table here, so that
+// removing its events from the ledger cannot go unnoticed.
+var aggregateTables = []struct {
+	aggregateType string
+	query         string // $1 workspace id; returns the aggregate id and its expected version
+}{
+	{accountable.AggregateTask, `SELECT id::text, aggregate_version FROM tasks WHERE workspace_id = $1`},
+	{accountable.AggregateLedgerVerification, `SELECT id::text, CASE WHEN status = 'running' THEN 1 ELSE 2 END::bigint
+		FROM ledger_verifications WHERE workspace_id = $1`},
+	{accountable.AggregateAPIKey, `SELECT id::text, CASE WHEN revoked_at IS NULL THEN 1 ELSE 2 END::bigint
+		FROM api_keys WHERE workspace_id = $1`},
+	{accountable.AggregateWorkspace, `SELECT id::text, NULL::bigint FROM workspaces WHERE id = $1`},
+}
+
+// checkAnchors compares the chains the ledger holds with their anchored heads and with
+// the aggregates' rows, and returns why they disagree ("" when they do not) and the event
+// it concerns, if there is one.
+func (db *DB) checkAnchors(ctx context.Context, workspaceID string, scope accountable.LedgerScope, ends map[aggregateRef]chainEnd) (*string, string, error) {
+	inScope := func(ref aggregateRef) bool {
+		return scope.AggregateType == "" || (ref.Type == scope.AggregateType && ref.ID == scope.AggregateID)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT aggregate_type, aggregate_id, version, event_id::text, event_hash FROM ledger_heads
+		WHERE workspace_id = $1 AND ($2 = '' OR aggregate_type = $2) AND ($3 = '' OR aggregate_id = $3)
+		ORDER BY aggregate_type, aggregate_id`, workspaceID, scope.AggregateType, scope.AggregateID)
+	if err != nil {
+		return nil, "", err
+	}
+	heads := map[aggregateRef]chainEnd{}
+	var refs []aggregateRef
+	for rows.Next() {
+		var ref aggregateRef
+		var h chainEnd
+		if err := rows.Scan(&ref.Type, &ref.ID, &h.version, &h.eventID, &h.hash); err != nil {
+			rows.Close()
+			return nil, "", err
+		}
+		heads[ref] = h
+		refs = append(refs, ref)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	for _, ref := range refs {
+		h, end := heads[ref], ends[ref]
+		switch {
+		case end.version == 0:
+			return &h.eventID, fmt.Sprintf("the chain of %s %s is missing from the ledger (its anchored head is version %d)", ref.Type, ref.ID, h.version), nil
+		case end.version < h.version:
+			return &h.eventID, fmt.Sprintf("the newest events of %s %s are missing: the ledger ends at version %d, its anchored head is version %d",
+				ref.Type, ref.ID, end.version, h.version), nil
+		case end.version > h.version || end.hash != h.hash:
+			return &end.eventID, fmt.Sprintf("the chain of %s %s does not end at its anchored head (version %d)", ref.Type, ref.ID, h.version), nil
+		}
+	}
+	var unanchored []aggregateRef
+	for ref := range ends {
+		if _, ok := heads[ref]; !ok {
+			unanchored = append(unanchored, ref)
+		}
+	}
+	if len(unanchored) > 0 {
+		slices.SortFunc(unanchored, compareRefs)
+		ref := unanchored[0]
+		id := ends[ref].eventID
+		return &id, fmt.Sprintf("the chain of %s %s has no anchored head", ref.Type, ref.ID), nil
+	}
+	for _, t := range aggregateTables {
+		if scope.AggregateType != "" && scope.AggregateType != t.aggregateType {
+			continue
+		}
+		rows, err := db.pool.Query(ctx, t.query, workspaceID)
+		if err != nil {
+			return nil, "", err
+		}
+		type row struct {
+			id      string
+			version *int64
+		}
+		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			return x, r.Scan(&x.id, &x.version)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		for _, x := range found {
+			ref := aggregate(t.aggregateType, x.id)
+			if !inScope(ref) {
+				continue
+			}
+			end, ok := ends[ref]
+			switch {
+			case !ok:
+				return nil, fmt.Sprintf("%s %s exists but has no events in the ledger", ref.Type, ref.ID), nil
+			case x.version != nil && end.version != *x.version:
+				return &end.eventID, fmt.Sprintf("%s %s is at version %d but its chain at version %d", ref.Type, ref.ID, *x.version, end.version), nil
+			}
+		}
+	}
+	return nil, "", nil
+}
+
+func compareRefs(a, b aggregateRef) int {
+	if c := compareStrings(a.Type, b.Type); c != 0 {
+		return c
+	}
+	return compareStrings(a.ID, b.ID)
 }
 
 func positionAfter(a, b accountable.StreamPosition) bool {

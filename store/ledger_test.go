@@ -316,7 +316,8 @@ func handMadeEvent(t *testing.T, workspaceID, aggregateType, aggregateID string,
 	return e
 }
 
-// insertEvent appends e with raw SQL (inserts pass the append-only trigger).
+// insertEvent appends e with raw SQL as a command would: the event (inserts pass the
+// append-only trigger) and its aggregate's anchored head.
 func insertEvent(t *testing.T, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, e accountable.Event) {
@@ -328,6 +329,12 @@ func insertEvent(t *testing.T, q interface {
 		string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest, e.OccurredAt.Time, e.RecordedAt.Time, e.PreviousHash, e.EventHash)
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("insert event: %v (%d rows)", err, tag.RowsAffected())
+	}
+	if _, err := q.Exec(context.Background(), `INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id, aggregate_type, aggregate_id)
+		DO UPDATE SET version = excluded.version, event_id = excluded.event_id, event_hash = excluded.event_hash`,
+		e.WorkspaceID, e.AggregateType, e.AggregateID, e.AggregateVersion, e.ID, e.EventHash, e.RecordedAt.Time); err != nil {
+		t.Fatalf("move the head: %v", err)
 	}
 }
 
@@ -593,15 +600,76 @@ func TestVerifyLedgerDetectsTampering(t *testing.T) {
 
 	t.Run("middle event of a chain deleted", func(t *testing.T) {
 		// No command writes a third version of one aggregate yet, so append a valid
-		// version 3 to the completed task first (inserts pass the append-only trigger).
+		// version 3 to the completed task first, as a command would (inserts pass the
+		// append-only trigger).
 		f := newLedgerFixture(t, db)
 		third := handMadeEvent(t, f.p.WorkspaceID, f.completed.AggregateType, f.completed.AggregateID, 3, &f.completed.EventHash)
 		conn := tamperConn(t)
 		insertEvent(t, conn, third)
+		execOne(t, conn, `UPDATE tasks SET aggregate_version = 3 WHERE workspace_id = $1 AND id = $2`, f.p.WorkspaceID, f.completed.AggregateID)
 		wantIntact(t, verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{}), fixtureEvents+1, third.EventHash)
 
 		execOne(t, conn, `DELETE FROM ledger_events WHERE workspace_id = $1 AND id = $2`, f.p.WorkspaceID, f.completed.ID)
 		wantBroken(t, verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{}), fixtureEvents, third.ID, "version 3 follows 1")
+	})
+
+	t.Run("newest event of a chain deleted", func(t *testing.T) {
+		// Nothing links to the newest event; its anchored head does.
+		f := newLedgerFixture(t, db)
+		execOne(t, tamperConn(t), `DELETE FROM ledger_events WHERE workspace_id = $1 AND id = $2`, f.p.WorkspaceID, f.completed.ID)
+		wantBroken(t, verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{}), fixtureEvents-1, f.completed.ID, "newest events of task")
+		scoped := verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{AggregateType: accountable.AggregateTask, AggregateID: f.completed.AggregateID})
+		wantBroken(t, scoped, 1, f.completed.ID, "newest events of task")
+	})
+
+	t.Run("newest event and its head rewound", func(t *testing.T) {
+		// A forger who also moves the anchor back is caught by the task's own version.
+		f := newLedgerFixture(t, db)
+		conn := tamperConn(t)
+		execOne(t, conn, `DELETE FROM ledger_events WHERE workspace_id = $1 AND id = $2`, f.p.WorkspaceID, f.completed.ID)
+		execOne(t, conn, `UPDATE ledger_heads SET version = 1, event_id = $3, event_hash = $4
+			WHERE workspace_id = $1 AND aggregate_type = 'task' AND aggregate_id = $2`,
+			f.p.WorkspaceID, f.completed.AggregateID, f.created.ID, f.created.EventHash)
+		wantBroken(t, verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{}), fixtureEvents-1, f.created.ID, "is at version 2 but its chain at version 1")
+	})
+
+	t.Run("ledger truncated", func(t *testing.T) {
+		// Every event of the workspace gone (TRUNCATE, as far as one workspace can tell).
+		f := newLedgerFixture(t, db)
+		if _, err := tamperConn(t).Exec(ctx, `DELETE FROM ledger_events WHERE workspace_id = $1`, f.p.WorkspaceID); err != nil {
+			t.Fatal(err)
+		}
+		v := verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{})
+		if v.Verified || v.EventCount != 0 || !strings.Contains(str(v.FirstBrokenReason), "missing from the ledger") {
+			t.Fatalf("truncated ledger: %+v (%s)", v, str(v.FirstBrokenReason))
+		}
+	})
+
+	t.Run("whole aggregate removed", func(t *testing.T) {
+		// All events of one task and its head gone: the task's own row still says it exists.
+		f := newLedgerFixture(t, db)
+		conn := tamperConn(t)
+		if _, err := conn.Exec(ctx, `DELETE FROM ledger_events WHERE workspace_id = $1 AND aggregate_id = $2`, f.p.WorkspaceID, f.created.AggregateID); err != nil {
+			t.Fatal(err)
+		}
+		execOne(t, conn, `DELETE FROM ledger_heads WHERE workspace_id = $1 AND aggregate_id = $2`, f.p.WorkspaceID, f.created.AggregateID)
+		v := verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{})
+		if v.Verified || v.EventCount != fixtureEvents-2 || !strings.Contains(str(v.FirstBrokenReason), "task "+f.created.AggregateID+" exists but has no events") {
+			t.Fatalf("removed aggregate: %+v (%s)", v, str(v.FirstBrokenReason))
+		}
+	})
+
+	t.Run("event inserted behind the store", func(t *testing.T) {
+		// A well-formed chain the service never anchored.
+		f := newLedgerFixture(t, db)
+		stray := handMadeEvent(t, f.p.WorkspaceID, "note", uuid.NewString(), 1, nil)
+		execOne(t, tamperConn(t), `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id,
+			aggregate_version, event_type, schema_version, actor_type, actor_id, payload, payload_digest, occurred_at,
+			recorded_at, previous_hash, event_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14, $15)`,
+			stray.WorkspaceID, stray.ID, stray.AggregateType, stray.AggregateID, stray.AggregateVersion, stray.EventType, stray.SchemaVersion,
+			string(stray.ActorType), stray.ActorID, string(stray.Payload), stray.PayloadDigest, stray.OccurredAt.Time, stray.RecordedAt.Time,
+			stray.PreviousHash, stray.EventHash)
+		wantBroken(t, verify(t, db, f.p.WorkspaceID, accountable.LedgerScope{}), fixtureEvents+1, stray.ID, "has no anchored head")
 	})
 
 	// Nothing done to the other workspaces touched the bystander.
