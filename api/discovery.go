@@ -140,9 +140,10 @@ func (s *Server) getBootstrap(c *call, _ *struct{}) (Bootstrap, error) {
 	}, nil
 }
 
-// serviceOperations are served outside the v1 root: the client bootstrap and the probes.
+// serviceOperations are served outside the v1 root: the client bootstrap, the probes and
+// the metrics.
 func (s *Server) serviceOperations() []operation {
-	return []operation{
+	ops := []operation{
 		op(Operation{ID: "getBootstrap", Method: fiber.MethodGet, Path: "/bootstrap", Root: ClientRoot, Area: "Credential",
 			Summary: "The user, workspace and key prefix of the credential, and the API's base URL."}, s.getBootstrap),
 		op(Operation{ID: "getHealth", Method: fiber.MethodGet, Path: "/healthz", Root: "/", Area: serviceArea, Public: true, Bare: true,
@@ -150,6 +151,18 @@ func (s *Server) serviceOperations() []operation {
 		op(Operation{ID: "getReadiness", Method: fiber.MethodGet, Path: "/readyz", Root: "/", Area: serviceArea, Public: true, Bare: true,
 			Summary: "PostgreSQL and Temporal are reachable (503 otherwise).", BareStatuses: []int{fiber.StatusServiceUnavailable}}, s.getReadiness),
 	}
+	if s.deps.MetricsHandler != nil {
+		ops = append(ops, op(Operation{ID: "getMetrics", Method: fiber.MethodGet, Path: "/metrics", Root: "/", Area: serviceArea,
+			Public: true, Raw: true, ContentType: "text/plain; version=0.0.4",
+			Summary: "Prometheus metrics: requests by route, status and duration; ledger appends; idempotent replays; " +
+				"workflow starts, signals and failures; database pool use."}, s.getMetrics))
+	}
+	return ops
+}
+
+// getMetrics: GET /metrics (Prometheus text format).
+func (s *Server) getMetrics(c *call, _ *struct{}) (struct{}, error) {
+	return struct{}{}, s.deps.MetricsHandler(c.fiber)
 }
 
 // Health is the answer of the probes.

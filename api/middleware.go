@@ -73,6 +73,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		}
 	}
 	status := c.Response().StatusCode()
+	s.metrics.request(c.Route().Path, c.Method(), status, time.Since(start))
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError

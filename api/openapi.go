@@ -332,8 +332,11 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 	}
 	responses := map[string]any{}
 	if o.Raw {
-		responses[strconv.Itoa(o.Status)] = map[string]any{"description": o.Summary,
-			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}}
+		content := map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+		if o.ContentType != "" {
+			content = map[string]any{o.ContentType: map[string]any{"schema": map[string]any{"type": "string"}}}
+		}
+		responses[strconv.Itoa(o.Status)] = map[string]any{"description": o.Summary, "content": content}
 	} else if o.Bare {
 		body, err := b.schemaOf(o.out)
 		if err != nil {

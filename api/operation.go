@@ -52,8 +52,10 @@ type Operation struct {
 	// Errors are the error codes the operation itself may answer, beyond the ones every
 	// operation of its kind may (validation, authentication, scoping, limits, outages).
 	Errors []string
-	// Raw operations write their response themselves (the OpenAPI document itself).
-	Raw bool
+	// Raw operations write their response themselves (the OpenAPI document itself), as
+	// ContentType (JSON when empty).
+	Raw         bool
+	ContentType string
 	// Bare operations answer Out itself, without the {data, meta} envelope (health), with
 	// Status or with one of BareStatuses.
 	Bare         bool

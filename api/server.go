@@ -191,9 +191,6 @@ func fiberPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
 
 func (s *Server) routes() {
 	s.app.Use(s.requestContext)
-	if s.deps.MetricsHandler != nil {
-		s.app.Get("/metrics", s.deps.MetricsHandler)
-	}
 	for i := range s.ops {
 		o := &s.ops[i]
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }

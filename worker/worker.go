@@ -4,6 +4,7 @@ package worker
 
 import (
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -21,9 +22,10 @@ type Worker struct {
 	w sdkworker.Worker
 }
 
-// New registers every workflow and activity on taskQueue.
-func New(c client.Client, taskQueue string, acts Activities) *Worker {
-	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
+// New registers every workflow and activity on taskQueue; interceptors observe them
+// (metrics).
+func New(c client.Client, taskQueue string, acts Activities, interceptors ...interceptor.WorkerInterceptor) *Worker {
+	w := sdkworker.New(c, taskQueue, sdkworker.Options{Interceptors: interceptors})
 	w.RegisterWorkflowWithOptions(workflows.LedgerVerification, workflow.RegisterOptions{Name: workflows.LedgerVerificationName})
 	w.RegisterActivity(acts.Ledger)
 	return &Worker{w: w}

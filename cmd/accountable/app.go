@@ -40,8 +40,32 @@ func base(cfg Config) fx.Option {
 			l.UseLogLevel(slog.LevelDebug)
 			return l
 		}),
-		fx.Provide(newDB),
+		fx.Provide(newDB, newMetrics),
+		fx.Invoke(func(m *Metrics, db *store.DB) { m.observeDB(db) }, serveMetrics),
 	)
+}
+
+// serveMetrics serves GET /metrics on METRICS_ADDR when it is set (the worker has no
+// other listener; the API also serves them on its own).
+func serveMetrics(lc fx.Lifecycle, cfg Config, m *Metrics, log *slog.Logger) {
+	if cfg.MetricsAddr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.handler())
+	srv := &http.Server{Addr: cfg.MetricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", cfg.MetricsAddr)
+			if err != nil {
+				return err
+			}
+			log.Info("serving metrics", "addr", ln.Addr().String())
+			go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
 }
 
 func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
@@ -81,13 +105,13 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 	return kc
 }
 
-func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, log *slog.Logger) (*api.Server, error) {
+func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc}, log)
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Metrics: m, MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +138,10 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	return srv, nil
 }
 
-func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) *worker.Worker {
+func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Metrics, log *slog.Logger) *worker.Worker {
 	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
 		Ledger: &activities.Ledger{Store: db},
-	})
+	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			log.Info("starting the Temporal worker", "temporal", cfg.TemporalAddress, "task_queue", cfg.TaskQueue)
@@ -131,8 +155,8 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log 
 // newRelay delivers the workflow messages of committed commands (the transactional
 // outbox); every process that talks to Temporal runs one, and the store nudges it when a
 // command wrote messages.
-func newRelay(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, log *slog.Logger) *worker.Relay {
-	r := worker.NewRelay(db, tc, cfg.TaskQueue, log.With("component", "relay"), nil)
+func newRelay(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Metrics, log *slog.Logger) *worker.Relay {
+	r := worker.NewRelay(db, tc, cfg.TaskQueue, log.With("component", "relay"), m)
 	db.OnWorkflowMessage(r.Nudge)
 	lc.Append(fx.StartStopHook(r.Start, r.Stop))
 	return r

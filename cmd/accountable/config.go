@@ -29,6 +29,7 @@ type Config struct {
 	DevKeyFile        string
 	TemporalUIURL     string
 	PprofAddr         string
+	MetricsAddr       string
 	KeyCacheTTL       time.Duration
 	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
 	// long operations; the database bounds lock waits and statements.
@@ -53,6 +54,7 @@ func LoadConfig() (Config, error) {
 		DevKeyFile:        env("DEV_KEY_FILE", ".data/dev-api-key"),
 		TemporalUIURL:     env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
 		PprofAddr:         env("PPROF_ADDR", ""),
+		MetricsAddr:       env("METRICS_ADDR", ""),
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))

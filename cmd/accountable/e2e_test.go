@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +248,26 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 	status, body = apiClient{t: t, base: cfg.SiteURL, key: other.Key}.call("GET", "/events/verifications/"+id, "", nil)
 	if status != http.StatusNotFound {
 		t.Fatalf("another workspace reads the verification: %d %v", status, body)
+	}
+
+	// The operators' view of all that, at GET /metrics.
+	res, err := http.Get(cfg.SiteURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		`accountable_http_requests_total{method="POST",route="/api/v1/work",status="201"} 1`,
+		`accountable_http_requests_total{method="POST",route="/api/v1/events/verifications",status="409"} 1`,
+		`accountable_idempotent_replays_total{operation="startLedgerVerification"} 1`,
+		`accountable_workflow_messages_total{kind="start",result="delivered",workflow="LedgerVerification"} 2`,
+		`accountable_workflow_messages_total{kind="start",result="failed",workflow="LedgerVerification"}`,
+		`accountable_ledger_events_appended_total`, `accountable_http_request_duration_seconds_bucket{method="GET"`,
+		`accountable_db_pool_acquired_connections`, `accountable_outbox_pending_messages 0`,
+	} {
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(raw), want) {
+			t.Errorf("/metrics (%d) lacks %s", res.StatusCode, want)
+		}
 	}
 }
