@@ -180,9 +180,14 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 	if result["verified"] != true || result["eventCount"] != float64(storetest.TenantEvents+2) || done["completedAt"] == nil {
 		t.Fatalf("result: %v", done)
 	}
-	// The result is itself a ledger event, chained to the request.
-	status, body = c.call("GET", "/events/stream?aggregate_type=ledger_verification", "", nil)
-	events := body["data"].([]any)
+	// The result is itself a ledger event, chained to the request. The stream serves it once
+	// every transaction older than it has ended (its horizon), so wait for that.
+	var events []any
+	waitFor(t, 10*time.Second, "the stream serves the verification's events", func() bool {
+		status, body = c.call("GET", "/events/stream?aggregate_type=ledger_verification", "", nil)
+		events = body["data"].([]any)
+		return status != http.StatusOK || len(events) >= 2
+	})
 	if status != http.StatusOK || len(events) != 2 || events[1].(map[string]any)["eventType"] != "ledger.verification_completed" ||
 		events[1].(map[string]any)["previousHash"] != events[0].(map[string]any)["eventHash"] {
 		t.Fatalf("verification events: %d %v", status, body)
