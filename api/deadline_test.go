@@ -83,7 +83,6 @@ func wantUntouched(t *testing.T, e *env, key, id string, want int) {
 	}
 }
 
-
 // A command blocked on a row lock answers resource_busy once lock_timeout has passed,
 // and leaves nothing behind.
 func TestBlockedCommandAnswersResourceBusy(t *testing.T) {
