@@ -27,7 +27,7 @@ func TestVersionTokenRoundTrips(t *testing.T) {
 }
 
 func TestCursorsRoundTrip(t *testing.T) {
-	p := accountable.StreamPosition{TxID: 1 << 40, Seq: 7}
+	p := accountable.StreamPosition{Position: 1 << 40, Seq: 7}
 	if got, ok := accountable.ParseStreamCursor(p.Encode()); !ok || got != p {
 		t.Fatalf("stream cursor: %+v %v", got, ok)
 	}

@@ -46,16 +46,18 @@ func (e Event) Ref() EventRef {
 }
 
 // StreamPosition is a position in a workspace's event stream. Events are ordered by the
-// id of the transaction that wrote them, then by insertion order within it, and are only
-// read once every older transaction has finished, so a late commit is never skipped.
+// position of the transaction that wrote them (its id plus the offset of the cluster the
+// database runs on, so positions keep growing across a dump and restore), then by
+// insertion order within it, and are only read once every older transaction has finished,
+// so a late commit is never skipped.
 type StreamPosition struct {
-	TxID uint64
-	Seq  int64
+	Position int64
+	Seq      int64
 }
 
 // Encode returns the opaque cursor string of p.
 func (p StreamPosition) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte("e1." + strconv.FormatUint(p.TxID, 10) + "." + strconv.FormatInt(p.Seq, 10)))
+	return base64.RawURLEncoding.EncodeToString([]byte("e1." + strconv.FormatInt(p.Position, 10) + "." + strconv.FormatInt(p.Seq, 10)))
 }
 
 // ParseStreamCursor decodes a cursor made by Encode.
@@ -68,12 +70,12 @@ func ParseStreamCursor(s string) (StreamPosition, bool) {
 	if len(parts) != 3 || parts[0] != "e1" {
 		return StreamPosition{}, false
 	}
-	tx, err1 := strconv.ParseUint(parts[1], 10, 64)
+	pos, err1 := strconv.ParseInt(parts[1], 10, 64)
 	seq, err2 := strconv.ParseInt(parts[2], 10, 64)
 	if err1 != nil || err2 != nil || seq < 0 {
 		return StreamPosition{}, false
 	}
-	return StreamPosition{TxID: tx, Seq: seq}, true
+	return StreamPosition{Position: pos, Seq: seq}, true
 }
 
 // EventFilter selects a page of the event stream.

@@ -5,9 +5,10 @@
 #
 #   scripts/stack.sh COMMAND [ARGS...]
 #
-# PostgreSQL: DATABASE_URL if set; otherwise a private cluster under .data/postgres on
-#   127.0.0.1:${ACCOUNTABLE_PG_PORT:-54329}, made from the machine's PostgreSQL binaries
-#   (Debian's postgresql package is installed when they are missing and we are root).
+# PostgreSQL: DATABASE_URL (and MIGRATION_DATABASE_URL) if set; otherwise a private cluster
+#   under .data/postgres on 127.0.0.1:${ACCOUNTABLE_PG_PORT:-54329}, made from the machine's
+#   PostgreSQL binaries (Debian's postgresql package is installed when they are missing and
+#   we are root), with an owner role and a service role.
 # Temporal:   TEMPORAL_ADDRESS if set; otherwise the pinned Temporal CLI dev server on
 #   127.0.0.1:${ACCOUNTABLE_TEMPORAL_PORT:-7233} (Web UI on the port + 1000), built once
 #   into a cache outside the clone so fresh clones reuse it.
@@ -127,10 +128,16 @@ if [ -z "${DATABASE_URL:-}" ]; then
   else
     start_postgres
   fi
-  export DATABASE_URL="postgres://accountable@127.0.0.1:$pg_port/accountable?sslmode=disable"
-  # The cluster's bootstrap superuser owns a maintenance database; the service's own database
-  # is created on first use by `accountable migrate` (it connects to "postgres" to do so).
+  # Two roles (least privilege): the cluster's bootstrap superuser `accountable` owns the
+  # schema and runs the migrations; the service connects as `accountable_service`, which
+  # `accountable migrate` creates and which may only insert into and read the ledger. The
+  # service's database is created on first use by `accountable migrate` (it connects to
+  # "postgres" to do so).
+  export MIGRATION_DATABASE_URL="postgres://accountable@127.0.0.1:$pg_port/accountable?sslmode=disable"
+  export DATABASE_URL="postgres://accountable_service@127.0.0.1:$pg_port/accountable?sslmode=disable"
 fi
+# Tests that need a second cluster (a restore) use the same binaries.
+if pg_bindir=$(find_pg_bindir); then export ACCOUNTABLE_PG_BINDIR="$pg_bindir"; fi
 
 # --- Temporal ---------------------------------------------------------------------------
 

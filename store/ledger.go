@@ -4,41 +4,38 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
 )
 
-// eventColumns are read by scanEvent. The stream position is aliased: an output column
-// named tx_id would make "ORDER BY tx_id" sort by its text (where "999" > "1000").
+// eventColumns are read by scanEvent.
 const eventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
-	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text AS stream_tx, seq AS stream_seq`
+	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, stream_position, seq`
 
 func scanEvent(row pgx.Row) (accountable.Event, accountable.StreamPosition, error) {
 	var e accountable.Event
-	var payload, actorType, txID string
+	var payload, actorType string
 	var pos accountable.StreamPosition
 	err := row.Scan(&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
 		&e.SchemaVersion, &actorType, &e.ActorID, &payload, &e.PayloadDigest, &e.OccurredAt, &e.RecordedAt,
-		&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &txID, &pos.Seq)
+		&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &pos.Position, &pos.Seq)
 	if err != nil {
 		return e, pos, err
 	}
 	e.Payload = accountable.Object(payload)
 	e.ActorType = accountable.ActorType(actorType)
-	if pos.TxID, err = strconv.ParseUint(txID, 10, 64); err != nil {
-		return e, pos, fmt.Errorf("store: tx_id %q: %w", txID, err)
-	}
 	return e, pos, nil
 }
 
 // StreamEvents reads one page of the workspace's event stream after f.After. Only events of
-// transactions older than the oldest one still running are read, in (tx_id, seq) order: a
-// transaction that commits late has a tx_id at or above that horizon, so it is read on a
-// later page instead of being skipped.
+// transactions older than the oldest one still running are read, in (stream_position, seq)
+// order: an event's position is its transaction's id plus the cluster's offset (migration
+// 003), so a transaction that commits late has a position at or above that horizon and is
+// read on a later page instead of being skipped. The horizon is computed once per query
+// (an uncorrelated subquery), not per row.
 func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -53,13 +50,13 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	}
 	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
 		WHERE workspace_id = $1
-		  AND (tx_id, seq) > ($2::text::xid8, $3::bigint)
-		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+		  AND (stream_position, seq) > ($2::bigint, $3::bigint)
+		  AND stream_position < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset())
 		  AND ($4::text[] IS NULL OR event_type = ANY ($4))
 		  AND ($5::text[] IS NULL OR aggregate_type = ANY ($5))
-		ORDER BY tx_id, seq
+		ORDER BY stream_position, seq
 		LIMIT $6`,
-		workspaceID, strconv.FormatUint(f.After.TxID, 10), f.After.Seq, eventTypes, aggregateTypes, limit+1)
+		workspaceID, f.After.Position, f.After.Seq, eventTypes, aggregateTypes, limit+1)
 	if err != nil {
 		return accountable.EventPage{}, mapError(err)
 	}
@@ -261,7 +258,7 @@ func compareRefs(a, b aggregateRef) int {
 }
 
 func positionAfter(a, b accountable.StreamPosition) bool {
-	return a.TxID > b.TxID || (a.TxID == b.TxID && a.Seq > b.Seq)
+	return a.Position > b.Position || (a.Position == b.Position && a.Seq > b.Seq)
 }
 
 // checkEvent returns why e is broken, or "" when its digest, hash and link hold.

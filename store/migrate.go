@@ -25,12 +25,33 @@ func Migrations() fs.FS {
 // migrationLock serialises migrators across processes, including tern's own set-up.
 const migrationLock = int64(0x616363745f6d6967) // "acct_mig"
 
-// Migrate creates the database named in url when it does not exist yet (connecting to the
-// server's "postgres" database to do so) and applies every pending migration.
-func Migrate(ctx context.Context, url string) error {
-	cfg, err := pgx.ParseConfig(url)
+// MigrateConfig names the two roles of the database (see roles.go).
+type MigrateConfig struct {
+	// OwnerURL connects as the role that owns the schema; the migrations run as it.
+	OwnerURL string
+	// ServiceURL is how the service connects (DATABASE_URL). When it names another role
+	// than OwnerURL, that role is created if missing (LOGIN and nothing else, with the
+	// URL's password) and granted the service's privileges. Empty or the same role: the
+	// service runs as the owner (the ledger is then protected by its trigger only).
+	ServiceURL string
+}
+
+// Migrate creates the database named in cfg.OwnerURL when it does not exist yet
+// (connecting to the server's "postgres" database to do so), applies every pending
+// migration and grants the service role its privileges.
+func Migrate(ctx context.Context, mc MigrateConfig) error {
+	cfg, err := pgx.ParseConfig(mc.OwnerURL)
 	if err != nil {
-		return fmt.Errorf("store: parse DATABASE_URL: %w", err)
+		return fmt.Errorf("store: parse MIGRATION_DATABASE_URL: %w", err)
+	}
+	var service *pgx.ConnConfig
+	if mc.ServiceURL != "" {
+		if service, err = pgx.ParseConfig(mc.ServiceURL); err != nil {
+			return fmt.Errorf("store: parse DATABASE_URL: %w", err)
+		}
+		if service.User == cfg.User {
+			service = nil
+		}
 	}
 	if err := ensureDatabase(ctx, cfg); err != nil {
 		return err
@@ -53,6 +74,9 @@ func Migrate(ctx context.Context, url string) error {
 	}
 	if err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if service != nil {
+		return ensureServiceRole(ctx, conn, service)
 	}
 	return nil
 }

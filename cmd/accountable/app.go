@@ -162,6 +162,40 @@ func newRelay(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Me
 	return r
 }
 
+// warnPrivilegedRole logs a warning when the service connects as a role that could rewrite
+// the ledger (a superuser, or the schema's owner): the append-only rule then rests on a
+// trigger such a role may bypass. It does not hold up the start (PostgreSQL may be down).
+func warnPrivilegedRole(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
+	lc.Append(fx.StartHook(func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := db.CheckRole(ctx)
+			if err == nil && c.Privileged {
+				log.Warn("the service connects to PostgreSQL as a privileged role that may rewrite the ledger; "+
+					"give it its own role (MIGRATION_DATABASE_URL for the owner, DATABASE_URL for the service)", "role", c.Role)
+			}
+		}()
+	}))
+}
+
+// registerSearchAttributes makes sure the Temporal namespace knows the search attributes
+// the service's workflows carry, in the background (Temporal may be down at start).
+func registerSearchAttributes(lc fx.Lifecycle, cfg Config, tc client.Client, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				worker.KeepSearchAttributesRegistered(ctx, tc, cfg.TemporalNamespace, log.With("component", "temporal"))
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error { cancel(); <-done; return nil },
+	})
+}
+
 // startProfiler serves net/http/pprof on PPROF_ADDR (off by default; bind it to loopback).
 func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 	if cfg.PprofAddr == "" {
@@ -216,16 +250,16 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
 	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newRelay),
-		fx.Invoke(func(*api.Server, *worker.Relay) {}, startProfiler, startIdempotencyJanitor))
+		fx.Invoke(func(*api.Server, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // workerOptions runs the Temporal worker.
 func workerOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker, newRelay), fx.Invoke(func(*worker.Worker, *worker.Relay) {}))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker, newRelay), fx.Invoke(func(*worker.Worker, *worker.Relay) {}, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
 	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker, newRelay),
-		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor))
+		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }

@@ -21,6 +21,7 @@ import (
 func cli(t *testing.T) func(args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("DATABASE_URL", storetest.URL(t))
+	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
 	t.Setenv("LOG_LEVEL", "warn")
 	return func(args ...string) (string, error) {
 		var buf bytes.Buffer
@@ -322,6 +323,7 @@ func TestCLIKeysCreateRejectsInvalidInput(t *testing.T) {
 
 func TestCLIRefusesMalformedWorkspaceIDs(t *testing.T) {
 	t.Setenv("DATABASE_URL", storetest.URL(t))
+	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
 	for _, args := range [][]string{
 		{"keys", "create", "--name", "x", "--workspace", "not-a-uuid"},
 		{"keys", "list", "--workspace", "not-a-uuid"},

@@ -14,23 +14,26 @@ import (
 // Config is the process configuration, read from environment variables (the README has
 // the table). Defaults suit `make run` on one machine.
 type Config struct {
-	HTTPAddr          string
-	SiteURL           string
-	DatabaseURL       string
-	DatabaseMaxConns  int32
-	TemporalAddress   string
-	TemporalNamespace string
-	TaskQueue         string
-	LogLevel          slog.Level
-	MaxBodyBytes      int
-	RateLimitRPS      float64
-	RateLimitBurst    int
-	ShutdownTimeout   time.Duration
-	DevKeyFile        string
-	TemporalUIURL     string
-	PprofAddr         string
-	MetricsAddr       string
-	KeyCacheTTL       time.Duration
+	HTTPAddr    string
+	SiteURL     string
+	DatabaseURL string
+	// MigrationDatabaseURL connects as the schema's owner (migrations); DatabaseURL as the
+	// service's own, less privileged role.
+	MigrationDatabaseURL string
+	DatabaseMaxConns     int32
+	TemporalAddress      string
+	TemporalNamespace    string
+	TaskQueue            string
+	LogLevel             slog.Level
+	MaxBodyBytes         int
+	RateLimitRPS         float64
+	RateLimitBurst       int
+	ShutdownTimeout      time.Duration
+	DevKeyFile           string
+	TemporalUIURL        string
+	PprofAddr            string
+	MetricsAddr          string
+	KeyCacheTTL          time.Duration
 	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
 	// long operations; the database bounds lock waits and statements.
 	RequestTimeout           time.Duration
@@ -39,8 +42,12 @@ type Config struct {
 	DatabaseStatementTimeout time.Duration
 }
 
-// DefaultDatabaseURL is the private cluster that `make run` and `make test` start.
-const DefaultDatabaseURL = "postgres://accountable@127.0.0.1:54329/accountable?sslmode=disable"
+// DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
+// role on the private cluster that `make run` and `make test` start.
+const (
+	DefaultDatabaseURL          = "postgres://accountable_service@127.0.0.1:54329/accountable?sslmode=disable"
+	DefaultMigrationDatabaseURL = "postgres://accountable@127.0.0.1:54329/accountable?sslmode=disable"
+)
 
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
@@ -57,6 +64,13 @@ func LoadConfig() (Config, error) {
 		MetricsAddr:       env("METRICS_ADDR", ""),
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
+	// Without DATABASE_URL both roles are the private cluster's; with it alone, the
+	// migrations run as the service's role too (one role; the README says what that costs).
+	migrationDefault := DefaultMigrationDatabaseURL
+	if _, ok := os.LookupEnv("DATABASE_URL"); ok && os.Getenv("DATABASE_URL") != "" {
+		migrationDefault = c.DatabaseURL
+	}
+	c.MigrationDatabaseURL = env("MIGRATION_DATABASE_URL", migrationDefault)
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))
 	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)

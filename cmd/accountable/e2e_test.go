@@ -37,6 +37,7 @@ func freeAddr(t *testing.T) string {
 func startDev(t *testing.T, temporalAddr string) Config {
 	t.Helper()
 	t.Setenv("DATABASE_URL", storetest.URL(t))
+	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func run(args []string, out io.Writer) error {
 		return nil
 	case "migrate":
 		return oneShot(cfg, func(ctx context.Context, _ *store.DB) error {
-			if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+			if err := store.Migrate(ctx, migrateConfig(cfg)); err != nil {
 				return err
 			}
 			fmt.Fprintln(out, "migrations applied")
@@ -256,11 +256,15 @@ func ledgerVerify(cfg Config, args []string, out io.Writer) error {
 	})
 }
 
+func migrateConfig(cfg Config) store.MigrateConfig {
+	return store.MigrateConfig{OwnerURL: cfg.MigrationDatabaseURL, ServiceURL: cfg.DatabaseURL}
+}
+
 // devBootstrap migrates and, on first run, creates a dev user, workspace and API key. The
 // key is kept in DEV_KEY_FILE (under .data/, ignored by git) so later runs can print it.
 func devBootstrap(cfg Config, out io.Writer) error {
 	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
-		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		if err := store.Migrate(ctx, migrateConfig(cfg)); err != nil {
 			return err
 		}
 		if raw, err := os.ReadFile(cfg.DevKeyFile); err == nil {

@@ -1,7 +1,10 @@
 // Package storetest gives each test package its own freshly migrated PostgreSQL database on
 // the server named by DATABASE_URL (started by `make test`). The schema is migrated once
-// into a template database named after a digest of the migrations; each test package
-// clones it with CREATE DATABASE ... TEMPLATE, which takes milliseconds.
+// (as the owner role of MIGRATION_DATABASE_URL, granting the service role of DATABASE_URL
+// its privileges, as `accountable migrate` does) into a template database named after a
+// digest of the migrations; each test package clones it with CREATE DATABASE ... TEMPLATE,
+// which takes milliseconds. The service's stores connect as the service role, as in
+// production; raw connections for set-up and tampering connect as the owner.
 package storetest
 
 import (
@@ -30,8 +33,9 @@ var (
 	initErr error
 )
 
-// serverURL returns DATABASE_URL; tests fail (never skip) without it.
-func serverURL() (string, error) {
+// serviceServerURL returns DATABASE_URL (the service role); tests fail (never skip)
+// without it.
+func serviceServerURL() (string, error) {
 	u := os.Getenv("DATABASE_URL")
 	if u == "" {
 		return "", fmt.Errorf("DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL")
@@ -39,7 +43,17 @@ func serverURL() (string, error) {
 	return u, nil
 }
 
-// URL returns the connection URL of this test package's database, creating it on first use.
+// ownerServerURL returns MIGRATION_DATABASE_URL (the owner role), or DATABASE_URL when
+// only one role is configured.
+func ownerServerURL() (string, error) {
+	if u := os.Getenv("MIGRATION_DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	return serviceServerURL()
+}
+
+// URL returns the connection URL (as the service role) of this test package's database,
+// creating it on first use.
 func URL(tb testing.TB) string {
 	tb.Helper()
 	once.Do(func() { dbURL, dbName, initErr = create(context.Background()) })
@@ -47,6 +61,14 @@ func URL(tb testing.TB) string {
 		tb.Fatalf("storetest: %v", initErr)
 	}
 	return dbURL
+}
+
+// OwnerURL returns the connection URL of this test package's database as the owner role
+// (migrations, tampering).
+func OwnerURL(tb testing.TB) string {
+	tb.Helper()
+	URL(tb)
+	return withDatabase(ownerServerURL, dbName)
 }
 
 // Open returns a DB on this test package's database, closed when the test ends.
@@ -72,10 +94,10 @@ func Main(m *testing.M) {
 }
 
 func adminConn(ctx context.Context) (*pgx.Conn, error) {
-	if _, err := serverURL(); err != nil {
+	if _, err := serviceServerURL(); err != nil {
 		return nil, err
 	}
-	return pgx.Connect(ctx, withDatabase("postgres"))
+	return pgx.Connect(ctx, withDatabase(ownerServerURL, "postgres"))
 }
 
 func migrationsDigest() (string, error) {
@@ -128,7 +150,7 @@ func create(ctx context.Context) (string, string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize()); err != nil {
 		return "", "", fmt.Errorf("clone template: %w", err)
 	}
-	return withDatabase(name), name, nil
+	return withDatabase(serviceServerURL, name), name, nil
 }
 
 func buildTemplate(ctx context.Context, conn *pgx.Conn, template string) error {
@@ -139,7 +161,8 @@ func buildTemplate(ctx context.Context, conn *pgx.Conn, template string) error {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
 		return err
 	}
-	if err := store.Migrate(ctx, withDatabase(building)); err != nil {
+	if err := store.Migrate(ctx, store.MigrateConfig{OwnerURL: withDatabase(ownerServerURL, building),
+		ServiceURL: withDatabase(serviceServerURL, building)}); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
 	_, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{template}.Sanitize())
@@ -156,8 +179,8 @@ func drop(ctx context.Context, name string) error {
 	return err
 }
 
-// withDatabase returns DATABASE_URL with its database replaced by name.
-func withDatabase(name string) string {
+// withDatabase returns the server URL with its database replaced by name.
+func withDatabase(serverURL func() (string, error), name string) string {
 	raw, _ := serverURL()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -189,14 +212,32 @@ func NewTenant(tb testing.TB, db *store.DB) Tenant {
 	return Tenant{Key: k.Key, Principal: accountable.Principal{UserID: k.UserID, UserEmail: email, WorkspaceID: k.WorkspaceID, KeyPrefix: prefix}}
 }
 
-// Conn opens a plain connection to this test package's database (for set-up and
-// tampering that must bypass the store), closed when the test ends.
+// Conn opens a plain connection to this test package's database as the owner role (for
+// set-up and tampering that must bypass the store and its role), closed when the test
+// ends.
 func Conn(tb testing.TB) *pgx.Conn {
 	tb.Helper()
-	conn, err := pgx.Connect(context.Background(), URL(tb))
+	conn, err := pgx.Connect(context.Background(), OwnerURL(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// NewDatabase creates an empty database on the test server, dropped when the test ends,
+// and returns its URLs as the owner role and as the service role.
+func NewDatabase(tb testing.TB) (ownerURL, serviceURL string) {
+	tb.Helper()
+	if _, err := serviceServerURL(); err != nil {
+		tb.Fatal(err)
+	}
+	name := "accountable_test_" + uuid.NewString()[:8]
+	CreateDatabase(tb, withDatabase(ownerServerURL, "postgres"), name)
+	tb.Cleanup(func() {
+		if err := drop(context.Background(), name); err != nil {
+			tb.Errorf("drop %s: %v", name, err)
+		}
+	})
+	return withDatabase(ownerServerURL, name), withDatabase(serviceServerURL, name)
 }
