@@ -124,8 +124,8 @@ func TestWorkspaceScoping(t *testing.T) {
 	if len(list.dataList()) != 0 {
 		t.Fatalf("b sees %d tasks", len(list.dataList()))
 	}
-	for _, ev := range e.do(request{method: "GET", path: "/events/stream", key: b.Key}).dataList() {
-		if ev.(map[string]any)["workspaceId"] != b.Principal.WorkspaceID {
+	for _, ev := range e.streamEvents(b.Key, "", storetest.TenantEvents) {
+		if ev["workspaceId"] != b.Principal.WorkspaceID {
 			t.Fatalf("b's stream holds %v", ev)
 		}
 	}

@@ -23,6 +23,9 @@ func TestEventStreamPagesWithCursorAndFilters(t *testing.T) {
 		body: map[string]any{"version_token": w["concurrency"].(map[string]any)["version_token"]}}), http.StatusOK, "")
 	// The tenant's set-up events (workspace, user, member, key) + 5 created + 1 completed.
 	const total = storetest.TenantEvents + 6
+	if n := len(e.streamEvents(key, "", total)); n != total {
+		t.Fatalf("the stream serves %d events, want %d", n, total)
+	}
 
 	seen := map[string]bool{}
 	cursor := ""

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -254,4 +255,40 @@ func (e *env) rawRequest(method, path, key string, bodyLen int) response {
 	}
 	out.body, _ = out.rawBody.(map[string]any)
 	return out
+}
+
+// streamEvents pages the caller's whole event stream (with the extra query) and waits
+// until it serves at least want events: the stream serves an event only once every
+// transaction older than it has ended anywhere on the server (another test package's,
+// too), so committed events may be held back for a moment. It gives up after 20 s and
+// returns what it read.
+func (e *env) streamEvents(key, query string, want int) []map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var out []map[string]any
+		cursor := ""
+		for {
+			q := "limit=1000"
+			if query != "" {
+				q += "&" + query
+			}
+			if cursor != "" {
+				q += "&cursor=" + url.QueryEscape(cursor)
+			}
+			r := e.do(request{method: "GET", path: "/events/stream", key: key, query: q})
+			expect(e.t, r, http.StatusOK, "")
+			for _, ev := range r.dataList() {
+				out = append(out, ev.(map[string]any))
+			}
+			if r.meta()["hasMore"] != true {
+				break
+			}
+			cursor = r.meta()["nextCursor"].(string)
+		}
+		if len(out) >= want || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

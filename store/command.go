@@ -333,7 +333,17 @@ func begin(ctx context.Context, t *tx, locks []aggregateRef) (*storedRecord, err
 	})
 	locks = slices.Compact(locks)
 	for _, ref := range locks {
-		// One statement per head, in the fixed order: each waits for its lock in turn.
+		// One statement per head, in the fixed order: each waits for its lock in turn. With
+		// an idempotency key, a head is locked only while this transaction holds the key's
+		// lock (taking it again costs nothing): a request whose key another request holds
+		// must answer in-progress at once, not queue behind the heads that request locked.
+		if idem != nil {
+			b.Queue(`SELECT version, event_id, event_hash FROM ledger_heads
+				WHERE workspace_id = $1 AND aggregate_type = $2 AND aggregate_id = $3
+				  AND pg_try_advisory_xact_lock(hashtextextended($4::text || '/' || $5::text, 0)) FOR UPDATE`,
+				cc.WorkspaceID, ref.Type, ref.ID, cc.WorkspaceID, idem.Key)
+			continue
+		}
 		b.Queue(`SELECT version, event_id, event_hash FROM ledger_heads
 			WHERE workspace_id = $1 AND aggregate_type = $2 AND aggregate_id = $3 FOR UPDATE`, cc.WorkspaceID, ref.Type, ref.ID)
 	}
