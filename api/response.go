@@ -106,6 +106,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		ae = accountable.Errorf(accountable.ECodeInternal, "An unexpected error occurred; it was logged with request id %s.", id)
 	}
 	status := accountable.ErrorStatus(ae.Code)
+	if status == fiber.StatusRequestEntityTooLarge {
+		closeAfterUnreadBody(c)
+	}
 	body := errorBody{
 		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
 		Timestamp: accountable.NowTime(),

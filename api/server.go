@@ -26,6 +26,11 @@ type Config struct {
 	SiteURL string
 	// BodyLimit is the largest accepted request body in bytes; larger ones get 413.
 	BodyLimit int
+	// OversizeDrainBytes and OversizeDrainTime bound how much of a refused oversized body
+	// the server reads and discards before it closes the connection, so that a client
+	// still writing it reads the 413 (drain.go). Defaults: BodyLimit + 4 MiB, 2s.
+	OversizeDrainBytes int64
+	OversizeDrainTime  time.Duration
 	// RateLimit is the sustained requests per second allowed per API key (0: no limit),
 	// with bursts of RateBurst.
 	RateLimit float64
@@ -121,6 +126,12 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 1 << 20
 	}
+	if cfg.OversizeDrainBytes <= 0 {
+		cfg.OversizeDrainBytes = int64(cfg.BodyLimit) + defaultDrainExtra
+	}
+	if cfg.OversizeDrainTime <= 0 {
+		cfg.OversizeDrainTime = defaultDrainTime
+	}
 	if cfg.KeyTouchInterval <= 0 {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
@@ -167,7 +178,7 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve serves HTTP on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.usage.start()
-	return s.app.Listener(ln)
+	return s.app.Listener(newDrainListener(ln, s.cfg.OversizeDrainBytes, s.cfg.OversizeDrainTime))
 }
 
 // Shutdown stops accepting requests, waits for those in flight and writes pending
