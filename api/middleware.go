@@ -12,7 +12,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/accountablework/accountable"
 )
@@ -263,44 +262,9 @@ func (u *keyUsage) flush(ctx context.Context) {
 	}
 }
 
-// rateLimiter is a token bucket per API key (golang.org/x/time/rate).
-type rateLimiter struct {
-	limit rate.Limit
-	burst int
-	mu    sync.Mutex
-	keys  map[string]*rate.Limiter
-}
-
-func newRateLimiter(perSecond float64, burst int) *rateLimiter {
-	if burst <= 0 {
-		burst = max(1, int(perSecond*2))
-	}
-	return &rateLimiter{limit: rate.Limit(perSecond), burst: burst, keys: map[string]*rate.Limiter{}}
-}
-
-// allow takes a token for key, or says how long until one is available.
-func (l *rateLimiter) allow(key string, now time.Time) (bool, time.Duration) {
-	if l.limit <= 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	lim, ok := l.keys[key]
-	if !ok {
-		lim = rate.NewLimiter(l.limit, l.burst)
-		l.keys[key] = lim
-	}
-	l.mu.Unlock()
-	r := lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
 // rateLimit refuses requests over the per-key rate with 429 rate_limited.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	ok, wait := s.limiter.allow(principal(c).KeyID, time.Now())
+	ok, wait := s.limiter.take(principal(c).KeyID, time.Now())
 	if !ok {
 		return RateLimited(accountable.ECodeRateLimited, "Too many requests for this API key.", wait)
 	}

@@ -35,6 +35,9 @@ type Config struct {
 	// with bursts of RateBurst.
 	RateLimit float64
 	RateBurst int
+	// MaxLimiterBuckets bounds the token buckets each limiter keeps in memory (default
+	// 50000; see buckets).
+	MaxLimiterBuckets int
 	// KeyTouchInterval is how often last-used times of API keys are written.
 	KeyTouchInterval time.Duration
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
@@ -117,7 +120,7 @@ type Server struct {
 	ops      []operation
 	document []byte
 	usage    *keyUsage
-	limiter  *rateLimiter
+	limiter  *buckets // per API key
 	metrics  metrics
 }
 
@@ -139,7 +142,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
 		usage:   newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
+		limiter: newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
 		metrics: metrics{deps.Metrics},
 	}
 	s.ops = s.operations()
