@@ -54,35 +54,50 @@ func newBuckets(perSecond float64, burst, capacity int) *buckets {
 
 // take takes a token from name's bucket, or says how long until one is available.
 func (b *buckets) take(name string, now time.Time) (bool, time.Duration) {
-	r, wait := b.reserve(name, now)
-	return r != nil, wait
-}
-
-// reserve takes a token from name's bucket and returns it as a reservation, which can
-// give the token back (refund); or nil and how long until a token is available. Without
-// a limit it returns an empty reservation.
-func (b *buckets) reserve(name string, now time.Time) (*reservation, time.Duration) {
 	if b == nil {
-		return &reservation{}, 0
+		return true, 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.bucket(name, now).ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return nil, d
+		return false, d
 	}
-	return &reservation{r}, 0
+	return true, 0
 }
 
-// reservation is a token taken from a bucket.
-type reservation struct{ r *rate.Reservation }
-
-// refund gives the token back.
-func (r *reservation) refund(now time.Time) {
-	if r.r != nil {
-		r.r.CancelAt(now)
+// available says whether name's bucket holds a token, without taking it, or how long
+// until it does.
+func (b *buckets) available(name string, now time.Time) (bool, time.Duration) {
+	if b == nil {
+		return true, 0
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lim := b.table[name]
+	if lim == nil {
+		if len(b.table) < b.max {
+			return true, 0 // a new bucket is full
+		}
+		lim = b.overflow
+	}
+	tokens := lim.TokensAt(now)
+	if tokens >= 1 {
+		return true, 0
+	}
+	return false, time.Duration((1 - tokens) / float64(b.limit) * float64(time.Second))
+}
+
+// charge takes a token from name's bucket after the fact, into debt when it has none
+// (for requests admitted while it had one, which ran concurrently).
+func (b *buckets) charge(name string, now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bucket(name, now).ReserveN(now, 1)
 }
 
 // bucket returns name's bucket, making one when there is room (b.mu held).

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 )
@@ -68,5 +69,44 @@ func TestNoRateLimitsNothing(t *testing.T) {
 		if ok, _ := b.take("k", time.Now()); !ok {
 			t.Fatalf("limited at %d", i)
 		}
+	}
+}
+
+// IPv4 clients have a budget each; IPv6 clients one per /64.
+func TestClientAddressNamesABudget(t *testing.T) {
+	for _, c := range []struct{ ip, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+	} {
+		if got := clientAddress(net.ParseIP(c.ip)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.ip, got, c.want)
+		}
+	}
+}
+
+// Failures are checked before and charged after: requests admitted together leave the
+// bucket in debt, which later requests wait out.
+func TestChargesAfterTheFactRunIntoDebt(t *testing.T) {
+	b := newBuckets(1, 2, 10)
+	now := time.Unix(1_800_000_000, 0)
+	for range 4 { // four admitted at once, while the bucket was full
+		if ok, _ := b.available("a", now); !ok {
+			t.Fatal("a full bucket has no token")
+		}
+	}
+	for range 4 {
+		b.charge("a", now)
+	}
+	if ok, wait := b.available("a", now); ok || wait != 3*time.Second {
+		t.Fatalf("after 4 charges to a burst of 2: %v, wait %v", ok, wait)
+	}
+	if ok, _ := b.available("a", now.Add(3*time.Second)); !ok {
+		t.Fatal("the debt was not paid after 3s")
+	}
+	if ok, _ := b.available("b", now); !ok {
+		t.Fatal("another name was charged")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -105,30 +106,9 @@ func (e errUnauthorized) Error() string { return "unauthorized: " + e.message }
 // authenticate resolves the bearer API key to a principal and the workspace the request
 // is scoped to: the key's own, or another of its user's workspaces named by workspace_id.
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	auth := c.Get(fiber.HeaderAuthorization)
-	scheme, key, found := strings.Cut(auth, " ")
-	if auth == "" {
-		return errUnauthorized{"Missing API key. Send Authorization: Bearer <API_KEY> with a valid svk_ key."}
-	}
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return errUnauthorized{"Malformed Authorization header. Send Authorization: Bearer <API_KEY> with a valid svk_ key."}
-	}
-	prefix, ok := accountable.ParseAPIKey(strings.TrimSpace(key))
-	if !ok {
-		return errUnauthorized{"Malformed API key. Obtain a valid svk_ key and send it as a bearer token."}
-	}
-	k, hash, err := s.deps.Keys.KeyByPrefix(c.UserContext(), prefix)
-	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-		return errUnauthorized{"Invalid API key. Obtain a valid key and send it as a bearer token."}
-	}
+	k, err := s.verifyKey(c)
 	if err != nil {
 		return err
-	}
-	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(strings.TrimSpace(key))) != 1 {
-		return errUnauthorized{"Invalid API key. Obtain a valid key and send it as a bearer token."}
-	}
-	if k.RevokedAt != nil {
-		return errUnauthorized{"This API key was revoked. Obtain a valid key and send it as a bearer token."}
 	}
 	s.usage.touch(k.ID)
 	p := accountable.Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix}
@@ -140,6 +120,98 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		}
 	}
 	return c.Next()
+}
+
+// Messages of the 401s.
+const (
+	msgMissingKey      = "Missing API key. Send Authorization: Bearer <API_KEY> with a valid svk_ key."
+	msgMalformedHeader = "Malformed Authorization header. Send Authorization: Bearer <API_KEY> with a valid svk_ key."
+	msgMalformedKey    = "Malformed API key. Obtain a valid svk_ key and send it as a bearer token."
+	msgInvalidKey      = "Invalid API key. Obtain a valid key and send it as a bearer token."
+	msgRevokedKey      = "This API key was revoked. Obtain a valid key and send it as a bearer token."
+	msgTooManyFailures = "Too many failed authentications from this address; retry after error.retryAfter seconds with a valid key."
+)
+
+// bearerKey returns the API key of an Authorization header and its prefix, or why the
+// header is refused.
+func bearerKey(auth string) (key, prefix, refused string) {
+	scheme, key, found := strings.Cut(auth, " ")
+	if auth == "" {
+		return "", "", msgMissingKey
+	}
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", "", msgMalformedHeader
+	}
+	key = strings.TrimSpace(key)
+	prefix, ok := accountable.ParseAPIKey(key)
+	if !ok {
+		return "", "", msgMalformedKey
+	}
+	return key, prefix, ""
+}
+
+// verifyKey returns the stored key that the request's bearer credential is.
+//
+// Failed authentications are limited per client address (authFailures), and the limit
+// is applied before a key is looked up: an address whose budget holds no token gets 429
+// rate_limited instead of 401 and has nothing looked up, and each failure spends a
+// token. So unknown keys cost an address at most its budget's rate of queries (plus the
+// requests it had in flight at once, which leave the budget in debt). Successes spend
+// nothing, and a key the store already knows (KeyMemory) is looked up without the
+// budget, so a valid key in use keeps working from an address that also sends bad ones.
+func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
+	budget := clientAddress(c.Context().RemoteIP())
+	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
+	if refused != "" {
+		return accountable.APIKey{}, s.authFailed(budget, false, refused)
+	}
+	known := false
+	if m, ok := s.deps.Keys.(KeyMemory); ok {
+		known = m.KnowsKey(prefix)
+	}
+	if !known {
+		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
+			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+		}
+	}
+	k, hash, err := s.deps.Keys.KeyByPrefix(c.UserContext(), prefix)
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return k, s.authFailed(budget, !known, msgInvalidKey)
+	}
+	if err != nil {
+		return k, err // the store failed, not the client
+	}
+	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+		return k, s.authFailed(budget, !known, msgInvalidKey)
+	}
+	if k.RevokedAt != nil {
+		return k, s.authFailed(budget, !known, msgRevokedKey)
+	}
+	return k, nil
+}
+
+// authFailed spends a token of budget on a failed authentication and returns the 401;
+// or, for a failure that did not pass the budget before its lookup, the 429 when the
+// budget has no token (refusing costs the address nothing more).
+func (s *Server) authFailed(budget string, admitted bool, message string) error {
+	now := time.Now()
+	if !admitted {
+		if ok, wait := s.authFailures.available(budget, now); !ok {
+			return RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+		}
+	}
+	s.authFailures.charge(budget, now)
+	return errUnauthorized{message}
+}
+
+// clientAddress names the failure budget of a client: its IPv4 address, or the /64 of
+// its IPv6 address (a subscriber's usual allocation: one client cannot give itself a
+// budget per address). Behind a reverse proxy it is the proxy's address.
+func clientAddress(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // selectWorkspace scopes the request to workspace id, which the caller's user must be a

@@ -35,6 +35,11 @@ type Config struct {
 	// with bursts of RateBurst.
 	RateLimit float64
 	RateBurst int
+	// AuthFailureRate is the sustained failed authentications per second allowed per
+	// client address (0: no limit), with bursts of AuthFailureBurst; past it the address
+	// gets 429 and its keys are not looked up (see verifyKey).
+	AuthFailureRate  float64
+	AuthFailureBurst int
 	// MaxLimiterBuckets bounds the token buckets each limiter keeps in memory (default
 	// 50000; see buckets).
 	MaxLimiterBuckets int
@@ -67,6 +72,15 @@ type KeyStore interface {
 	IsMember(ctx context.Context, userID, workspaceID string) (bool, error)
 	GetWorkspace(ctx context.Context, id string) (accountable.Workspace, error)
 	TouchKeys(ctx context.Context, lastUsed map[string]time.Time) error
+}
+
+// KeyMemory is implemented by a KeyStore that holds keys in memory (store.KeyCache).
+// KnowsKey reports whether it holds a key with prefix (fresh or not): looking that up
+// costs at most one query per cache period, so it needs no budget of failed
+// authentications, and a valid key in use is accepted even from an address that has
+// spent its budget.
+type KeyMemory interface {
+	KnowsKey(prefix string) bool
 }
 
 // Pinger reports whether a dependency is reachable.
@@ -113,15 +127,16 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	app      *fiber.App
-	ops      []operation
-	document []byte
-	usage    *keyUsage
-	limiter  *buckets // per API key
-	metrics  metrics
+	cfg          Config
+	deps         Deps
+	log          *slog.Logger
+	app          *fiber.App
+	ops          []operation
+	document     []byte
+	usage        *keyUsage
+	limiter      *buckets // requests per API key
+	authFailures *buckets // failed authentications per client address
+	metrics      metrics
 }
 
 // NewServer builds the Fiber app with every route and the OpenAPI document.
@@ -141,9 +156,10 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
-		usage:   newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter: newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
-		metrics: metrics{deps.Metrics},
+		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
+		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
+		metrics:      metrics{deps.Metrics},
 	}
 	s.ops = s.operations()
 	doc, err := buildDocument(s.ops, cfg.SiteURL)

@@ -86,11 +86,13 @@ func (c *KeyCache) lookupMemory(prefix string, now time.Time) (keyEntry, memoryS
 	return keyEntry{}, notInMemory, c.generation
 }
 
-// KeyInMemory returns the key with prefix and its hash when the cache holds it, without
-// a query (authentication serves such keys even to a client over its failure budget).
-func (c *KeyCache) KeyInMemory(prefix string) (accountable.APIKey, []byte, bool) {
-	e, state, _ := c.lookupMemory(prefix, time.Now())
-	return e.key, e.hash, state == keyInMemory
+// KnowsKey reports whether the cache holds a key with prefix, fresh or not: looking it
+// up costs at most one query per ttl, so authentication needs no failure budget for it.
+func (c *KeyCache) KnowsKey(prefix string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[prefix]
+	return ok && c.listening
 }
 
 // KeyByPrefix answers from memory when it can: a held key, or not_found for a prefix

@@ -108,6 +108,7 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
+		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
