@@ -28,6 +28,17 @@ func (k *countingKeys) KeyByPrefix(ctx context.Context, prefix string) (accounta
 	return k.KeyStore.KeyByPrefix(ctx, prefix)
 }
 
+// countingCache is countingKeys over a key cache, whose memory authentication consults
+// before any lookup.
+type countingCache struct {
+	*countingKeys
+	cache *store.KeyCache
+}
+
+func (c countingCache) KnownKeyHash(prefix string) ([]byte, bool) {
+	return c.cache.KnownKeyHash(prefix)
+}
+
 // expectTooManyFailures fails unless r is the 429 of an address over its failure budget.
 func expectTooManyFailures(t *testing.T, r response) {
 	t.Helper()
@@ -91,24 +102,26 @@ func TestAuthFailuresAreLimitedPerAddressBeforeTheLookup(t *testing.T) {
 	expect(t, other.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
 }
 
-// A key the key cache knows is looked up without the failure budget (at most one query
-// per cache period), so it keeps working from an address over its budget, even when its
-// entry has gone stale.
+// A key the key cache has found is looked up without the failure budget when the secret
+// matches, so it keeps working from an address over its budget, even when its entry has
+// gone stale; a wrong secret under its prefix is refused without a query.
 func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 	db := storetest.Open(t)
 	// Entries go stale at once: every use of the key is a query.
 	kc := store.NewKeyCache(db, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	kc.Start()
 	t.Cleanup(kc.Stop)
+	// With entries always stale, every lookup that reaches the cache is a query.
+	keys := countingCache{&countingKeys{KeyStore: kc}, kc}
 	e := newEnv(t, db, func(c *api.Config, d *api.Deps) {
-		d.Keys = kc
+		d.Keys = keys
 		c.AuthFailureRate, c.AuthFailureBurst = 0.2, 3
 	})
 	tenant := storetest.NewTenant(t, db)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		expect(t, e.do(request{method: "GET", path: "/credential", key: tenant.Key}), http.StatusOK, "")
-		if kc.KnowsKey(tenant.Principal.KeyPrefix) {
+		if _, ok := kc.KnownKeyHash(tenant.Principal.KeyPrefix); ok {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -134,7 +147,14 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 			t.Fatalf("the known key: %s", r.raw)
 		}
 	}
-	// A wrong secret under the known key's prefix is a failure like any other.
+	// A wrong secret under the known key's prefix is a failure like any other, found
+	// without a query.
+	before := keys.lookups.Load()
 	wrongSecret := tenant.Key[:12] + tenant.Key[13:] + "0"
-	expectTooManyFailures(t, e.do(request{method: "GET", path: "/credential", key: wrongSecret}))
+	for range 5 {
+		expectTooManyFailures(t, e.do(request{method: "GET", path: "/credential", key: wrongSecret}))
+	}
+	if n := keys.lookups.Load() - before; n != 0 {
+		t.Fatalf("wrong secrets under a known prefix cost %d lookups", n)
+	}
 }

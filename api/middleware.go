@@ -157,17 +157,23 @@ func bearerKey(auth string) (key, prefix, refused string) {
 // rate_limited instead of 401 and has nothing looked up, and each failure spends a
 // token. So unknown keys cost an address at most its budget's rate of queries (plus the
 // requests it had in flight at once, which leave the budget in debt). Successes spend
-// nothing, and a key the store already knows (KeyMemory) is looked up without the
-// budget, so a valid key in use keeps working from an address that also sends bad ones.
+// nothing, and the secret of a key the store has already found (KeyMemory) is checked
+// before any query and, when it matches, looked up without the budget: a valid key in
+// use keeps working from an address that also sends bad ones.
 func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	budget := clientAddress(c.Context().RemoteIP())
 	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
 	if refused != "" {
 		return accountable.APIKey{}, s.authFailed(budget, false, refused)
 	}
-	known := false
+	known := false // a key the store has found, whose secret this is
 	if m, ok := s.deps.Keys.(KeyMemory); ok {
-		known = m.KnowsKey(prefix)
+		if hash, ok := m.KnownKeyHash(prefix); ok {
+			if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+				return accountable.APIKey{}, s.authFailed(budget, false, msgInvalidKey)
+			}
+			known = true
+		}
 	}
 	if !known {
 		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {

@@ -75,12 +75,12 @@ type KeyStore interface {
 }
 
 // KeyMemory is implemented by a KeyStore that holds keys in memory (store.KeyCache).
-// KnowsKey reports whether it holds a key with prefix (fresh or not): looking that up
-// costs at most one query per cache period, so it needs no budget of failed
-// authentications, and a valid key in use is accepted even from an address that has
-// spent its budget.
+// KnownKeyHash returns the stored hash of a key it has found under prefix, however long
+// ago: a request whose secret matches it is looked up without spending the failure
+// budget (its lookup costs at most one query per cache period, and only the key's holder
+// can cause it), so a valid key keeps working from an address that has spent its budget.
 type KeyMemory interface {
-	KnowsKey(prefix string) bool
+	KnownKeyHash(prefix string) ([]byte, bool)
 }
 
 // Pinger reports whether a dependency is reachable.

@@ -86,13 +86,18 @@ func (c *KeyCache) lookupMemory(prefix string, now time.Time) (keyEntry, memoryS
 	return keyEntry{}, notInMemory, c.generation
 }
 
-// KnowsKey reports whether the cache holds a key with prefix, fresh or not: looking it
-// up costs at most one query per ttl, so authentication needs no failure budget for it.
-func (c *KeyCache) KnowsKey(prefix string) bool {
+// KnownKeyHash returns the stored hash of the key with prefix when the cache has found
+// that key, fresh or not (a key's hash never changes, and a new key under a prefix is
+// announced). Authentication checks a secret against it before any query, so only the
+// holder of the key's secret can make its stale entry be read again.
+func (c *KeyCache) KnownKeyHash(prefix string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.entries[prefix]
-	return ok && c.listening
+	e, ok := c.entries[prefix]
+	if !ok || !c.listening {
+		return nil, false
+	}
+	return e.hash, true
 }
 
 // KeyByPrefix answers from memory when it can: a held key, or not_found for a prefix

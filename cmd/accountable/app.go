@@ -99,8 +99,8 @@ func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Cl
 	return c, nil
 }
 
-// The key cache tells authentication which keys it knows (so they skip the failure
-// budget); without this assertion a renamed method would silently turn that off.
+// The key cache tells authentication which keys it has found (their secrets skip the
+// failure budget); without this assertion a renamed method would silently turn that off.
 var _ api.KeyMemory = (*store.KeyCache)(nil)
 
 func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *store.KeyCache {
