@@ -131,6 +131,9 @@ func ErrorStatus(code string) int {
 
 // Error is a domain error: a catalogued code, a message safe to show to the caller and
 // optional details. Anything that is not an *Error reaches callers as internal_error.
+// An *Error may be shared by every request that meets it (ErrLedgerUnavailable, errors
+// kept in caches), so its fields are never changed once it is returned: decorating one
+// (WithDetails, the error handler's requestId and retryAfter) works on a copy.
 type Error struct {
 	Code       string
 	Message    string
@@ -145,10 +148,11 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// WithDetails returns e with details set.
+// WithDetails returns a copy of e with details set; e itself is left as it is.
 func (e *Error) WithDetails(d map[string]any) *Error {
-	e.Details = d
-	return e
+	c := *e
+	c.Details = d
+	return &c
 }
 
 // ErrorCode returns the code of err when it is (or wraps) an *Error, otherwise internal_error.

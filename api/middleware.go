@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/accountablework/accountable"
 )
@@ -106,30 +106,9 @@ func (e errUnauthorized) Error() string { return "unauthorized: " + e.message }
 // authenticate resolves the bearer API key to a principal and the workspace the request
 // is scoped to: the key's own, or another of its user's workspaces named by workspace_id.
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	auth := c.Get(fiber.HeaderAuthorization)
-	scheme, key, found := strings.Cut(auth, " ")
-	if auth == "" {
-		return errUnauthorized{"Missing API key. Send Authorization: Bearer <API_KEY> with a valid svk_ key."}
-	}
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return errUnauthorized{"Malformed Authorization header. Send Authorization: Bearer <API_KEY> with a valid svk_ key."}
-	}
-	prefix, ok := accountable.ParseAPIKey(strings.TrimSpace(key))
-	if !ok {
-		return errUnauthorized{"Malformed API key. Obtain a valid svk_ key and send it as a bearer token."}
-	}
-	k, hash, err := s.deps.Keys.KeyByPrefix(c.UserContext(), prefix)
-	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-		return errUnauthorized{"Invalid API key. Obtain a valid key and send it as a bearer token."}
-	}
+	k, err := s.verifyKey(c)
 	if err != nil {
 		return err
-	}
-	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(strings.TrimSpace(key))) != 1 {
-		return errUnauthorized{"Invalid API key. Obtain a valid key and send it as a bearer token."}
-	}
-	if k.RevokedAt != nil {
-		return errUnauthorized{"This API key was revoked. Obtain a valid key and send it as a bearer token."}
 	}
 	s.usage.touch(k.ID)
 	p := accountable.Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix}
@@ -141,6 +120,104 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		}
 	}
 	return c.Next()
+}
+
+// Messages of the 401s.
+const (
+	msgMissingKey      = "Missing API key. Send Authorization: Bearer <API_KEY> with a valid svk_ key."
+	msgMalformedHeader = "Malformed Authorization header. Send Authorization: Bearer <API_KEY> with a valid svk_ key."
+	msgMalformedKey    = "Malformed API key. Obtain a valid svk_ key and send it as a bearer token."
+	msgInvalidKey      = "Invalid API key. Obtain a valid key and send it as a bearer token."
+	msgRevokedKey      = "This API key was revoked. Obtain a valid key and send it as a bearer token."
+	msgTooManyFailures = "Too many failed authentications from this address; retry after error.retryAfter seconds with a valid key."
+)
+
+// bearerKey returns the API key of an Authorization header and its prefix, or why the
+// header is refused.
+func bearerKey(auth string) (key, prefix, refused string) {
+	scheme, key, found := strings.Cut(auth, " ")
+	if auth == "" {
+		return "", "", msgMissingKey
+	}
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", "", msgMalformedHeader
+	}
+	key = strings.TrimSpace(key)
+	prefix, ok := accountable.ParseAPIKey(key)
+	if !ok {
+		return "", "", msgMalformedKey
+	}
+	return key, prefix, ""
+}
+
+// verifyKey returns the stored key that the request's bearer credential is.
+//
+// Failed authentications are limited per client address (authFailures), and the limit
+// is applied before a key is looked up: an address whose budget holds no token gets 429
+// rate_limited instead of 401 and has nothing looked up, and each failure spends a
+// token. So unknown keys cost an address at most its budget's rate of queries (plus the
+// requests it had in flight at once, which leave the budget in debt). Successes spend
+// nothing, and the secret of a key the store has already found (KeyMemory) is checked
+// before any query and, when it matches, looked up without the budget: a valid key in
+// use keeps working from an address that also sends bad ones.
+func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
+	budget := clientAddress(c.Context().RemoteIP())
+	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
+	if refused != "" {
+		return accountable.APIKey{}, s.authFailed(budget, false, refused)
+	}
+	known := false // a key the store has found, whose secret this is
+	if m, ok := s.deps.Keys.(KeyMemory); ok {
+		if hash, ok := m.KnownKeyHash(prefix); ok {
+			if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+				return accountable.APIKey{}, s.authFailed(budget, false, msgInvalidKey)
+			}
+			known = true
+		}
+	}
+	if !known {
+		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
+			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+		}
+	}
+	k, hash, err := s.deps.Keys.KeyByPrefix(c.UserContext(), prefix)
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return k, s.authFailed(budget, !known, msgInvalidKey)
+	}
+	if err != nil {
+		return k, err // the store failed, not the client
+	}
+	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+		return k, s.authFailed(budget, !known, msgInvalidKey)
+	}
+	if k.RevokedAt != nil {
+		return k, s.authFailed(budget, !known, msgRevokedKey)
+	}
+	return k, nil
+}
+
+// authFailed spends a token of budget on a failed authentication and returns the 401;
+// or, for a failure that did not pass the budget before its lookup, the 429 when the
+// budget has no token (refusing costs the address nothing more).
+func (s *Server) authFailed(budget string, admitted bool, message string) error {
+	now := time.Now()
+	if !admitted {
+		if ok, wait := s.authFailures.available(budget, now); !ok {
+			return RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+		}
+	}
+	s.authFailures.charge(budget, now)
+	return errUnauthorized{message}
+}
+
+// clientAddress names the failure budget of a client: its IPv4 address, or the /64 of
+// its IPv6 address (a subscriber's usual allocation: one client cannot give itself a
+// budget per address). Behind a reverse proxy it is the proxy's address.
+func clientAddress(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // selectWorkspace scopes the request to workspace id, which the caller's user must be a
@@ -263,44 +340,9 @@ func (u *keyUsage) flush(ctx context.Context) {
 	}
 }
 
-// rateLimiter is a token bucket per API key (golang.org/x/time/rate).
-type rateLimiter struct {
-	limit rate.Limit
-	burst int
-	mu    sync.Mutex
-	keys  map[string]*rate.Limiter
-}
-
-func newRateLimiter(perSecond float64, burst int) *rateLimiter {
-	if burst <= 0 {
-		burst = max(1, int(perSecond*2))
-	}
-	return &rateLimiter{limit: rate.Limit(perSecond), burst: burst, keys: map[string]*rate.Limiter{}}
-}
-
-// allow takes a token for key, or says how long until one is available.
-func (l *rateLimiter) allow(key string, now time.Time) (bool, time.Duration) {
-	if l.limit <= 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	lim, ok := l.keys[key]
-	if !ok {
-		lim = rate.NewLimiter(l.limit, l.burst)
-		l.keys[key] = lim
-	}
-	l.mu.Unlock()
-	r := lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
 // rateLimit refuses requests over the per-key rate with 429 rate_limited.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	ok, wait := s.limiter.allow(principal(c).KeyID, time.Now())
+	ok, wait := s.limiter.take(principal(c).KeyID, time.Now())
 	if !ok {
 		return RateLimited(accountable.ECodeRateLimited, "Too many requests for this API key.", wait)
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"strconv"
 
@@ -82,10 +83,15 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="accountable"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(unauthorizedBody{Error: "Unauthorized", Message: unauthorized.message})
 	}
-	var ae *accountable.Error
+	// The error may be shared by concurrent requests (a package variable, a cached
+	// answer): the answer is made from a copy, never by changing it.
+	var ae accountable.Error
+	var shared *accountable.Error
 	var fe *fiber.Error
 	switch {
-	case errors.As(err, &ae):
+	case errors.As(err, &shared):
+		ae = *shared
+		ae.Details = maps.Clone(shared.Details)
 	case errors.As(err, &fe):
 		code, ok := fiberErrorCodes[fe.Code]
 		switch {
@@ -94,7 +100,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		case !ok:
 			code = accountable.ECodeInternal
 		}
-		ae = accountable.Errorf(code, "%s", fe.Message)
+		ae = accountable.Error{Code: code, Message: fe.Message}
 		if spec, ok := accountable.ErrorSpecOf(code); ok && code != accountable.ECodeInternal {
 			ae.Message = spec.Description
 		}
@@ -103,9 +109,12 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		}
 	default:
 		s.log.Error("internal error", "request_id", id, "method", c.Method(), "path", c.Path(), "err", err)
-		ae = accountable.Errorf(accountable.ECodeInternal, "An unexpected error occurred; it was logged with request id %s.", id)
+		ae = *accountable.Errorf(accountable.ECodeInternal, "An unexpected error occurred; it was logged with request id %s.", id)
 	}
 	status := accountable.ErrorStatus(ae.Code)
+	if status == fiber.StatusRequestEntityTooLarge {
+		closeAfterUnreadBody(c)
+	}
 	body := errorBody{
 		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
 		Timestamp: accountable.NowTime(),

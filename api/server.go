@@ -26,10 +26,23 @@ type Config struct {
 	SiteURL string
 	// BodyLimit is the largest accepted request body in bytes; larger ones get 413.
 	BodyLimit int
+	// OversizeDrainBytes and OversizeDrainTime bound how much of a refused oversized body
+	// the server reads and discards before it closes the connection, so that a client
+	// still writing it reads the 413 (drain.go). Defaults: BodyLimit + 4 MiB, 2s.
+	OversizeDrainBytes int64
+	OversizeDrainTime  time.Duration
 	// RateLimit is the sustained requests per second allowed per API key (0: no limit),
 	// with bursts of RateBurst.
 	RateLimit float64
 	RateBurst int
+	// AuthFailureRate is the sustained failed authentications per second allowed per
+	// client address (0: no limit), with bursts of AuthFailureBurst; past it the address
+	// gets 429 and its keys are not looked up (see verifyKey).
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	// MaxLimiterBuckets bounds the token buckets each limiter keeps in memory (default
+	// 50000; see buckets).
+	MaxLimiterBuckets int
 	// KeyTouchInterval is how often last-used times of API keys are written.
 	KeyTouchInterval time.Duration
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
@@ -59,6 +72,15 @@ type KeyStore interface {
 	IsMember(ctx context.Context, userID, workspaceID string) (bool, error)
 	GetWorkspace(ctx context.Context, id string) (accountable.Workspace, error)
 	TouchKeys(ctx context.Context, lastUsed map[string]time.Time) error
+}
+
+// KeyMemory is implemented by a KeyStore that holds keys in memory (store.KeyCache).
+// KnownKeyHash returns the stored hash of a key it has found under prefix, however long
+// ago: a request whose secret matches it is looked up without spending the failure
+// budget (its lookup costs at most one query per cache period, and only the key's holder
+// can cause it), so a valid key keeps working from an address that has spent its budget.
+type KeyMemory interface {
+	KnownKeyHash(prefix string) ([]byte, bool)
 }
 
 // Pinger reports whether a dependency is reachable.
@@ -105,15 +127,16 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	app      *fiber.App
-	ops      []operation
-	document []byte
-	usage    *keyUsage
-	limiter  *rateLimiter
-	metrics  metrics
+	cfg          Config
+	deps         Deps
+	log          *slog.Logger
+	app          *fiber.App
+	ops          []operation
+	document     []byte
+	usage        *keyUsage
+	limiter      *buckets // requests per API key
+	authFailures *buckets // failed authentications per client address
+	metrics      metrics
 }
 
 // NewServer builds the Fiber app with every route and the OpenAPI document.
@@ -121,15 +144,22 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 1 << 20
 	}
+	if cfg.OversizeDrainBytes <= 0 {
+		cfg.OversizeDrainBytes = int64(cfg.BodyLimit) + defaultDrainExtra
+	}
+	if cfg.OversizeDrainTime <= 0 {
+		cfg.OversizeDrainTime = defaultDrainTime
+	}
 	if cfg.KeyTouchInterval <= 0 {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
-		usage:   newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
-		metrics: metrics{deps.Metrics},
+		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
+		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
+		metrics:      metrics{deps.Metrics},
 	}
 	s.ops = s.operations()
 	doc, err := buildDocument(s.ops, cfg.SiteURL)
@@ -167,7 +197,7 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve serves HTTP on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.usage.start()
-	return s.app.Listener(ln)
+	return s.app.Listener(newDrainListener(ln, s.cfg.OversizeDrainBytes, s.cfg.OversizeDrainTime))
 }
 
 // Shutdown stops accepting requests, waits for those in flight and writes pending

@@ -12,20 +12,35 @@ import (
 	"github.com/accountablework/accountable"
 )
 
-// keysChannel is the NOTIFY channel on which key changes (revocations) are announced.
+// keysChannel is the NOTIFY channel on which key changes (creations, revocations) are
+// announced, with the key's prefix as payload.
 const keysChannel = "accountable_api_keys"
 
+// DefaultUnknownKeyTTL is how long, by default, a prefix that no key has is answered
+// from memory: long enough that a client repeating a wrong key costs a query every few
+// seconds rather than every request, short enough to bound a missed notification.
+const DefaultUnknownKeyTTL = 5 * time.Second
+
+// maxUnknownKeys bounds the remembered unknown prefixes (random keys are almost all
+// distinct: the table must not grow with a flood of them).
+const maxUnknownKeys = 10_000
+
 // KeyCache is the DB with authentication lookups served from memory, so a request costs
-// no database round trip to authenticate. Every process LISTENs for key changes and drops
-// the changed key at once; while the listener is down the cache is bypassed, and entries
-// expire after ttl in any case.
+// no database round trip to authenticate. It holds the keys it found (for ttl) and the
+// prefixes it found no key for (for UnknownTTL). Every process LISTENs for key changes
+// and drops the changed prefix at once, so a revoked key is refused and a new key is
+// accepted at once; while the listener is down the cache is bypassed.
 type KeyCache struct {
 	*DB
 	ttl time.Duration
-	log *slog.Logger
+	// UnknownTTL is how long a prefix no key has is remembered (DefaultUnknownKeyTTL);
+	// set it before the cache is used.
+	UnknownTTL time.Duration
+	log        *slog.Logger
 
 	mu         sync.Mutex
 	entries    map[string]keyEntry
+	unknown    map[string]time.Time // prefixes no key had, and when that was read
 	listening  bool
 	generation uint64 // bumped by every change notification and listener restart
 
@@ -41,33 +56,92 @@ type keyEntry struct {
 
 // NewKeyCache wraps db; call Start to begin listening.
 func NewKeyCache(db *DB, ttl time.Duration, log *slog.Logger) *KeyCache {
-	return &KeyCache{DB: db, ttl: ttl, log: log, entries: map[string]keyEntry{}}
+	return &KeyCache{DB: db, ttl: ttl, UnknownTTL: DefaultUnknownKeyTTL, log: log,
+		entries: map[string]keyEntry{}, unknown: map[string]time.Time{}}
 }
 
-// KeyByPrefix answers from memory when it can.
+// memoryState is what the cache holds for a prefix.
+type memoryState int
+
+const (
+	notInMemory memoryState = iota
+	keyInMemory
+	unknownInMemory
+)
+
+// lookupMemory returns what the cache holds for prefix at now, and the generation to
+// compare with after a database read.
+func (c *KeyCache) lookupMemory(prefix string, now time.Time) (keyEntry, memoryState, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.listening {
+		return keyEntry{}, notInMemory, c.generation
+	}
+	if e, ok := c.entries[prefix]; ok && now.Sub(e.fetched) < c.ttl {
+		return e, keyInMemory, c.generation
+	}
+	if seen, ok := c.unknown[prefix]; ok && now.Sub(seen) < c.UnknownTTL {
+		return keyEntry{}, unknownInMemory, c.generation
+	}
+	return keyEntry{}, notInMemory, c.generation
+}
+
+// KnownKeyHash returns the stored hash of the key with prefix when the cache has found
+// that key, fresh or not (a key's hash never changes, and a new key under a prefix is
+// announced). Authentication checks a secret against it before any query, so only the
+// holder of the key's secret can make its stale entry be read again.
+func (c *KeyCache) KnownKeyHash(prefix string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[prefix]
+	if !ok || !c.listening {
+		return nil, false
+	}
+	return e.hash, true
+}
+
+// KeyByPrefix answers from memory when it can: a held key, or not_found for a prefix
+// recently found to have none.
 func (c *KeyCache) KeyByPrefix(ctx context.Context, prefix string) (accountable.APIKey, []byte, error) {
 	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.entries[prefix]
-	listening, gen := c.listening, c.generation
-	c.mu.Unlock()
-	if ok && listening && now.Sub(e.fetched) < c.ttl {
+	e, state, gen := c.lookupMemory(prefix, now)
+	switch state {
+	case keyInMemory:
 		return e.key, e.hash, nil
+	case unknownInMemory:
+		return accountable.APIKey{}, nil, accountable.NotFound("API key")
 	}
 	k, hash, err := c.DB.KeyByPrefix(ctx, prefix)
-	if err != nil {
+	unknown := accountable.ErrorCode(err) == accountable.ECodeNotFound
+	if err != nil && !unknown {
 		return k, hash, err
 	}
 	// The caller's string may live in a buffer it reuses (Fiber's request strings do): the
-	// map keeps its own copy.
+	// maps keep their own copy.
 	prefix = strings.Clone(prefix)
 	c.mu.Lock()
 	// A change announced while we read may not be in what we read: do not keep it.
 	if c.listening && c.generation == gen {
-		c.entries[prefix] = keyEntry{key: k, hash: hash, fetched: now}
+		if unknown {
+			c.rememberUnknown(prefix, now)
+		} else {
+			c.entries[prefix] = keyEntry{key: k, hash: hash, fetched: now}
+		}
 	}
 	c.mu.Unlock()
-	return k, hash, nil
+	return k, hash, err
+}
+
+// rememberUnknown records that no key has prefix (c.mu held). When the table is full an
+// arbitrary entry makes room: at worst that prefix costs one more query.
+func (c *KeyCache) rememberUnknown(prefix string, now time.Time) {
+	if len(c.unknown) >= maxUnknownKeys {
+		for p := range c.unknown {
+			delete(c.unknown, p)
+			break
+		}
+	}
+	c.unknown[prefix] = now
 }
 
 // Start begins listening for key changes in the background.
@@ -104,6 +178,7 @@ func (c *KeyCache) setListening(on bool) {
 	c.listening = on
 	c.generation++
 	clear(c.entries)
+	clear(c.unknown)
 	c.mu.Unlock()
 }
 
@@ -124,12 +199,14 @@ func (c *KeyCache) listen(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		delete(c.entries, n.Payload)
+		delete(c.unknown, n.Payload)
 		c.generation++
 		c.mu.Unlock()
 	}
 }
 
-// notifyKeyChanged announces, when tx commits, that the key with prefix changed.
+// notifyKeyChanged announces, when tx commits, that the key with prefix changed (was
+// created or revoked).
 func notifyKeyChanged(b *pgx.Batch, prefix string) {
 	b.Queue(`SELECT pg_notify('`+keysChannel+`', $1)`, prefix)
 }

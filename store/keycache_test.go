@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -102,5 +103,104 @@ func TestKeyCacheEntriesExpire(t *testing.T) {
 			t.Fatal("the entry never expired")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// renamePrefix changes a key's prefix behind the cache's back (no notification).
+func renamePrefix(t *testing.T, conn *pgx.Conn, from, to string) {
+	t.Helper()
+	tag, err := conn.Exec(context.Background(), `UPDATE api_keys SET prefix = $2 WHERE prefix = $1`, from, to)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("renaming %s to %s: %v %v", from, to, tag, err)
+	}
+}
+
+// waitUnknownCached polls until the cache answers not_found for a prefix no key has from
+// memory (once its listener is up): the key with prefix is then renamed to it behind the
+// cache's back and still not found. It returns that prefix, which the key keeps.
+func waitUnknownCached(t *testing.T, kc *store.KeyCache, conn *pgx.Conn, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, unknown := accountable.NewAPIKey()
+		if _, _, err := kc.KeyByPrefix(ctx, unknown); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+			t.Fatalf("unknown prefix: %v", err)
+		}
+		renamePrefix(t, conn, prefix, unknown)
+		_, _, err := kc.KeyByPrefix(ctx, unknown)
+		if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+			return unknown
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		renamePrefix(t, conn, unknown, prefix)
+		if time.Now().After(deadline) {
+			t.Fatal("the key cache never remembered an unknown prefix")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A prefix no key has is answered from memory (no query), and a key that appears under it
+// works as soon as its creation is announced, however long unknown prefixes are kept.
+func TestKeyCacheRemembersUnknownPrefixesUntilAKeyIsAnnounced(t *testing.T) {
+	ctx := context.Background()
+	_, kc, conn, prefix := cachedKey(t, time.Hour)
+	kc.UnknownTTL = time.Hour
+	unknown := waitUnknownCached(t, kc, conn, prefix)
+
+	// What CreateKey sends with its COMMIT (TestCreatingAKeyAnnouncesIt).
+	if _, err := conn.Exec(ctx, `SELECT pg_notify('accountable_api_keys', $1)`, unknown); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		k, _, err := kc.KeyByPrefix(ctx, unknown)
+		if err == nil && k.Prefix == unknown {
+			break
+		}
+		if accountable.ErrorCode(err) != accountable.ECodeNotFound || time.Now().After(deadline) {
+			t.Fatalf("the announced key is still unknown: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestKeyCacheForgetsUnknownPrefixesAfterTheirTTL(t *testing.T) {
+	ctx := context.Background()
+	_, kc, conn, prefix := cachedKey(t, time.Hour)
+	kc.UnknownTTL = 300 * time.Millisecond
+	unknown := waitUnknownCached(t, kc, conn, prefix)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, _, err := kc.KeyByPrefix(ctx, unknown); err == nil {
+			break
+		} else if accountable.ErrorCode(err) != accountable.ECodeNotFound || time.Now().After(deadline) {
+			t.Fatalf("still unknown after its TTL: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Creating a key announces its prefix, so caches that remember it as unknown accept it at
+// once.
+func TestCreatingAKeyAnnouncesIt(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	conn := storetest.Conn(t)
+	if _, err := conn.Exec(ctx, `LISTEN accountable_api_keys`); err != nil {
+		t.Fatal(err)
+	}
+	tenant := storetest.NewTenant(t, db)
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := conn.WaitForNotification(wait)
+	if err != nil {
+		t.Fatalf("no notification: %v", err)
+	}
+	if n.Payload != tenant.Principal.KeyPrefix {
+		t.Fatalf("notification %q, created %q", n.Payload, tenant.Principal.KeyPrefix)
 	}
 }

@@ -135,6 +135,8 @@ func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, 
 		}
 		_, err = tx.Append(aggregate(accountable.AggregateAPIKey, keyID), accountable.EventAPIKeyCreated, keyCreatedPayload{
 			KeyID: keyID, KeyPrefix: prefix, Name: req.Name, UserID: userID, Kind: out.Kind, AgentName: agent})
+		// Key caches may remember the prefix as unknown: the key works at once everywhere.
+		notifyKeyChanged(tx.batch, prefix)
 		return out, err
 	}
 	out, _, err := runCommand(ctx, db, cmd)

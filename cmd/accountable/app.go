@@ -99,6 +99,10 @@ func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Cl
 	return c, nil
 }
 
+// The key cache tells authentication which keys it has found (their secrets skip the
+// failure budget); without this assertion a renamed method would silently turn that off.
+var _ api.KeyMemory = (*store.KeyCache)(nil)
+
 func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *store.KeyCache {
 	kc := store.NewKeyCache(db, cfg.KeyCacheTTL, log)
 	lc.Append(fx.StartStopHook(kc.Start, kc.Stop))
@@ -108,6 +112,7 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
+		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},

@@ -28,6 +28,8 @@ type Config struct {
 	MaxBodyBytes         int
 	RateLimitRPS         float64
 	RateLimitBurst       int
+	AuthFailureRPS       float64
+	AuthFailureBurst     int
 	ShutdownTimeout      time.Duration
 	DevKeyFile           string
 	TemporalUIURL        string
@@ -75,6 +77,8 @@ func LoadConfig() (Config, error) {
 	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
+	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 1, &errs)
+	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 20, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
 	c.RequestTimeout = envDuration("REQUEST_TIMEOUT", 15*time.Second, &errs)

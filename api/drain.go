@@ -1,0 +1,102 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// A request whose body is over the limit is answered 413 before its body is read, and
+// fasthttp then closes the connection. Closing a socket with unread data makes the kernel
+// reset the connection, so a client that writes its whole body before it reads (Python's
+// http.client, curl without Expect, most simple clients) fails with "connection reset by
+// peer" and never sees the 413. Like Go's net/http, the server therefore half-closes
+// such a connection after the answer (so the client sees the answer end) and reads and
+// discards what the client still sends, up to a bound in bytes and in time, before it
+// closes: the client finishes writing and reads the answer. Beyond the bound the
+// connection is closed anyway (a reset), so a client cannot hold a connection open.
+const (
+	// defaultDrainExtra is read beyond the body limit by default (so the default bound
+	// is the limit plus 4 MiB).
+	defaultDrainExtra = 4 << 20
+	// defaultDrainTime bounds the time a connection is drained.
+	defaultDrainTime = 2 * time.Second
+	// maxDraining bounds the connections drained at once; past it a refused connection is
+	// closed at once, as without draining.
+	maxDraining = 128
+)
+
+// drainListener hands out connections that can be marked to drain when closed.
+type drainListener struct {
+	net.Listener
+	maxBytes int64
+	maxTime  time.Duration
+	slots    chan struct{}
+}
+
+func newDrainListener(ln net.Listener, maxBytes int64, maxTime time.Duration) *drainListener {
+	return &drainListener{Listener: ln, maxBytes: maxBytes, maxTime: maxTime, slots: make(chan struct{}, maxDraining)}
+}
+
+func (l *drainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &drainConn{Conn: c, l: l}, nil
+}
+
+// drainConn is a connection that, once marked by drainOnClose, is half-closed and drained
+// (within the listener's bounds) when it is closed. fasthttp closes a connection in the
+// goroutine that served it, after the answer was flushed.
+type drainConn struct {
+	net.Conn
+	l     *drainListener
+	drain atomic.Bool
+}
+
+func (c *drainConn) drainOnClose() { c.drain.Store(true) }
+
+// SyscallConn exposes the socket (watchClient polls it to see a client leave).
+func (c *drainConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+func (c *drainConn) Close() error {
+	if !c.drain.CompareAndSwap(true, false) {
+		return c.Conn.Close()
+	}
+	select {
+	case c.l.slots <- struct{}{}:
+		defer func() { <-c.l.slots }()
+	default:
+		return c.Conn.Close()
+	}
+	// The FIN goes after the answer: the client sees it complete while it still writes.
+	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite() //nolint:errcheck // closing follows in any case
+	}
+	if c.Conn.SetReadDeadline(time.Now().Add(c.l.maxTime)) == nil {
+		// Ends at the client's close (EOF), the bound or the deadline.
+		io.CopyN(io.Discard, c.Conn, c.l.maxBytes) //nolint:errcheck
+	}
+	return c.Conn.Close()
+}
+
+// closeAfterUnreadBody ends the connection of c after its answer, draining what the
+// client still sends (see drainConn): for answers given before the request's body was
+// read.
+func closeAfterUnreadBody(c *fiber.Ctx) {
+	c.Context().SetConnectionClose()
+	if dc, ok := c.Context().Conn().(*drainConn); ok {
+		dc.drainOnClose()
+	}
+}

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+)
+
+// A flood of distinct names cannot grow a limiter past its capacity, and cannot push out
+// a client that is still limited: only buckets that are full again (the same as new ones)
+// are forgotten.
+func TestBucketsStayWithinCapacity(t *testing.T) {
+	const capacity = 100
+	b := newBuckets(1, 5, capacity) // full again 5s after it was emptied
+	t0 := time.Unix(1_800_000_000, 0)
+
+	// The victim spends its whole burst and is limited.
+	for range 5 {
+		if ok, _ := b.take("victim", t0); !ok {
+			t.Fatal("the victim was limited within its burst")
+		}
+	}
+	if ok, wait := b.take("victim", t0); ok || wait <= 0 {
+		t.Fatalf("the victim was not limited: %v %v", ok, wait)
+	}
+
+	// A flood of new names over 3 seconds, each taking one token.
+	refused := 0
+	for i := range 50 * capacity {
+		now := t0.Add(time.Duration(i) * 3 * time.Second / (50 * capacity))
+		if ok, _ := b.take(fmt.Sprintf("flood-%d", i), now); !ok {
+			refused++
+		}
+		if n := b.size(); n > capacity {
+			t.Fatalf("%d buckets after %d names (capacity %d)", n, i+1, capacity)
+		}
+	}
+	// Beyond the table the flood shared one bucket: it got about one bucket's worth.
+	if refused < 40*capacity {
+		t.Fatalf("the flood was refused only %d times of %d", refused, 50*capacity)
+	}
+	// The victim kept its debt: 3s later it has 3 tokens, not a fresh burst of 5.
+	now := t0.Add(3 * time.Second)
+	for range 3 {
+		if ok, _ := b.take("victim", now); !ok {
+			t.Fatal("the victim lost the tokens it had earned")
+		}
+	}
+	if ok, _ := b.take("victim", now); ok {
+		t.Fatal("the flood reset the victim's bucket")
+	}
+
+	// Once the flood's buckets are full again they are forgotten and new names get buckets
+	// of their own.
+	later := t0.Add(time.Minute)
+	if ok, _ := b.take("newcomer", later); !ok {
+		t.Fatal("a newcomer was refused after the flood")
+	}
+	if _, ok := b.table["newcomer"]; !ok || b.size() > 2 {
+		t.Fatalf("after the sweep: %d buckets, newcomer tracked %v", b.size(), ok)
+	}
+}
+
+// Without a rate, nothing is limited or kept.
+func TestNoRateLimitsNothing(t *testing.T) {
+	b := newBuckets(0, 0, 0)
+	for i := range 1000 {
+		if ok, _ := b.take("k", time.Now()); !ok {
+			t.Fatalf("limited at %d", i)
+		}
+	}
+}
+
+// IPv4 clients have a budget each; IPv6 clients one per /64.
+func TestClientAddressNamesABudget(t *testing.T) {
+	for _, c := range []struct{ ip, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+	} {
+		if got := clientAddress(net.ParseIP(c.ip)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.ip, got, c.want)
+		}
+	}
+}
+
+// Failures are checked before and charged after: requests admitted together leave the
+// bucket in debt, which later requests wait out.
+func TestChargesAfterTheFactRunIntoDebt(t *testing.T) {
+	b := newBuckets(1, 2, 10)
+	now := time.Unix(1_800_000_000, 0)
+	for range 4 { // four admitted at once, while the bucket was full
+		if ok, _ := b.available("a", now); !ok {
+			t.Fatal("a full bucket has no token")
+		}
+	}
+	for range 4 {
+		b.charge("a", now)
+	}
+	if ok, wait := b.available("a", now); ok || wait != 3*time.Second {
+		t.Fatalf("after 4 charges to a burst of 2: %v, wait %v", ok, wait)
+	}
+	if ok, _ := b.available("a", now.Add(3*time.Second)); !ok {
+		t.Fatal("the debt was not paid after 3s")
+	}
+	if ok, _ := b.available("b", now); !ok {
+		t.Fatal("another name was charged")
+	}
+}

@@ -1,0 +1,193 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// sendWholeBody writes the head and then the whole body before reading anything, as
+// Python's http.client and many other simple clients do, and then reads the answer. It
+// fails when the write or the read fails (a server that closes with unread data resets
+// the connection, and the client never sees its answer).
+func (e *env) sendWholeBody(head string, body io.Reader) (response, error) {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	// A small send buffer, so that the kernel cannot take the whole body while the server
+	// ignores it (loopback buffers would otherwise hide the problem for a few MiB).
+	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		e.t.Fatal(err)
+	}
+	// Bounds a server that neither reads nor closes.
+	conn.SetDeadline(time.Now().Add(30 * time.Second)) //nolint:errcheck
+	if _, err := io.WriteString(conn, head); err != nil {
+		return response{}, fmt.Errorf("writing the head: %w", err)
+	}
+	if _, err := io.Copy(conn, body); err != nil {
+		return response{}, fmt.Errorf("writing the body: %w", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return response{}, fmt.Errorf("reading the answer: %w", err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("reading the answer's body: %w", err)
+	}
+	out := response{status: res.StatusCode, header: res.Header, raw: raw}
+	if err := json.Unmarshal(raw, &out.rawBody); err != nil {
+		return out, fmt.Errorf("answer is not JSON: %s", raw)
+	}
+	out.body, _ = out.rawBody.(map[string]any)
+	return out, nil
+}
+
+func requestHead(key, framing string) string {
+	return "POST /api/v1/work HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer " + key +
+		"\r\nContent-Type: application/json\r\nIdempotency-Key: whole-body\r\nX-Request-Id: whole-body-413\r\n" + framing + "\r\n"
+}
+
+// chunked frames n bytes of body as chunks of 32 KiB.
+func chunked(n int) io.Reader {
+	var b bytes.Buffer
+	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	for n > 0 {
+		size := min(n, len(chunk))
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", size, chunk[:size])
+		n -= size
+	}
+	b.WriteString("0\r\n\r\n")
+	return &b
+}
+
+// A client that writes its whole oversized body before reading gets the 413 envelope, not
+// a reset connection: the server reads and discards a bounded amount before it closes.
+func TestOversizeBodyWrittenWholeGets413(t *testing.T) {
+	e := newEnv(t, nil) // the default limit: 1 MiB
+	tenant := storetest.NewTenant(t, e.db)
+	const size = 3 << 20
+	cases := []struct {
+		name    string
+		framing string
+		body    io.Reader
+	}{
+		{"content-length", fmt.Sprintf("Content-Length: %d\r\n", size), bytes.NewReader(bytes.Repeat([]byte("x"), size))},
+		{"chunked", "Transfer-Encoding: chunked\r\n", chunked(size)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := e.as(t).sendWholeBody(requestHead(tenant.Key, c.framing), c.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			expect(t, r, http.StatusRequestEntityTooLarge, accountable.ECodePayloadTooLarge)
+			// fasthttp drops the request's headers when a chunked body runs over (so the
+			// client's request id is not known then, and the server makes one).
+			id := r.header.Get("X-Request-Id")
+			if r.errorObj()["requestId"] != id || (c.name == "content-length" && id != "whole-body-413") {
+				t.Fatalf("request id: %s %s", id, r.raw)
+			}
+			e.oas.check(t, "POST", "/work", r.status, r.rawBody)
+		})
+	}
+}
+
+// zeros is an endless body.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// writeUntilRefused dials e, writes head and then body until the server ends the
+// connection, and returns how much of the body it wrote and how long it took. It fails
+// the test when the server neither reads nor closes within 20s (a hang).
+func (e *env) writeUntilRefused(head string, body io.Reader) (int64, time.Duration) {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		e.t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second)) //nolint:errcheck
+	start := time.Now()
+	if _, err := io.WriteString(conn, head); err != nil {
+		e.t.Fatal(err)
+	}
+	n, err := io.Copy(conn, body)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		e.t.Fatalf("the server neither read nor closed the connection (%d bytes written)", n)
+	}
+	if err == nil {
+		e.t.Fatalf("the server read the whole body of %d bytes", n)
+	}
+	return n, time.Since(start)
+}
+
+// Draining is bounded: a client that sends far more than the bound, or that trickles its
+// body, has its connection closed instead of holding it.
+func TestOversizeBodyDrainIsBounded(t *testing.T) {
+	const drainBytes = 256 << 10
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.OversizeDrainBytes, c.OversizeDrainTime = drainBytes, time.Minute })
+	tenant := storetest.NewTenant(t, e.db)
+	const size = 64 << 20
+	n, _ := e.writeUntilRefused(requestHead(tenant.Key, fmt.Sprintf("Content-Length: %d\r\n", size)), io.LimitReader(zeros{}, size))
+	t.Logf("wrote %d bytes of %d before the server closed", n, size)
+
+	// A client that trickles its body is closed after the time bound, having had its answer.
+	e = newEnv(t, e.db, func(c *api.Config, _ *api.Deps) { c.OversizeDrainTime = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second)) //nolint:errcheck
+	start := time.Now()
+	if _, err := io.WriteString(conn, requestHead(tenant.Key, fmt.Sprintf("Content-Length: %d\r\n", 3<<20))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	// The pace of a slow client, not a synchronisation: it writes until the server is gone.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		if _, err := conn.Write(bytes.Repeat([]byte("x"), 1024)); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the server never closed the trickling connection")
+			}
+			break
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("closed after %v", d)
+	}
+}
