@@ -204,12 +204,14 @@ func TestRevokedKeyIsRefusedThroughTheKeyCache(t *testing.T) {
 	e := newEnv(t, db, func(_ *api.Config, d *api.Deps) { d.Keys = kc })
 	a := storetest.NewTenant(t, db)
 	b := storetest.NewTenant(t, db)
-	// Long enough for the cache's listener to be up and the keys to be served from memory.
-	for range 20 {
+	// Until the cache's listener is up and both keys are held in memory.
+	waitUntil(t, 10*time.Second, "the key cache holds both keys", func() bool {
 		expect(t, e.do(request{method: "GET", path: "/credential", key: a.Key}), http.StatusOK, "")
 		expect(t, e.do(request{method: "GET", path: "/credential", key: b.Key}), http.StatusOK, "")
-		time.Sleep(10 * time.Millisecond)
-	}
+		_, haveA := kc.KnownKeyHash(a.Principal.KeyPrefix)
+		_, haveB := kc.KnownKeyHash(b.Principal.KeyPrefix)
+		return haveA && haveB
+	})
 	if _, err := db.RevokeKey(context.Background(), a.Principal.KeyPrefix); err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,8 @@ func (c countingCache) KnownKeyHash(prefix string) ([]byte, bool) {
 	return c.cache.KnownKeyHash(prefix)
 }
 
+func (c countingCache) UnknownPrefix(prefix string) bool { return c.cache.UnknownPrefix(prefix) }
+
 // expectTooManyFailures fails unless r is the 429 of an address over its failure budget.
 func expectTooManyFailures(t *testing.T, r response) {
 	t.Helper()
@@ -83,11 +85,12 @@ func TestAuthFailuresAreLimitedPerAddressBeforeTheLookup(t *testing.T) {
 		t.Fatalf("%d unknown keys: %d lookups (allowed %d), %d answered 401, %d answered 429", n, lookups, allowed, refused, limited)
 	}
 
-	// Over its budget, the address gets 429 for any credential that is not known without
-	// a lookup: a malformed one, and (with a key store that holds no keys in memory) a
-	// valid one too.
+	// Over its budget, the address still gets the specification's 401 for failures that
+	// cost no lookup (a missing or malformed credential), and 429 for any key that would
+	// need one: with a key store that holds no keys in memory, a valid key too.
 	before = keys.lookups.Load()
-	expectTooManyFailures(t, e.do(request{method: "GET", path: "/work", key: "svk_short"}))
+	expect(t, e.do(request{method: "GET", path: "/work", key: "svk_short"}), http.StatusUnauthorized, "")
+	expect(t, e.do(request{method: "GET", path: "/work"}), http.StatusUnauthorized, "")
 	expectTooManyFailures(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}))
 	if keys.lookups.Load() != before {
 		t.Fatal("an address over its budget had a key looked up")
@@ -130,13 +133,17 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	unknown, _ := accountable.NewAPIKey()
+	// Distinct unknown keys (the cache remembers a repeated one: it costs no lookup and no
+	// budget) spend the address's budget.
 	var r response
+	var remembered string // an unknown key that was looked up
 	for range 10 {
+		unknown, _ := accountable.NewAPIKey()
 		r = e.do(request{method: "GET", path: "/credential", key: unknown})
 		if r.status != http.StatusUnauthorized {
 			break
 		}
+		remembered = unknown
 	}
 	expectTooManyFailures(t, r)
 
@@ -147,14 +154,19 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 			t.Fatalf("the known key: %s", r.raw)
 		}
 	}
-	// A wrong secret under the known key's prefix is a failure like any other, found
-	// without a query.
+	// A wrong secret under the known key's prefix is found without a query: the 401,
+	// whatever the budget.
 	before := keys.lookups.Load()
 	wrongSecret := tenant.Key[:12] + tenant.Key[13:] + "0"
 	for range 5 {
-		expectTooManyFailures(t, e.do(request{method: "GET", path: "/credential", key: wrongSecret}))
+		expect(t, e.do(request{method: "GET", path: "/credential", key: wrongSecret}), http.StatusUnauthorized, "")
 	}
 	if n := keys.lookups.Load() - before; n != 0 {
 		t.Fatalf("wrong secrets under a known prefix cost %d lookups", n)
+	}
+	// So is a repeated unknown key: the cache remembers that its prefix has no key.
+	expect(t, e.do(request{method: "GET", path: "/credential", key: remembered}), http.StatusUnauthorized, "")
+	if n := keys.lookups.Load() - before; n != 0 {
+		t.Fatalf("a remembered unknown key cost %d lookups", n)
 	}
 }

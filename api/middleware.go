@@ -152,29 +152,33 @@ func bearerKey(auth string) (key, prefix, refused string) {
 
 // verifyKey returns the stored key that the request's bearer credential is.
 //
-// Failed authentications are limited per client address (authFailures), and the limit
-// is applied before a key is looked up: an address whose budget holds no token gets 429
-// rate_limited instead of 401 and has nothing looked up, and each failure spends a
-// token. So unknown keys cost an address at most its budget's rate of queries (plus the
-// requests it had in flight at once, which leave the budget in debt). Successes spend
-// nothing, and the secret of a key the store has already found (KeyMemory) is checked
-// before any query and, when it matches, looked up without the budget: a valid key in
-// use keeps working from an address that also sends bad ones.
+// Failed authentications that cost a key lookup are limited per client address
+// (authFailures), and the limit is applied before the lookup: an address whose budget
+// holds no token gets 429 rate_limited instead of 401 and has nothing looked up, and each
+// failed lookup spends a token. So unknown keys cost an address at most its budget's rate
+// of queries (plus the requests it had in flight at once, which leave the budget in
+// debt). Failures that cost no query are always the specification's 401 and spend
+// nothing: a missing or malformed credential, a prefix the key memory knows has no key,
+// and a wrong secret for a key it holds. Successes spend nothing, and a key the store has
+// already found (KeyMemory) whose secret matches is looked up without the budget: a valid
+// key in use keeps working from an address that also sends bad ones.
 func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
-	budget := clientAddress(c.Context().RemoteIP())
 	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
 	if refused != "" {
-		return accountable.APIKey{}, s.authFailed(budget, false, refused)
+		return accountable.APIKey{}, errUnauthorized{refused}
 	}
 	known := false // a key the store has found, whose secret this is
 	if m, ok := s.deps.Keys.(KeyMemory); ok {
 		if hash, ok := m.KnownKeyHash(prefix); ok {
 			if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
-				return accountable.APIKey{}, s.authFailed(budget, false, msgInvalidKey)
+				return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 			}
 			known = true
+		} else if m.UnknownPrefix(prefix) {
+			return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 		}
 	}
+	budget := clientAddress(c.Context().RemoteIP())
 	if !known {
 		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
@@ -196,9 +200,9 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	return k, nil
 }
 
-// authFailed spends a token of budget on a failed authentication and returns the 401;
-// or, for a failure that did not pass the budget before its lookup, the 429 when the
-// budget has no token (refusing costs the address nothing more).
+// authFailed spends a token of budget on a failed lookup and returns the 401; or, for a
+// failure that did not pass the budget before its lookup, the 429 when the budget has no
+// token (refusing costs the address nothing more).
 func (s *Server) authFailed(budget string, admitted bool, message string) error {
 	now := time.Now()
 	if !admitted {

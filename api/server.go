@@ -79,8 +79,11 @@ type KeyStore interface {
 // ago: a request whose secret matches it is looked up without spending the failure
 // budget (its lookup costs at most one query per cache period, and only the key's holder
 // can cause it), so a valid key keeps working from an address that has spent its budget.
+// UnknownPrefix reports that no key had prefix a moment ago: the request is refused
+// without a lookup, so it spends no budget either.
 type KeyMemory interface {
 	KnownKeyHash(prefix string) ([]byte, bool)
+	UnknownPrefix(prefix string) bool
 }
 
 // Pinger reports whether a dependency is reachable.

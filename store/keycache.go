@@ -100,6 +100,12 @@ func (c *KeyCache) KnownKeyHash(prefix string) ([]byte, bool) {
 	return e.hash, true
 }
 
+// UnknownPrefix reports whether the cache found a moment ago that no key has prefix.
+func (c *KeyCache) UnknownPrefix(prefix string) bool {
+	_, state, _ := c.lookupMemory(prefix, time.Now())
+	return state == unknownInMemory
+}
+
 // KeyByPrefix answers from memory when it can: a held key, or not_found for a prefix
 // recently found to have none.
 func (c *KeyCache) KeyByPrefix(ctx context.Context, prefix string) (accountable.APIKey, []byte, error) {
