@@ -5,7 +5,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -354,11 +356,21 @@ func (b *bench) profile() error {
 		return err
 	}
 	b.profileRun = &s
-	top, err := output(b.ctx, nil, "go", "tool", "pprof", "-top", "-nodecount=30", b.accountable, path)
-	if err != nil {
-		return err
+	var views []string
+	for _, args := range [][]string{{"-top", "-nodecount=25"}, {"-top", "-cum", "-nodecount=45"}} {
+		top, err := output(b.ctx, nil, "go", append(append([]string{"tool", "pprof"}, args...), b.accountable, path)...)
+		if err != nil {
+			return err
+		}
+		views = append(views, "$ go tool pprof "+strings.Join(args, " ")+" accountable "+filepath.Base(path)+"\n"+shortenShapes(top))
 	}
-	b.profileTop = top
+	b.profileTop = strings.Join(views, "\n")
 	logf("profile written to %s", path)
 	return nil
 }
+
+var reShape = regexp.MustCompile(`\[go\.shape\.[^\n]*`)
+
+// shortenShapes cuts the type arguments of generic functions (runOnce[go.shape.struct {
+// …every field…}]) from pprof's lines.
+func shortenShapes(s string) string { return reShape.ReplaceAllString(s, "[…]") }

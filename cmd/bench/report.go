@@ -121,8 +121,8 @@ func (b *bench) historyRow() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s @%d: %.2fx (%s %s)", l.ID, l.Clients, l.ratio(), rate(median(l.Service, rateOf)), l.Unit))
 	}
-	return fmt.Sprintf("| %s | %s | %s | fsync %s, %d×(%s+%s) | %s |", b.started.UTC().Format("2006-01-02 15:04"),
-		b.info.Commit, strings.Join(parts, "; "), b.info.setting("fsync"), b.s.Runs, b.s.Warmup, b.s.Duration, b.info.LoadStart)
+	return fmt.Sprintf("| %s | %s | %s | fsync %s, %d×(%s+%s) | %s → %s |", b.started.UTC().Format("2006-01-02 15:04"),
+		b.info.Commit, strings.Join(parts, "; "), b.info.setting("fsync"), b.s.Runs, b.s.Warmup, b.s.Duration, b.info.LoadStart, loadAvg())
 }
 
 // previousHistory returns the history rows of the existing report.
@@ -264,14 +264,21 @@ func (b *bench) writeReport() error {
 	}
 
 	p("## All runs\n\n")
+	p("Rates of each run in order, and the ratio of each service run to the limit run after it.\n\n")
 	for _, l := range b.lines {
-		p("* **%s @%d** (%s): service", l.Name, l.Clients, l.Unit)
+		p("* **%s @%d**: service (%s)", l.Name, l.Clients, l.Unit)
 		for _, s := range l.Service {
 			p(" %s", rate(s.Rate))
 		}
-		p("; limit")
+		p("; limit (%s)", l.limitUnit())
 		for _, s := range l.Limit {
 			p(" %s", rate(s.Rate))
+		}
+		p("; ratios")
+		for i := range min(len(l.Service), len(l.Limit)) {
+			if l.Limit[i].Rate > 0 {
+				p(" %.2f", l.Service[i].Rate/l.Limit[i].Rate)
+			}
 		}
 		p("\n")
 		for i, s := range l.Service {
@@ -282,12 +289,12 @@ func (b *bench) writeReport() error {
 	}
 
 	if b.profileTop != "" {
-		p("\n## Profile\n\nCPU profile of `accountable serve` during one more complete-work run at %d clients (not in the table: %s), `go tool pprof -top`:\n\n```\n%s```\n",
+		p("\n## Profile\n\nCPU profile of `accountable serve` during one more complete-work run at %d clients (not in the table: %s); flat, then cumulative:\n\n```\n%s```\n",
 			b.s.ProfileClients, b.profileRun, b.profileTop)
 	}
 
 	p("\n## History\n\nOne row per `make bench` run (ratios, then the service's median rate).\n\n%s\n", historyStart)
-	p("| date (UTC) | commit | ratios | settings | load at start |\n|---|---|---|---|---|\n")
+	p("| date (UTC) | commit | ratios | settings | load average at start → end |\n|---|---|---|---|---|\n")
 	for _, r := range previousHistory(b.s.Out) {
 		p("%s\n", r)
 	}

@@ -95,10 +95,14 @@ func (b *bench) runsNeed(rate float64, runs int) int {
 	return int(rate*b.window().Seconds()*float64(runs)*1.25) + 1000
 }
 
-// serviceRateEstimate is the highest rate of service writes seen so far (a completion
-// costs more than a creation, so creations bound it), or a guess before any.
+// serviceRateEstimate is the rate of completions to seed for: the highest seen so far
+// with a margin (more clients may go faster), or before any the highest creation rate (a
+// completion costs more than a creation), or a guess.
 func (b *bench) serviceRateEstimate() float64 {
-	if r := max(b.maxRate["svc-create"], b.maxRate["svc-complete"]); r > 0 {
+	if r := b.maxRate["svc-complete"]; r > 0 {
+		return 1.3 * r
+	}
+	if r := b.maxRate["svc-create"]; r > 0 {
 		return r
 	}
 	return 2000
