@@ -16,6 +16,12 @@ run: build
 test:
 	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; go test -race -count=1 -timeout 30m ./...'
 
+# make bench: the service beside the machine's own limits (pgbench, a bare Fiber + pgx server),
+# measured in one run; writes docs/benchmarks.md. See README.md.
+bench: build
+	@go build -o .data/bin/bench ./cmd/bench
+	@scripts/stack.sh .data/bin/bench run
+
 vet:
 	go vet ./...
 

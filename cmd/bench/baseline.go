@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/accountablework/accountable"
+)
+
+// The baselines of the read lines: the least an HTTP server on this stack can do for the
+// same read. A bare Fiber app with a pgx pool and no middleware: no authentication, no
+// envelope checks, no logging, no metrics. The workspace comes from a header instead of
+// an API key. Each handler sends the same SQL as the service (the same columns, the same
+// WHERE clause, the same index) and answers similar JSON (the same members, encoding/json).
+
+const baselineTaskSQL = `SELECT id, workspace_id, title, description, status, priority, due_date, initiative_id,
+	workstream_id, milestone_id, metadata::text, estimated_cost_cents, created_at, updated_at, aggregate_version
+	FROM tasks WHERE workspace_id = $1 AND id = $2`
+
+// baselineStreamSQL is store.StreamEvents' query with no type filters.
+const baselineStreamSQL = `SELECT id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
+	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
+	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text AS stream_tx, seq AS stream_seq
+	FROM ledger_events
+	WHERE workspace_id = $1
+	  AND (tx_id, seq) > ($2::text::xid8, $3::bigint)
+	  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+	ORDER BY tx_id, seq
+	LIMIT $4`
+
+type baseTask struct {
+	ID                 string          `json:"id"`
+	WorkspaceID        string          `json:"-"`
+	Title              string          `json:"title"`
+	Description        *string         `json:"description"`
+	Status             string          `json:"status"`
+	Priority           string          `json:"priority"`
+	DueDate            *time.Time      `json:"due_date"`
+	InitiativeID       *string         `json:"initiative_id"`
+	WorkstreamID       *string         `json:"workstream_id"`
+	MilestoneID        *string         `json:"milestone_id"`
+	Metadata           json.RawMessage `json:"metadata"`
+	EstimatedCostCents *int64          `json:"estimated_cost_cents"`
+	CreatedAt          time.Time       `json:"created_at"`
+	UpdatedAt          time.Time       `json:"updated_at"`
+	AggregateVersion   int64           `json:"aggregate_version"`
+	Concurrency        struct {
+		VersionToken             string    `json:"version_token"`
+		ExpectedUpdatedAt        time.Time `json:"expected_updated_at"`
+		ExpectedAggregateVersion int64     `json:"expected_aggregate_version"`
+	} `json:"concurrency"`
+}
+
+type baseEvent struct {
+	ID               string          `json:"id"`
+	WorkspaceID      string          `json:"workspaceId"`
+	AggregateType    string          `json:"aggregateType"`
+	AggregateID      string          `json:"aggregateId"`
+	AggregateVersion int64           `json:"aggregateVersion"`
+	EventType        string          `json:"eventType"`
+	SchemaVersion    string          `json:"schemaVersion"`
+	ActorType        string          `json:"actorType"`
+	ActorID          string          `json:"actorId"`
+	PayloadDigest    string          `json:"payloadDigest"`
+	OccurredAt       time.Time       `json:"occurredAt"`
+	RecordedAt       time.Time       `json:"recordedAt"`
+	IdempotencyKey   *string         `json:"idempotencyKey"`
+	CausationID      *string         `json:"causationId"`
+	CorrelationID    *string         `json:"correlationId"`
+	PreviousHash     *string         `json:"previousHash"`
+	Payload          json.RawMessage `json:"payload"`
+	EventHash        string          `json:"eventHash"`
+}
+
+type baseMeta struct {
+	APIVersion  string  `json:"apiVersion"`
+	WorkspaceID string  `json:"workspaceId"`
+	Count       *int    `json:"count,omitempty"`
+	NextCursor  *string `json:"nextCursor,omitempty"`
+	HasMore     *bool   `json:"hasMore,omitempty"`
+	Limit       *int    `json:"limit,omitempty"`
+}
+
+type baseEnvelope struct {
+	Data any      `json:"data"`
+	Meta baseMeta `json:"meta"`
+}
+
+// serveBaseline serves the baseline handlers on BENCH_BASELINE_ADDR until SIGINT/SIGTERM.
+func serveBaseline() error {
+	addr := env("BENCH_BASELINE_ADDR", "127.0.0.1:18081")
+	pc, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	var errs []string
+	if n := envInt("BENCH_BASELINE_CONNS", 0, &errs); n > 0 {
+		pc.MaxConns = int32(n)
+	}
+	if len(errs) > 0 {
+		return errors.New(errs[0])
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Get("/work/:id", func(c *fiber.Ctx) error {
+		ws := c.Get("X-Workspace-Id")
+		var t baseTask
+		var metadata string
+		err := pool.QueryRow(c.UserContext(), baselineTaskSQL, ws, c.Params("id")).Scan(&t.ID, &t.WorkspaceID, &t.Title,
+			&t.Description, &t.Status, &t.Priority, &t.DueDate, &t.InitiativeID, &t.WorkstreamID, &t.MilestoneID, &metadata,
+			&t.EstimatedCostCents, &t.CreatedAt, &t.UpdatedAt, &t.AggregateVersion)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "not found"})
+		}
+		if err != nil {
+			return err
+		}
+		t.Metadata = json.RawMessage(metadata)
+		t.Concurrency.VersionToken = base64.RawURLEncoding.EncodeToString([]byte("v1." +
+			strconv.FormatInt(t.AggregateVersion, 10) + "." + strconv.FormatInt(t.UpdatedAt.UnixMicro(), 10)))
+		t.Concurrency.ExpectedUpdatedAt, t.Concurrency.ExpectedAggregateVersion = t.UpdatedAt, t.AggregateVersion
+		return c.JSON(baseEnvelope{Data: t, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws}})
+	})
+	app.Get("/events/stream", func(c *fiber.Ctx) error {
+		ws := c.Get("X-Workspace-Id")
+		limit := c.QueryInt("limit", 100)
+		var after accountable.StreamPosition
+		if cur := c.Query("cursor"); cur != "" {
+			var ok bool
+			if after, ok = accountable.ParseStreamCursor(cur); !ok {
+				return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "bad cursor"})
+			}
+		}
+		rows, err := pool.Query(c.UserContext(), baselineStreamSQL, ws, strconv.FormatUint(after.TxID, 10), after.Seq, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		events := make([]baseEvent, 0, min(limit, 64))
+		next, hasMore := after, false
+		for rows.Next() {
+			var e baseEvent
+			var payload, txID string
+			var seq int64
+			if err := rows.Scan(&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
+				&e.SchemaVersion, &e.ActorType, &e.ActorID, &payload, &e.PayloadDigest, &e.OccurredAt, &e.RecordedAt,
+				&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &txID, &seq); err != nil {
+				return err
+			}
+			if len(events) == limit {
+				hasMore = true
+				break
+			}
+			e.Payload = json.RawMessage(payload)
+			events = append(events, e)
+			tx, err := strconv.ParseUint(txID, 10, 64)
+			if err != nil {
+				return err
+			}
+			next = accountable.StreamPosition{TxID: tx, Seq: seq}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		cursor, count := next.Encode(), len(events)
+		return c.JSON(baseEnvelope{Data: events, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws,
+			Count: &count, NextCursor: &cursor, HasMore: &hasMore, Limit: &limit}})
+	})
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sig
+		app.ShutdownWithTimeout(5 * time.Second) //nolint:errcheck // exiting
+	}()
+	return app.Listener(ln)
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Targets (DESIGN.md section 6): the first bar and the goal of service / limit.
+const (
+	targetBar  = 0.7
+	targetGoal = 0.8
+)
+
+const (
+	historyStart = "<!-- history:start (make bench adds one row per run; rows above this run are kept) -->"
+	historyEnd   = "<!-- history:end -->"
+)
+
+// median of the values f takes over samples.
+func median[T int64 | float64 | time.Duration](samples []sample, f func(sample) T) T {
+	if len(samples) == 0 {
+		return 0
+	}
+	v := make([]T, len(samples))
+	for i, s := range samples {
+		v[i] = f(s)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func rateOf(s sample) float64      { return s.Rate }
+func p50Of(s sample) time.Duration { return s.P50 }
+func p99Of(s sample) time.Duration { return s.P99 }
+func (l *line) ratio() float64 {
+	lim := median(l.Limit, rateOf)
+	if lim == 0 {
+		return 0
+	}
+	return median(l.Service, rateOf) / lim
+}
+
+func rate(r float64) string {
+	switch {
+	case r >= 100:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r >= 10:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
+}
+
+func msec(d time.Duration) string {
+	v := float64(d.Microseconds()) / 1000
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func verdict(r float64) string {
+	switch {
+	case r >= targetGoal:
+		return "meets 0.8"
+	case r >= targetBar:
+		return "meets 0.7"
+	}
+	return "**below 0.7**"
+}
+
+func (l *line) limitUnit() string {
+	if l.ID == "create" || l.ID == "complete" {
+		return "tps"
+	}
+	return l.Unit
+}
+
+// table is the results table in Markdown.
+func (b *bench) table() string {
+	var w strings.Builder
+	w.WriteString("| line | clients | service | limit | ratio | target | service p50 / p99 (ms) | limit p50 / p99 (ms) | latency of |\n")
+	w.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---|\n")
+	for _, l := range b.lines {
+		if len(l.Service) == 0 || len(l.Limit) == 0 {
+			continue
+		}
+		fmt.Fprintf(&w, "| %s | %d | %s %s | %s %s | %.2fx | %s | %s / %s | %s / %s | %s |\n",
+			l.Name, l.Clients, rate(median(l.Service, rateOf)), l.Unit, rate(median(l.Limit, rateOf)), l.limitUnit(),
+			l.ratio(), verdict(l.ratio()),
+			msec(median(l.Service, p50Of)), msec(median(l.Service, p99Of)),
+			msec(median(l.Limit, p50Of)), msec(median(l.Limit, p99Of)), l.Latency)
+	}
+	return w.String()
+}
+
+// printTable prints the results so far to standard output.
+func (b *bench) printTable() {
+	if len(b.lines) == 0 {
+		return
+	}
+	fmt.Println()
+	fmt.Print(b.table())
+}
+
+// historyRow is this run's line of the history table.
+func (b *bench) historyRow() string {
+	var parts []string
+	for _, l := range b.lines {
+		if len(l.Service) == 0 || len(l.Limit) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s @%d: %.2fx (%s %s)", l.ID, l.Clients, l.ratio(), rate(median(l.Service, rateOf)), l.Unit))
+	}
+	return fmt.Sprintf("| %s | %s | %s | fsync %s, %d×(%s+%s) | %s → %s |", b.started.UTC().Format("2006-01-02 15:04"),
+		b.info.Commit, strings.Join(parts, "; "), b.info.setting("fsync"), b.s.Runs, b.s.Warmup, b.s.Duration, b.info.LoadStart, loadAvg())
+}
+
+// previousHistory returns the history rows of the existing report.
+func previousHistory(path string) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	_, rest, ok := strings.Cut(string(raw), historyStart)
+	if !ok {
+		return nil
+	}
+	body, _, _ := strings.Cut(rest, historyEnd)
+	var rows []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "| 2") { // a dated row
+			rows = append(rows, l)
+		}
+	}
+	return rows
+}
+
+// abbreviate shows a pgbench variable's value, or its start and length when it is long.
+func abbreviate(v string) string {
+	if len(v) <= 80 {
+		return v
+	}
+	return fmt.Sprintf("%s… (%d bytes)", v[:60], len(v))
+}
+
+func (b *bench) writeReport() error {
+	var w bytes.Buffer
+	m := b.info
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` (`cmd/bench`) on %s UTC, commit %s (%q); the run took %s.\n",
+		b.started.UTC().Format("2006-01-02 15:04"), m.Commit, m.CommitSubject, b.ended.Sub(b.started).Round(time.Second))
+	p("Run `make bench` again to measure anew: it rewrites this file and adds a row to the [history](#history).\n\n")
+
+	p("## Results\n\n")
+	p("Medians of %d runs of each side; each run is %s of warm-up, then %s measured (bounded also by the work items seeded for it). "+
+		"The runs of a line alternate: service, limit, service, limit, … Ratio = service median / limit median. "+
+		"Target (DESIGN.md §6): ≥ %.1fx for every line, goal %.1fx.\n\n", b.s.Runs, b.s.Warmup, b.s.Duration, targetBar, targetGoal)
+	w.WriteString(b.table())
+	p("\n")
+	for _, l := range b.lines {
+		for _, n := range l.Notes {
+			p("* %s @%d: %s\n", l.Name, l.Clients, n)
+		}
+	}
+	for _, n := range b.notes {
+		p("* %s\n", n)
+	}
+
+	p("\n## How to read this\n\n")
+	p("* **The limit is measured in the same run, on the same machine, against the same database.** Absolute numbers on these " +
+		"shared 2-core machines move from run to run (other work on the machine, the cloud host); the ratios are what to compare " +
+		"across runs. The load average at the start and end of the run is below; a high one means the numbers are noisy.\n")
+	p("* **Everything shares the 2 cores**: the load generator (this harness, or pgbench), the server under test and PostgreSQL. " +
+		"A server that spends more CPU per request leaves less for PostgreSQL, so the write ratios are mostly CPU per request.\n")
+	p("* **Writes** (POST /work, POST /work/{id}/complete): the limit is pgbench running the statements the service sends for the " +
+		"operation (read from store/command.go and store/work.go): one transaction, prepared (`-M prepared`), pipelined into the same " +
+		"round trips as pgx's batches (2 for a creation, 3 for a completion), against the same tables, indexes and workspace, with the " +
+		"byte-for-byte values (payloads, digests, response documents) of a request the service handled earlier in the same run, at the same " +
+		"number of clients. What the service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency " +
+		"fingerprint, building the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. " +
+		"The scripts are [below](#the-pgbench-scripts).\n")
+	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
+		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics).\n")
+	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
+		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
+		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
+	p("* A ratio below 0.7 means the service's own work per request dominates; `BENCH_PROFILE=1 make bench` adds a CPU profile of "+
+		"complete-work at %d clients (printed, and in the [profile](#profile) section).\n", b.s.ProfileClients)
+
+	p("\n## Machine\n\n")
+	p("| | |\n|---|---|\n")
+	p("| CPUs | %d × %s |\n| memory | %s |\n| kernel | %s |\n| OS | %s |\n| Go | %s |\n| PostgreSQL | %s |\n| pgbench | %s |\n| load average (1, 5, 15 min) | start %s, end %s |\n",
+		m.NProc, m.CPU, m.Memory, m.Kernel, m.OS, m.Go, m.PostgreSQL, m.Pgbench, m.LoadStart, loadAvg())
+
+	p("\n## Settings\n\n")
+	p("* PostgreSQL (the server `scripts/stack.sh` started or reused; the service and pgbench use the same server, the same database "+
+		"`%s` and therefore the same settings):", b.s.Database)
+	for _, kv := range m.PGSettings {
+		p(" `%s=%s`", kv[0], kv[1])
+	}
+	p(". With `fsync=on` every commit waits for the disk; the private cluster takes `ACCOUNTABLE_PG_FSYNC=off` when `make bench` starts it.\n")
+	p("* The service: `accountable serve` as built by `make build`, default configuration except `HTTP_ADDR=%s`, "+
+		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
+		"and `RATE_LIMIT_RPS=0`; it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns)
+	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
+		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
+		"Idempotency-Key, every creation its own key. Work items are made through POST /work before they are timed.\n")
+	p("* Runs: %d per side and line, %s warm-up + %s measured; `CHECKPOINT` before every run; `VACUUM ANALYZE` after seeding.\n",
+		b.s.Runs, b.s.Warmup, b.s.Duration)
+
+	p("\n## Commands\n\n")
+	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
+	p("# settings (defaults shown): BENCH_RUNS=3 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging BENCH_PROFILE=0\n")
+	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
+	p("What it ran:\n\n```sh\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable migrate     # $BENCH_DATABASE_URL: DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace Bench --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
+	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 accountable serve\n", b.svcAddr, b.s.ServiceConns)
+	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
+	for _, k := range []string{"create", "complete"} {
+		if c, ok := b.pgbCommands[k]; ok {
+			p("%s\n", c)
+		}
+	}
+	p("```\n\n")
+	if len(b.pgbCommands) > 0 {
+		p("pgbench's `-D` values (the same in every run; the long ones are copied from the service's rows of this run):\n\n")
+		keys := make([]string, 0, len(b.pgb.vars))
+		for k := range b.pgb.vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p("* `%s` = `%s`\n", k, abbreviate(b.pgb.vars[k]))
+		}
+		p("\n`n` counts a client's transactions, `k = base + client_id + clients × n` numbers the transaction across clients and runs (each run starts where the previous ended).\n")
+	}
+
+	p("\n## The pgbench scripts\n\n")
+	p("The service's statements for the operation, in its order and round trips (`\\startpipeline` … `\\endpipeline` is one round trip, as a pgx batch is). " +
+		"Ids and keys that change per transaction are computed from `k` in the statement (the service sends them as parameters); every other value is a parameter, as in the service.\n\n")
+	if b.s.Lines["create"] {
+		p("### POST /work (store.CreateWork through runCommand)\n\nRound trip 1: BEGIN, the Idempotency-Key's advisory lock, its record; round trip 2: the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
+	}
+	if b.s.Lines["complete"] {
+		p("### POST /work/{id}/complete (store.CompleteWork through runCommand)\n\n"+
+			"Round trip 1: BEGIN, the advisory lock, the idempotency record, the task's ledger head `FOR UPDATE`; round trip 2: the version-checked UPDATE of the task; "+
+			"round trip 3: the work.completed event (chained to the head), the receipt, the moved head, the idempotency record, COMMIT. "+
+			"It completes tasks seeded for it in bulk with the rows POST /work makes (the task, its work.created event, its ledger head, its idempotency record, with the values of a task the service created); "+
+			"after every run the harness checks that as many of them are completed as pgbench counted transactions (so no UPDATE silently missed).\n\n```sql\n%s```\n\n", completeScript())
+	}
+
+	p("## All runs\n\n")
+	p("Rates of each run in order, and the ratio of each service run to the limit run after it.\n\n")
+	for _, l := range b.lines {
+		p("* **%s @%d**: service (%s)", l.Name, l.Clients, l.Unit)
+		for _, s := range l.Service {
+			p(" %s", rate(s.Rate))
+		}
+		p("; limit (%s)", l.limitUnit())
+		for _, s := range l.Limit {
+			p(" %s", rate(s.Rate))
+		}
+		p("; ratios")
+		for i := range min(len(l.Service), len(l.Limit)) {
+			if l.Limit[i].Rate > 0 {
+				p(" %.2f", l.Service[i].Rate/l.Limit[i].Rate)
+			}
+		}
+		p("\n")
+		for i, s := range l.Service {
+			if s.Errors > 0 || s.Exhausted {
+				p("  * service run %d: %s\n", i+1, s)
+			}
+		}
+	}
+
+	if b.profileTop != "" {
+		p("\n## Profile\n\nCPU profile of `accountable serve` during one more complete-work run at %d clients (not in the table: %s); flat, then cumulative:\n\n```\n%s```\n",
+			b.s.ProfileClients, b.profileRun, b.profileTop)
+	}
+
+	p("\n## History\n\nOne row per `make bench` run (ratios, then the service's median rate).\n\n%s\n", historyStart)
+	p("| date (UTC) | commit | ratios | settings | load average at start → end |\n|---|---|---|---|---|\n")
+	for _, r := range previousHistory(b.s.Out) {
+		p("%s\n", r)
+	}
+	p("%s\n%s\n", b.historyRow(), historyEnd)
+
+	if err := os.MkdirAll(filepath.Dir(b.s.Out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(b.s.Out, w.Bytes(), 0o644)
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// settings of one benchmark run, from BENCH_* environment variables.
+type settings struct {
+	Duration time.Duration // measured part of every run
+	Warmup   time.Duration // unmeasured lead-in of every run
+	Runs     int           // runs of each side of each line; the report gives their medians
+
+	CompleteClients []int
+	CreateClients   []int
+	ReadClients     []int
+	Lines           map[string]bool // which lines to measure (all by default)
+
+	PagingEvents int // events the paging line reads per pass
+	PageLimit    int
+
+	ServicePort  int
+	BaselinePort int
+	PprofPort    int
+	// ServiceConns is the service's DATABASE_MAX_CONNS (and the baseline's pool size):
+	// enough for the highest client count, as pgbench has one connection per client.
+	ServiceConns int
+
+	Database string // the benchmark's own database on the same server, dropped and recreated
+	KeepDB   bool   // keep it after the run (it is dropped at the end otherwise)
+	Profile  bool   // capture a CPU profile of complete-work at ProfileClients clients
+	// ProfileClients is the client count of the profiled run.
+	ProfileClients int
+	Out            string // the report
+	Bin            string // the accountable binary
+}
+
+var allLines = []string{"create", "complete", "read", "paging"}
+
+func loadSettings() (settings, error) {
+	var errs []string
+	s := settings{
+		Duration:        envDuration("BENCH_DURATION", 10*time.Second, &errs),
+		Warmup:          envDuration("BENCH_WARMUP", 2*time.Second, &errs),
+		Runs:            envInt("BENCH_RUNS", 3, &errs),
+		CompleteClients: envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
+		CreateClients:   envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
+		ReadClients:     envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
+		PagingEvents:    envInt("BENCH_PAGING_EVENTS", 10000, &errs),
+		PageLimit:       envInt("BENCH_PAGE_LIMIT", 500, &errs),
+		ServicePort:     envInt("BENCH_HTTP_PORT", 18080, &errs),
+		BaselinePort:    envInt("BENCH_BASELINE_PORT", 18081, &errs),
+		PprofPort:       envInt("BENCH_PPROF_PORT", 18082, &errs),
+		Database:        env("BENCH_DB", "accountable_bench"),
+		KeepDB:          env("BENCH_KEEP_DB", "") == "1",
+		Profile:         env("BENCH_PROFILE", "") == "1",
+		ProfileClients:  envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
+		Out:             env("BENCH_OUT", "docs/benchmarks.md"),
+		Bin:             env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
+		Lines:           map[string]bool{},
+	}
+	for _, l := range strings.Split(env("BENCH_LINES", strings.Join(allLines, ",")), ",") {
+		l = strings.TrimSpace(l)
+		if !slices.Contains(allLines, l) {
+			errs = append(errs, fmt.Sprintf("BENCH_LINES: unknown line %q (have %s)", l, strings.Join(allLines, ", ")))
+		}
+		s.Lines[l] = true
+	}
+	if s.Runs < 1 {
+		errs = append(errs, "BENCH_RUNS: at least 1")
+	}
+	if s.Duration <= 0 {
+		errs = append(errs, "BENCH_DURATION: positive")
+	}
+	if s.PageLimit < 1 || s.PageLimit > 1000 {
+		errs = append(errs, "BENCH_PAGE_LIMIT: 1 to 1000 (the API's bound)")
+	}
+	maxClients := 1
+	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, []int{s.ProfileClients}) {
+		if c < 1 || c > 256 {
+			errs = append(errs, fmt.Sprintf("client counts are 1 to 256, not %d", c))
+		}
+		maxClients = max(maxClients, c)
+	}
+	s.ServiceConns = envInt("BENCH_SERVICE_CONNS", maxClients, &errs)
+	if len(errs) > 0 {
+		return s, fmt.Errorf("settings: %s", strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int, errs *[]string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		*errs = append(*errs, name+": want an integer")
+		return def
+	}
+	return n
+}
+
+func envInts(name string, def []int, errs *[]string) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			*errs = append(*errs, name+": want integers separated by commas")
+			return def
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		*errs = append(*errs, name+": want a duration such as 10s")
+		return def
+	}
+	return d
+}
