@@ -33,12 +33,12 @@ const baselineTaskSQL = `SELECT id, workspace_id, title, description, status, pr
 // baselineStreamSQL is store.StreamEvents' query with no type filters.
 const baselineStreamSQL = `SELECT id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
-	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, tx_id::text AS stream_tx, seq AS stream_seq
+	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, stream_position, seq
 	FROM ledger_events
 	WHERE workspace_id = $1
-	  AND (tx_id, seq) > ($2::text::xid8, $3::bigint)
-	  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-	ORDER BY tx_id, seq
+	  AND (stream_position, seq) > ($2::bigint, $3::bigint)
+	  AND stream_position < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset())
+	ORDER BY stream_position, seq
 	LIMIT $4`
 
 type baseTask struct {
@@ -151,7 +151,7 @@ func serveBaseline() error {
 				return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "bad cursor"})
 			}
 		}
-		rows, err := pool.Query(c.UserContext(), baselineStreamSQL, ws, strconv.FormatUint(after.TxID, 10), after.Seq, limit+1)
+		rows, err := pool.Query(c.UserContext(), baselineStreamSQL, ws, after.Position, after.Seq, limit+1)
 		if err != nil {
 			return err
 		}
@@ -160,11 +160,11 @@ func serveBaseline() error {
 		next, hasMore := after, false
 		for rows.Next() {
 			var e baseEvent
-			var payload, txID string
-			var seq int64
+			var payload string
+			var pos, seq int64
 			if err := rows.Scan(&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
 				&e.SchemaVersion, &e.ActorType, &e.ActorID, &payload, &e.PayloadDigest, &e.OccurredAt, &e.RecordedAt,
-				&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &txID, &seq); err != nil {
+				&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &pos, &seq); err != nil {
 				return err
 			}
 			if len(events) == limit {
@@ -173,11 +173,7 @@ func serveBaseline() error {
 			}
 			e.Payload = json.RawMessage(payload)
 			events = append(events, e)
-			tx, err := strconv.ParseUint(txID, 10, 64)
-			if err != nil {
-				return err
-			}
-			next = accountable.StreamPosition{TxID: tx, Seq: seq}
+			next = accountable.StreamPosition{Position: pos, Seq: seq}
 		}
 		if err := rows.Err(); err != nil {
 			return err

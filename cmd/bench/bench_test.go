@@ -32,7 +32,7 @@ func TestScriptCheckNoticesAChangedStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		changed := strings.Replace(string(src), "AND aggregate_id = $3 FOR UPDATE", "AND aggregate_id = $3 FOR NO KEY UPDATE", 1)
+		changed := strings.Replace(string(src), "0)) FOR UPDATE", "0)) FOR NO KEY UPDATE", 1)
 		if err := os.WriteFile(filepath.Join(root, "store", f), []byte(changed), 0o644); err != nil {
 			t.Fatal(err)
 		}

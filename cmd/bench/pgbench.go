@@ -85,7 +85,8 @@ SELECT pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-
 SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
 	WHERE workspace_id = :ws AND key = 'pgbench-complete-' || :k AND expires_at > :now;
 SELECT version, event_id, event_hash FROM ledger_heads
-	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + ` FOR UPDATE;
+	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `
+	  AND pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)) FOR UPDATE;
 \endpipeline
 UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
 	WHERE workspace_id = :ws AND id = ` + task + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact

@@ -225,7 +225,7 @@ func (b *bench) writeReport() error {
 	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging BENCH_PROFILE=0\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
-	p("DATABASE_URL=$BENCH_DATABASE_URL accountable migrate     # $BENCH_DATABASE_URL: DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
+	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace Bench --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 accountable serve\n", b.svcAddr, b.s.ServiceConns)

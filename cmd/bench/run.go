@@ -30,7 +30,7 @@ type bench struct {
 	started time.Time
 	ended   time.Time
 
-	dbURL, adminURL string
+	dbURL, ownerURL, adminURL string
 	db              *pgxpool.Pool
 	svc, base       *proc
 	svcAddr         string
@@ -129,11 +129,20 @@ func (b *bench) run() error {
 	if dbURL == "" {
 		return errors.New("DATABASE_URL is not set: run through make bench (scripts/stack.sh sets it)")
 	}
+	// The service connects as its own role (DATABASE_URL); the owner role
+	// (MIGRATION_DATABASE_URL) migrates, checkpoints and drops the database.
+	ownerURL := os.Getenv("MIGRATION_DATABASE_URL")
+	if ownerURL == "" {
+		ownerURL = dbURL
+	}
 	var err error
 	if b.dbURL, err = withDatabase(dbURL, b.s.Database); err != nil {
 		return err
 	}
-	if b.adminURL, err = withDatabase(dbURL, "postgres"); err != nil {
+	if b.ownerURL, err = withDatabase(ownerURL, b.s.Database); err != nil {
+		return err
+	}
+	if b.adminURL, err = withDatabase(ownerURL, "postgres"); err != nil {
 		return err
 	}
 	b.dir = filepath.Join(".data", "bench")
@@ -163,7 +172,7 @@ func (b *bench) run() error {
 	if err := b.dropDatabase(); err != nil {
 		return err
 	}
-	env := []string{"DATABASE_URL=" + b.dbURL}
+	env := []string{"DATABASE_URL=" + b.dbURL, "MIGRATION_DATABASE_URL=" + b.ownerURL}
 	if _, err := output(b.ctx, env, b.accountable, "migrate"); err != nil {
 		return err
 	}
@@ -180,7 +189,7 @@ func (b *bench) run() error {
 			return fmt.Errorf("keys create --json: %w: %q", err, out)
 		}
 	}
-	pc, err := pgxpool.ParseConfig(b.dbURL)
+	pc, err := pgxpool.ParseConfig(b.ownerURL)
 	if err != nil {
 		return err
 	}
