@@ -31,11 +31,11 @@ type bench struct {
 	ended   time.Time
 
 	dbURL, ownerURL, adminURL string
-	db              *pgxpool.Pool
-	svc, base       *proc
-	svcAddr         string
-	baseAddr        string
-	accountable     string // the accountable binary
+	db                        *pgxpool.Pool
+	svc, base                 *proc
+	svcAddr                   string
+	baseAddr                  string
+	accountable               string // the accountable binary
 
 	main, paging keyInfo
 	pgb          *pgbench
