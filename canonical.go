@@ -572,8 +572,14 @@ func (e *canonEncoder) numberText(s string) error {
 	return e.float(f)
 }
 
-// raw appends the canonical form of the JSON text raw.
+// raw appends the canonical form of the JSON text raw. Text that is canonical already (an
+// Object this package canonicalised when it was decoded, such as a request's evidence) is
+// appended as it is; anything else is parsed and encoded again.
 func (e *canonEncoder) raw(raw []byte) error {
+	if isCanonical(raw) {
+		e.buf = append(e.buf, raw...)
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -584,4 +590,197 @@ func (e *canonEncoder) raw(raw []byte) error {
 		return fmt.Errorf("%w: trailing data after JSON value", ErrNotCanonicalizable)
 	}
 	return e.value(reflect.ValueOf(v))
+}
+
+// isCanonical reports whether raw is one JSON value in its canonical form: no whitespace,
+// members in UTF-16 order without repeats, strings escaped as RFC 8785 escapes them and
+// numbers that are integers of at most 15 digits (written the same by ECMAScript). It
+// answers false whenever in doubt (other numbers, escaped member names): the caller then
+// canonicalises the text the long way.
+func isCanonical(raw []byte) bool {
+	c := canonChecker{b: raw}
+	return c.value(0) && c.i == len(raw)
+}
+
+// canonChecker scans JSON text for isCanonical.
+type canonChecker struct {
+	b []byte
+	i int
+}
+
+func (c *canonChecker) value(depth int) bool {
+	if depth > maxCanonDepth || c.i >= len(c.b) {
+		return false
+	}
+	switch b := c.b[c.i]; {
+	case b == '{':
+		return c.object(depth)
+	case b == '[':
+		return c.array(depth)
+	case b == '"':
+		_, _, ok := c.string()
+		return ok
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || (b >= '0' && b <= '9'):
+		return c.integer()
+	}
+	return false
+}
+
+func (c *canonChecker) literal(word string) bool {
+	if !bytes.HasPrefix(c.b[c.i:], []byte(word)) {
+		return false
+	}
+	c.i += len(word)
+	return true
+}
+
+// integer accepts 0 and integers without leading zeros of at most 15 digits (exact in a
+// double, and written without exponent or fraction by ECMAScript); not -0.
+func (c *canonChecker) integer() bool {
+	start := c.i
+	if c.b[c.i] == '-' {
+		c.i++
+	}
+	digits := c.i
+	for c.i < len(c.b) && c.b[c.i] >= '0' && c.b[c.i] <= '9' {
+		c.i++
+	}
+	n := c.i - digits
+	switch {
+	case n == 0 || n > 15:
+		return false
+	case c.b[digits] == '0' && (n > 1 || digits > start): // leading zero, or -0
+		return false
+	case c.i < len(c.b) && (c.b[c.i] == '.' || c.b[c.i] == 'e' || c.b[c.i] == 'E'):
+		return false
+	}
+	return true
+}
+
+// string scans a string escaped as canonical JSON escapes it and returns its text, which
+// is the string itself when it has no escapes (member names are compared by it).
+func (c *canonChecker) string() (text string, escaped, ok bool) {
+	c.i++ // the opening quote
+	start := c.i
+	for c.i < len(c.b) {
+		b := c.b[c.i]
+		switch {
+		case b == '"':
+			text = string(c.b[start:c.i])
+			c.i++
+			return text, escaped, true
+		case b < 0x20:
+			return "", false, false
+		case b == '\\':
+			if c.i+1 >= len(c.b) {
+				return "", false, false
+			}
+			escaped = true
+			switch c.b[c.i+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				c.i += 2
+			case 'u':
+				// Only control characters without a short escape are written \u00xx.
+				if c.i+6 > len(c.b) || string(c.b[c.i+2:c.i+4]) != "00" {
+					return "", false, false
+				}
+				hi, lo := c.b[c.i+4], c.b[c.i+5]
+				if (hi != '0' && hi != '1') || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
+					return "", false, false
+				}
+				switch r := rune(hi-'0')<<4 | rune(hexValue(lo)); r {
+				case '\b', '\f', '\n', '\r', '\t':
+					return "", false, false
+				}
+				c.i += 6
+			default:
+				return "", false, false
+			}
+		case b < utf8.RuneSelf:
+			c.i++
+		default:
+			r, size := utf8.DecodeRune(c.b[c.i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", false, false
+			}
+			c.i += size
+		}
+	}
+	return "", false, false
+}
+
+func hexValue(b byte) byte {
+	if b <= '9' {
+		return b - '0'
+	}
+	return b - 'a' + 10
+}
+
+func (c *canonChecker) object(depth int) bool {
+	c.i++ // {
+	if c.i < len(c.b) && c.b[c.i] == '}' {
+		c.i++
+		return true
+	}
+	prev, first := "", true
+	for {
+		if c.i >= len(c.b) || c.b[c.i] != '"' {
+			return false
+		}
+		name, escaped, ok := c.string()
+		if !ok || escaped { // an escaped name: compare decoded names the long way
+			return false
+		}
+		if !first && compareUTF16(prev, name) >= 0 {
+			return false
+		}
+		prev, first = name, false
+		if c.i >= len(c.b) || c.b[c.i] != ':' {
+			return false
+		}
+		c.i++
+		if !c.value(depth + 1) {
+			return false
+		}
+		if c.i >= len(c.b) {
+			return false
+		}
+		switch c.b[c.i] {
+		case ',':
+			c.i++
+		case '}':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (c *canonChecker) array(depth int) bool {
+	c.i++ // [
+	if c.i < len(c.b) && c.b[c.i] == ']' {
+		c.i++
+		return true
+	}
+	for {
+		if !c.value(depth + 1) || c.i >= len(c.b) {
+			return false
+		}
+		switch c.b[c.i] {
+		case ',':
+			c.i++
+		case ']':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
 }

@@ -156,3 +156,50 @@ func TestDigest(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// Text that is canonical already is recognised as such and kept (the fast path of raw
+// JSON, such as a request's evidence): the canonical form of random values is, and no
+// text is taken for canonical that an independent implementation would change. Random
+// single-byte edits of canonical text probe the edges.
+func TestCanonicalTextIsRecognisedAndNothingElse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	recognised := 0
+	for i := range 3000 {
+		canonical, err := accountable.CanonicalJSON(randomJSONValue(rng, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accountable.IsCanonical(canonical) {
+			recognised++
+			if again, err := accountable.CanonicalizeJSON(canonical); err != nil || string(again) != string(canonical) {
+				t.Fatalf("value %d: canonical text %s became %s (%v)", i, canonical, again, err)
+			}
+		}
+		for range 5 {
+			edited := []byte(string(canonical))
+			pos := rng.IntN(len(edited))
+			edited[pos] = []byte(` ,:{}[]"\\/-+.0123456789eEubfnrtaxé` + "\x00\x1f\xff")[rng.IntN(38)]
+			if !accountable.IsCanonical(edited) {
+				continue
+			}
+			want, err := jcs.Transform(edited)
+			if err != nil || string(want) != string(edited) {
+				t.Fatalf("value %d: %q taken for canonical, but its canonical form is %q (%v)", i, edited, want, err)
+			}
+		}
+	}
+	if recognised < 1000 {
+		t.Fatalf("only %d of 3000 canonical texts recognised", recognised)
+	}
+	for _, text := range []string{` {}`, `{"b":1,"a":2}`, `{"a":1,"a":2}`, `"\/"`, `"\u0041"`, `"\u001F"`, `"\u000a"`,
+		`-0`, `1.0`, `1e2`, `01`, `1234567890123456`, "\"\xff\"", `"\ud800"`, `{"a":1}x`, `[1,]`, `{"\u00e9":1}`, `tru`, `"a`} {
+		if accountable.IsCanonical([]byte(text)) {
+			t.Errorf("%s taken for canonical", text)
+		}
+	}
+	for _, text := range []string{`{}`, `[]`, `{"":1,"a":[true,false,null,-12,"\u001f\n"]}`, `"é€😀"`, `0`, `123456789012345`} {
+		if !accountable.IsCanonical([]byte(text)) {
+			t.Errorf("%s not recognised as canonical", text)
+		}
+	}
+}

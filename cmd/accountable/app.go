@@ -26,8 +26,16 @@ import (
 
 // This file is the one place interfaces are bound to implementations.
 
-func newLogger(cfg Config) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+// newLogger writes JSON lines (slog) to stderr, gathered in memory for LOG_FLUSH_INTERVAL
+// (see logging.go) and written out when the app stops.
+func newLogger(lc fx.Lifecycle, cfg Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFlushInterval <= 0 {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	buf := newLogBuffer(os.Stderr, cfg.LogFlushInterval)
+	lc.Append(fx.StopHook(buf.Close))
+	return slog.New(flushingHandler{slog.NewJSONHandler(buf, opts), buf})
 }
 
 // base provides configuration, logging and the database to every subcommand.

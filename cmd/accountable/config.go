@@ -25,6 +25,7 @@ type Config struct {
 	TemporalNamespace    string
 	TaskQueue            string
 	LogLevel             slog.Level
+	LogFlushInterval     time.Duration
 	MaxBodyBytes         int
 	RateLimitRPS         float64
 	RateLimitBurst       int
@@ -81,6 +82,7 @@ func LoadConfig() (Config, error) {
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
+	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)
 	c.RequestTimeout = envDuration("REQUEST_TIMEOUT", 15*time.Second, &errs)
 	c.LongRequestTimeout = envDuration("LONG_REQUEST_TIMEOUT", 120*time.Second, &errs)
 	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)

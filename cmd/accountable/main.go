@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,7 +41,15 @@ Usage:
 Configuration comes from environment variables (see README.md).
 `
 
+// defaultGCPercent replaces the Go runtime's GOGC=100 when GOGC is not set: the service's
+// heap is small (tens of MiB) and short-lived garbage dominates it, so collecting a fifth
+// as often costs little memory and saves CPU on every request (make bench).
+const defaultGCPercent = 400
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accountable:", err)
 		os.Exit(exitCode(err))

@@ -1,0 +1,4 @@
+package accountable
+
+// IsCanonical exposes isCanonical to the external tests.
+var IsCanonical = isCanonical
