@@ -43,6 +43,32 @@ func holdTaskLock(t *testing.T, taskID string) (release func()) {
 	return release
 }
 
+// holdTaskRowLock locks the task's row itself (not its head) from another session until
+// the test releases it: the completion's UPDATE, which rides in its first round trip,
+// waits for it.
+func holdTaskRowLock(t *testing.T, taskID string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn := storetest.Conn(t)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE) l`, taskID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("lock the task's row: %v (%d rows)", err, n)
+	}
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			tx.Rollback(ctx) //nolint:errcheck
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
 // lockWaiters counts the sessions of this database waiting for a lock.
 func lockWaiters(t *testing.T, conn *pgx.Conn) int {
 	t.Helper()
@@ -102,6 +128,28 @@ func TestBlockedCommandAnswersResourceBusy(t *testing.T) {
 		t.Fatalf("answered after %s", took)
 	}
 	wantUntouched(t, e, tenant.Key, id, before)
+}
+
+// A completion whose UPDATE (sent in its first round trip) waits for the task's row
+// answers resource_busy too, and leaves nothing behind.
+func TestBlockedUpdateAnswersResourceBusy(t *testing.T) {
+	db := openDB(t, store.Config{LockTimeout: 300 * time.Millisecond})
+	e := newEnv(t, db)
+	tenant := storetest.NewTenant(t, db)
+	id := createWork(t, e, tenant.Key, "row locked")
+	body := completeBody(t, e, tenant.Key, id)
+	before := eventCount(t, e, tenant.Key)
+
+	release := holdTaskRowLock(t, id)
+	r := e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: tenant.Key,
+		headers: map[string]string{"Idempotency-Key": "row-busy-1"}, body: body})
+	expect(t, r, http.StatusConflict, accountable.ECodeResourceBusy)
+	release()
+	wantUntouched(t, e, tenant.Key, id, before)
+	// The key was not used up.
+	r = e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: tenant.Key,
+		headers: map[string]string{"Idempotency-Key": "row-busy-1"}, body: body})
+	expect(t, r, http.StatusOK, "")
 }
 
 // A request that outlives its operation class's deadline answers deadline_exceeded; its

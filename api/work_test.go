@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -379,5 +380,38 @@ func TestIdempotencyKeyInProgressAnswers409(t *testing.T) {
 	expect(t, r2, http.StatusOK, "")
 	if r2.meta()["duplicate"] != true || r2.data()["receipt"].(map[string]any)["id"] != r1.data()["receipt"].(map[string]any)["id"] {
 		t.Fatalf("the retry after the first finished is not its replay: %s vs %s", r2.raw, r1.raw)
+	}
+}
+
+
+// The same race while the first request waits for the task's row in its UPDATE (which
+// rides in its first round trip): the second request's UPDATE is gated by the key, so it
+// answers in-progress at once instead of waiting for that row too.
+func TestIdempotencyKeyInProgressWhileTheFirstWaitsForTheRow(t *testing.T) {
+	db := openDB(t, store.Config{LockTimeout: time.Minute})
+	e := newEnv(t, db, func(c *api.Config, _ *api.Deps) {
+		c.Deadlines = map[api.DeadlineClass]time.Duration{api.DeadlineCommand: 20 * time.Second}
+	})
+	tenant := storetest.NewTenant(t, db)
+	id := createWork(t, e, tenant.Key, "row raced")
+	req := request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: tenant.Key,
+		headers: map[string]string{"Idempotency-Key": "row-raced-key"}, body: completeBody(t, e, tenant.Key, id)}
+	watch := storetest.Conn(t)
+
+	release := holdTaskRowLock(t, id)
+	first := make(chan response, 1)
+	go func() { first <- e.do(req) }()
+	waitUntil(t, 10*time.Second, "the first request waits for the task's row", func() bool { return lockWaiters(t, watch) == 1 })
+	start := time.Now()
+	expect(t, e.do(req), http.StatusConflict, accountable.ECodeIdempotencyInProgress)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the second request answered after %s", took)
+	}
+	release()
+	expect(t, <-first, http.StatusOK, "")
+	r := e.do(req)
+	expect(t, r, http.StatusOK, "")
+	if r.meta()["duplicate"] != true {
+		t.Fatalf("not a replay: %s", r.raw)
 	}
 }

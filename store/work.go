@@ -136,29 +136,41 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 // CompleteWork completes a work item at the expected version and writes its receipt. The
 // task's head is locked first, so concurrent completions of one task run one after the
 // other; the UPDATE checks the version, so only the first of them matches a row and the
-// others get task_version_stale.
+// others get task_version_stale. The UPDATE goes in the command's first round trip (it
+// needs nothing the command reads), so a completion costs two round trips.
 func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error) {
 	expected, err := in.Expected()
 	if err != nil {
 		return accountable.WorkCompletion{}, false, err
 	}
+	// An instant finer than the stored microseconds can never equal a stored version.
+	exact := expected.UpdatedAt.Equal(expected.UpdatedAt.Truncate(time.Microsecond))
 	ref := aggregate(accountable.AggregateTask, in.TaskID)
 	cmd := commandOf[accountable.WorkCompletion](p, idem, in.Causation)
 	cmd.locks = []aggregateRef{ref}
-	cmd.run = func(ctx context.Context, tx *tx) (accountable.WorkCompletion, error) {
-		// An instant finer than the stored microseconds can never equal a stored version.
-		exact := expected.UpdatedAt.Equal(expected.UpdatedAt.Truncate(time.Microsecond))
-		t, err := scanTask(tx.QueryRow(ctx, `UPDATE tasks SET status = $5, updated_at = $6, aggregate_version = aggregate_version + 1
+	var (
+		t         accountable.Task
+		updateErr error
+	)
+	cmd.prepare = func(pre *prelude) {
+		t, updateErr = accountable.Task{}, nil
+		pre.QueryRow(`UPDATE tasks SET status = $5, updated_at = $6, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2 AND aggregate_version = $3 AND updated_at = $4 AND $7
-			  AND status IN ('todo', 'in_progress', 'blocked')
+			  AND status IN ('todo', 'in_progress', 'blocked') AND `+pre.Gate(8)+`
 			RETURNING `+taskColumns,
-			p.WorkspaceID, in.TaskID, expected.AggregateVersion, expected.UpdatedAt,
-			string(accountable.TaskCompleted), tx.Now(), exact))
-		if errors.Is(err, pgx.ErrNoRows) {
+			func(row pgx.Row) error {
+				t, updateErr = scanTask(row)
+				return nil // run decides what a missing row means
+			},
+			append([]any{p.WorkspaceID, in.TaskID, expected.AggregateVersion, expected.UpdatedAt,
+				string(accountable.TaskCompleted), pre.cc.Now, exact}, pre.GateArgs()...)...)
+	}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.WorkCompletion, error) {
+		if errors.Is(updateErr, pgx.ErrNoRows) {
 			return accountable.WorkCompletion{}, completionRefused(ctx, tx, p.WorkspaceID, in.TaskID, expected)
 		}
-		if err != nil {
-			return accountable.WorkCompletion{}, err
+		if updateErr != nil {
+			return accountable.WorkCompletion{}, updateErr
 		}
 		r := accountable.Receipt{
 			ID: uuid.Must(uuid.NewV7()).String(), TaskID: t.ID, Status: accountable.ReceiptCompleted,

@@ -74,9 +74,10 @@ COMMIT;
 }
 
 // completeScript is CompleteWork: round trip 1 is begin (BEGIN, advisory lock, idempotency
-// record, the task's ledger head FOR UPDATE); round trip 2 the version-checked UPDATE of the
-// task; round trip 3 the queued writes with the COMMIT (the work.completed event, the
-// receipt, the moved head, the idempotency record).
+// record, the task's ledger head FOR UPDATE) with the command's prelude, the
+// version-checked UPDATE of the task (gated by the key's lock); round trip 2 the queued
+// writes with the COMMIT (the work.completed event, the receipt, the moved head, the
+// idempotency record).
 func completeScript() string {
 	task, event, receipt := idExpr(pgbPoolTask), idExpr(pgbCompleteEvt), idExpr(pgbCompleteRcpt)
 	return scriptHead + `\startpipeline
@@ -87,11 +88,12 @@ SELECT operation, request_digest, status, workflow_id, response::text FROM idemp
 SELECT version, event_id, event_hash FROM ledger_heads
 	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `
 	  AND pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)) FOR UPDATE;
-\endpipeline
 UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
 	WHERE workspace_id = :ws AND id = ` + task + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact
 	  AND status IN ('todo', 'in_progress', 'blocked')
+	  AND (('pgbench-complete-' || :k)::text IS NULL OR pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)))
 	RETURNING ` + taskColumns + `;
+\endpipeline
 \startpipeline
 ` + insertEvent(event, task, ":v2", ":completed_type", ":completed_payload", ":completed_digest", ":created_hash", ":completed_hash", "'pgbench-complete-' || :k") + `
 INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,

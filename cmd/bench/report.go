@@ -185,7 +185,7 @@ func (b *bench) writeReport() error {
 		"A server that spends more CPU per request leaves less for PostgreSQL, so the write ratios are mostly CPU per request.\n")
 	p("* **Writes** (POST /work, POST /work/{id}/complete): the limit is pgbench running the statements the service sends for the " +
 		"operation (read from store/command.go and store/work.go): one transaction, prepared (`-M prepared`), pipelined into the same " +
-		"round trips as pgx's batches (2 for a creation, 3 for a completion), against the same tables, indexes and workspace, with the " +
+		"round trips as pgx's batches (2 for a creation, 2 for a completion), against the same tables, indexes and workspace, with the " +
 		"byte-for-byte values (payloads, digests, response documents) of a request the service handled earlier in the same run, at the same " +
 		"number of clients. What the service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency " +
 		"fingerprint, building the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. " +

@@ -181,6 +181,14 @@ func storeSQL(dir string, files ...string) (map[string][]string, error) {
 			}
 		case *ast.ParenExpr:
 			return eval(e.X)
+		case *ast.CallExpr:
+			// A prelude statement's gate (store/command.go): its condition, with both of its
+			// parameters ("$0"; parameters are set aside when compared).
+			if sel, ok := e.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Gate" {
+				if tmpl, ok := eval(consts["preludeGateSQL"]); ok {
+					return strings.NewReplacer("%[1]s", "$0", "%[2]s", "$0").Replace(tmpl), true
+				}
+			}
 		}
 		return "", false
 	}
