@@ -383,7 +383,6 @@ func TestIdempotencyKeyInProgressAnswers409(t *testing.T) {
 	}
 }
 
-
 // The same race while the first request waits for the task's row in its UPDATE (which
 // rides in its first round trip): the second request's UPDATE is gated by the key, so it
 // answers in-progress at once instead of waiting for that row too.
