@@ -25,7 +25,7 @@ func (b *bench) window() time.Duration { return b.s.Warmup + b.s.Duration }
 func (b *bench) createLine() error {
 	for _, c := range b.s.CreateClients {
 		l := &line{ID: "create", Name: "POST /work", Clients: c, Unit: "req/s", Latency: "request / transaction",
-			LimitName: "pgbench: the same statements, one transaction, prepared, pipelined"}
+			LimitName: "pgbench: the same row writes, one transaction, prepared"}
 		b.lines = append(b.lines, l)
 		logf("POST /work at %d clients", c)
 		err := b.measure(l, func() (sample, error) {
@@ -37,7 +37,8 @@ func (b *bench) createLine() error {
 				}
 			}
 			return s, nil
-		}, func() (sample, error) { return b.pgbenchCreate(c) })
+		}, func() (sample, error) { return b.pgbenchCreate(c, "create-writes", createWritesScript()) },
+			func() (sample, error) { return b.pgbenchCreate(c, "create", createScript()) })
 		if err != nil {
 			return err
 		}
@@ -74,12 +75,12 @@ func (b *bench) createWork(key, tag string, limit int, capture func(id, token st
 	return w
 }
 
-func (b *bench) pgbenchCreate(c int) (sample, error) {
+func (b *bench) pgbenchCreate(c int, name, script string) (sample, error) {
 	base := b.pgbCreateBase
-	res, err := b.pgb.run(b.ctx, "create", createScript(), c, base, b.s.Warmup, b.s.Duration, nil)
+	res, err := b.pgb.run(b.ctx, name, script, c, base, b.s.Warmup, b.s.Duration, nil)
 	b.pgbCreateBase = base + int64(c*(res.PerClient+1))
 	b.pgbCreated += res.Processed
-	b.rememberCommand("create", res)
+	b.rememberCommand(name, res)
 	if err != nil {
 		return res.sample, err
 	}
@@ -99,13 +100,14 @@ func (b *bench) pgbenchCreate(c int) (sample, error) {
 func (b *bench) completeLine() error {
 	for _, c := range b.s.CompleteClients {
 		l := &line{ID: "complete", Name: "POST /work/{id}/complete", Clients: c, Unit: "req/s", Latency: "request / transaction",
-			LimitName: "pgbench: the same statements, one transaction, prepared, pipelined"}
+			LimitName: "pgbench: the same row writes, one transaction, prepared"}
 		b.lines = append(b.lines, l)
 		logf("POST /work/{id}/complete at %d clients", c)
 		if err := b.ensureServicePool(b.runsNeed(b.serviceRateEstimate(), b.s.Runs)); err != nil {
 			return err
 		}
-		if err := b.ensurePgbenchPool(b.runsNeed(b.pgbenchRateEstimate(), b.s.Runs)); err != nil {
+		// Both pgbench scripts (the limit and the mirror) complete seeded tasks.
+		if err := b.ensurePgbenchPool(b.runsNeed(b.pgbenchRateEstimate(), 2*b.s.Runs)); err != nil {
 			return err
 		}
 		err := b.measure(l, func() (sample, error) {
@@ -119,7 +121,8 @@ func (b *bench) completeLine() error {
 				}
 			}
 			return s, nil
-		}, func() (sample, error) { return b.pgbenchComplete(c, l) })
+		}, func() (sample, error) { return b.pgbenchComplete(c, l, "complete-writes", completeWritesScript()) },
+			func() (sample, error) { return b.pgbenchComplete(c, l, "complete", completeScript()) })
 		if err != nil {
 			return err
 		}
@@ -157,13 +160,13 @@ func (b *bench) completeWork(items []poolTask, tag string) workload {
 	}
 }
 
-func (b *bench) pgbenchComplete(c int, l *line) (sample, error) {
+func (b *bench) pgbenchComplete(c int, l *line, name, script string) (sample, error) {
 	for attempt := 1; ; attempt++ {
 		base := b.pgbPoolNext
-		res, err := b.pgb.run(b.ctx, "complete", completeScript(), c, base, b.s.Warmup, b.s.Duration, nil)
+		res, err := b.pgb.run(b.ctx, name, script, c, base, b.s.Warmup, b.s.Duration, nil)
 		b.pgbPoolNext = base + int64(c*(res.PerClient+1))
 		b.pgbComplete += res.Processed
-		b.rememberCommand("complete", res)
+		b.rememberCommand(name, res)
 		if err != nil {
 			if attempt == 1 && b.pgbPoolNext >= b.pgbPoolEnd && b.ctx.Err() == nil {
 				// It ran out of seeded tasks: seed more and run again.

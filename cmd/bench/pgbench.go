@@ -106,6 +106,47 @@ COMMIT;
 `
 }
 
+// createWritesScript is the limit of POST /work as DESIGN.md §6 defines it: the row writes
+// of a creation (the work.created event, the task, the new ledger head, the idempotency
+// record) in one transaction, prepared, one statement at a time, as pgbench runs a
+// transaction. The service also takes the idempotency key's lock and reads its record
+// before them, and sends them pipelined.
+func createWritesScript() string {
+	task, event := idExpr(pgbCreateTask), idExpr(pgbCreateEvent)
+	return scriptHead + `BEGIN;
+` + insertEvent(event, task, ":v1", ":created_type", ":created_payload", ":created_digest", "NULL", ":created_hash", "'pgbench-create-' || :k") + `
+INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
+	initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
+	VALUES (:ws, ` + task + `::uuid, :title, :description, :todo, :priority, NULL, NULL, NULL, NULL, :metadata, NULL, :now, :now, :v1);
+INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
+	VALUES (:ws, :task_type, ` + task + `, :v1, ` + event + `::uuid, :created_hash, :now);
+` + insertIdempotency("'pgbench-create-' || :k", ":create_op", ":create_digest", ":create_response") + `
+COMMIT;
+`
+}
+
+// completeWritesScript is the limit of POST /work/{id}/complete as DESIGN.md §6 defines
+// it: the row writes of a completion (the version-checked task update, the work.completed
+// event, the receipt, the moved ledger head, the idempotency record) in one transaction,
+// prepared, one statement at a time. The service also takes the idempotency key's lock,
+// reads its record and locks the task's head before them, and sends them pipelined.
+func completeWritesScript() string {
+	task, event, receipt := idExpr(pgbPoolTask), idExpr(pgbCompleteEvt), idExpr(pgbCompleteRcpt)
+	return scriptHead + `BEGIN;
+UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
+	WHERE workspace_id = :ws AND id = ` + task + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact
+	  AND status IN ('todo', 'in_progress', 'blocked')
+	RETURNING ` + taskColumns + `;
+` + insertEvent(event, task, ":v2", ":completed_type", ":completed_payload", ":completed_digest", ":created_hash", ":completed_hash", "'pgbench-complete-' || :k") + `
+INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
+	cost_cents, evidence, event_id, created_at) VALUES (:ws, ` + receipt + `::uuid, ` + task + `::uuid, :completed, :summary, :hours, :cost, :evidence, ` + event + `::uuid, :now);
+UPDATE ledger_heads SET version = :v2, event_id = ` + event + `::uuid, event_hash = :completed_hash, updated_at = :now
+	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `;
+` + insertIdempotency("'pgbench-complete-' || :k", ":complete_op", ":complete_digest", ":complete_response") + `
+COMMIT;
+`
+}
+
 const taskColumns = `id, workspace_id, title, description, status, priority, due_date, initiative_id,
 	workstream_id, milestone_id, metadata::text, estimated_cost_cents, created_at, updated_at, aggregate_version`
 

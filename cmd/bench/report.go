@@ -50,6 +50,16 @@ func (l *line) ratio() float64 {
 	return median(l.Service, rateOf) / lim
 }
 
+// mirrorCell is the table cell of the stricter reference: its rate and the service's
+// ratio to it ("" for lines without one).
+func (l *line) mirrorCell() string {
+	m := median(l.Mirror, rateOf)
+	if len(l.Mirror) == 0 || m == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s %s (%.2fx)", rate(m), l.limitUnit(), median(l.Service, rateOf)/m)
+}
+
 func rate(r float64) string {
 	switch {
 	case r >= 100:
@@ -88,17 +98,17 @@ func (l *line) limitUnit() string {
 // table is the results table in Markdown.
 func (b *bench) table() string {
 	var w strings.Builder
-	w.WriteString("| line | clients | service | limit | ratio | target | service p50 / p99 (ms) | limit p50 / p99 (ms) | latency of |\n")
-	w.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---|\n")
+	w.WriteString("| line | clients | service | limit | ratio | target | service p50 / p99 (ms) | limit p50 / p99 (ms) | latency of | mirror (ratio) |\n")
+	w.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---|---:|\n")
 	for _, l := range b.lines {
 		if len(l.Service) == 0 || len(l.Limit) == 0 {
 			continue
 		}
-		fmt.Fprintf(&w, "| %s | %d | %s %s | %s %s | %.2fx | %s | %s / %s | %s / %s | %s |\n",
+		fmt.Fprintf(&w, "| %s | %d | %s %s | %s %s | %.2fx | %s | %s / %s | %s / %s | %s | %s |\n",
 			l.Name, l.Clients, rate(median(l.Service, rateOf)), l.Unit, rate(median(l.Limit, rateOf)), l.limitUnit(),
 			l.ratio(), verdict(l.ratio()),
 			msec(median(l.Service, p50Of)), msec(median(l.Service, p99Of)),
-			msec(median(l.Limit, p50Of)), msec(median(l.Limit, p99Of)), l.Latency)
+			msec(median(l.Limit, p50Of)), msec(median(l.Limit, p99Of)), l.Latency, l.mirrorCell())
 	}
 	return w.String()
 }
@@ -183,13 +193,17 @@ func (b *bench) writeReport() error {
 		"across runs. The load average at the start and end of the run is below; a high one means the numbers are noisy.\n")
 	p("* **Everything shares the 2 cores**: the load generator (this harness, or pgbench), the server under test and PostgreSQL. " +
 		"A server that spends more CPU per request leaves less for PostgreSQL, so the write ratios are mostly CPU per request.\n")
-	p("* **Writes** (POST /work, POST /work/{id}/complete): the limit is pgbench running the statements the service sends for the " +
-		"operation (read from store/command.go and store/work.go): one transaction, prepared (`-M prepared`), pipelined into the same " +
-		"round trips as pgx's batches (2 for a creation, 2 for a completion), against the same tables, indexes and workspace, with the " +
-		"byte-for-byte values (payloads, digests, response documents) of a request the service handled earlier in the same run, at the same " +
-		"number of clients. What the service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency " +
-		"fingerprint, building the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. " +
-		"The scripts are [below](#the-pgbench-scripts).\n")
+	p("* **Writes** (POST /work, POST /work/{id}/complete): the limit is the one DESIGN.md §6 defines, pgbench running the same row " +
+		"writes (for a completion: the version-checked task update, the ledger event, the receipt, the moved ledger head, the idempotency " +
+		"record) in one transaction, prepared (`-M prepared`), one statement at a time as pgbench runs a transaction, against the same " +
+		"tables, indexes and workspace, with the byte-for-byte values (payloads, digests, response documents) of a request the service " +
+		"handled earlier in the same run, at the same number of clients. The **mirror** column is a stricter reference, shown for " +
+		"what it tells: pgbench sending every statement the service sends (read from store/command.go and store/work.go, a test keeps " +
+		"them in step), also the idempotency key's lock, its record and the head lock, pipelined into the same round trips as pgx's " +
+		"batches (2 for a creation, 2 for a completion): what a client of the same design with no cost of its own would do. What the " +
+		"service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency fingerprint, building " +
+		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
+		"[below](#the-pgbench-scripts).\n")
 	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
 		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics).\n")
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
@@ -230,7 +244,7 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 accountable serve\n", b.svcAddr, b.s.ServiceConns)
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
-	for _, k := range []string{"create", "complete"} {
+	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
 		if c, ok := b.pgbCommands[k]; ok {
 			p("%s\n", c)
 		}
@@ -250,17 +264,19 @@ func (b *bench) writeReport() error {
 	}
 
 	p("\n## The pgbench scripts\n\n")
-	p("The service's statements for the operation, in its order and round trips (`\\startpipeline` … `\\endpipeline` is one round trip, as a pgx batch is). " +
-		"Ids and keys that change per transaction are computed from `k` in the statement (the service sends them as parameters); every other value is a parameter, as in the service.\n\n")
+	p("The limit scripts send the row writes, one statement at a time; the mirror scripts send the service's statements for the operation, in its order and round trips (`\\startpipeline` … `\\endpipeline` is one round trip, as a pgx batch is). " +
+		"Ids and keys that change per transaction are computed from `k` in the statement (the service sends them as parameters); every other value is a parameter, as in the service. " +
+		"The completion scripts complete tasks seeded for them in bulk with the rows POST /work makes (the task, its work.created event, its ledger head, its idempotency record, with the values of a task the service created); " +
+		"after every run the harness checks that as many of them are completed (or created) as pgbench counted transactions, so no UPDATE silently missed.\n\n")
 	if b.s.Lines["create"] {
-		p("### POST /work (store.CreateWork through runCommand)\n\nRound trip 1: BEGIN, the Idempotency-Key's advisory lock, its record; round trip 2: the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
+		p("### POST /work: the limit (the row writes)\n\n```sql\n%s```\n\n", createWritesScript())
+		p("### POST /work: the mirror (store.CreateWork through runCommand)\n\nRound trip 1: BEGIN, the Idempotency-Key's advisory lock, its record; round trip 2: the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
 	}
 	if b.s.Lines["complete"] {
-		p("### POST /work/{id}/complete (store.CompleteWork through runCommand)\n\n"+
-			"Round trip 1: BEGIN, the advisory lock, the idempotency record, the task's ledger head `FOR UPDATE`; round trip 2: the version-checked UPDATE of the task; "+
-			"round trip 3: the work.completed event (chained to the head), the receipt, the moved head, the idempotency record, COMMIT. "+
-			"It completes tasks seeded for it in bulk with the rows POST /work makes (the task, its work.created event, its ledger head, its idempotency record, with the values of a task the service created); "+
-			"after every run the harness checks that as many of them are completed as pgbench counted transactions (so no UPDATE silently missed).\n\n```sql\n%s```\n\n", completeScript())
+		p("### POST /work/{id}/complete: the limit (the row writes)\n\n```sql\n%s```\n\n", completeWritesScript())
+		p("### POST /work/{id}/complete: the mirror (store.CompleteWork through runCommand)\n\n"+
+			"Round trip 1: BEGIN, the advisory lock, the idempotency record, the task's ledger head `FOR UPDATE`, and the command's prelude: the version-checked UPDATE of the task (gated by the key's lock); "+
+			"round trip 2: the work.completed event (chained to the head), the receipt, the moved head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", completeScript())
 	}
 
 	p("## All runs\n\n")
@@ -273,6 +289,12 @@ func (b *bench) writeReport() error {
 		p("; limit (%s)", l.limitUnit())
 		for _, s := range l.Limit {
 			p(" %s", rate(s.Rate))
+		}
+		if len(l.Mirror) > 0 {
+			p("; mirror (%s)", l.limitUnit())
+			for _, s := range l.Mirror {
+				p(" %s", rate(s.Rate))
+			}
 		}
 		p("; ratios")
 		for i := range min(len(l.Service), len(l.Limit)) {

@@ -88,7 +88,11 @@ type line struct {
 	Latency   string // what p50/p99 are of
 	Service   []sample
 	Limit     []sample
-	Notes     []string
+	// Mirror is the write lines' second, stricter reference: pgbench sending every
+	// statement the service sends, in the same round trips (what a perfect client of the
+	// same design could do). The ratio and the target are against Limit.
+	Mirror []sample
+	Notes  []string
 }
 
 func run() error {
@@ -303,8 +307,9 @@ func (b *bench) analyze() error {
 	return err
 }
 
-// measure runs the service and its limit in turn, runs times, and keeps every sample.
-func (b *bench) measure(l *line, service, limit func() (sample, error)) error {
+// measure runs the service, its limit and (when given) the mirror in turn, runs times, and
+// keeps every sample.
+func (b *bench) measure(l *line, service, limit func() (sample, error), mirror ...func() (sample, error)) error {
 	for r := 1; r <= b.s.Runs; r++ {
 		if err := b.ctx.Err(); err != nil {
 			return err
@@ -323,6 +328,15 @@ func (b *bench) measure(l *line, service, limit func() (sample, error)) error {
 		}
 		logf("  %s @%d run %d/%d limit:   %s", l.ID, l.Clients, r, b.s.Runs, ls)
 		l.Limit = append(l.Limit, ls)
+		for _, m := range mirror {
+			b.prepareRun()
+			ms, err := m()
+			if err != nil {
+				return err
+			}
+			logf("  %s @%d run %d/%d mirror:  %s", l.ID, l.Clients, r, b.s.Runs, ms)
+			l.Mirror = append(l.Mirror, ms)
+		}
 	}
 	return nil
 }
