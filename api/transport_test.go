@@ -51,3 +51,21 @@ func TestCompressedBodiesAreRefused(t *testing.T) {
 	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key, body: bomb,
 		headers: map[string]string{"Content-Encoding": "gzip, gzip"}}), http.StatusOK, "")
 }
+
+// A method Fiber does not know is answered by the error handler (405, the envelope, a
+// request id), not by Fiber in plain text. Found by the request fuzz run.
+func TestUnknownMethodsGetTheErrorEnvelope(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	for _, method := range []string{"FOO", "get", "PROPFIND", "BREW"} {
+		for _, path := range []string{"/work", "/", "/no/such/path"} {
+			r := e.do(request{method: method, path: path, key: tenant.Key, noCheck: true, // (405s are not in the document)
+				headers: map[string]string{"X-Request-Id": "unknown-method"}})
+			expect(t, r, http.StatusMethodNotAllowed, accountable.ECodeMethodNotAllowed)
+			if r.errorObj()["requestId"] != "unknown-method" || r.header.Get("X-Request-Id") != "unknown-method" {
+				t.Fatalf("%s %s: request id %v / %q", method, path, r.errorObj()["requestId"], r.header.Get("X-Request-Id"))
+			}
+		}
+	}
+	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
+}
