@@ -45,17 +45,6 @@ type docParam struct {
 
 func (o docOperation) String() string { return o.ID + " (" + o.Method + " " + o.Path + ")" }
 
-// successStatus is the lowest success status the operation documents.
-func (o docOperation) successStatus() int {
-	best := 0
-	for code := range o.Responses {
-		if n, err := strconv.Atoi(code); err == nil && n >= 200 && n < 300 && (best == 0 || n < best) {
-			best = n
-		}
-	}
-	return best
-}
-
 // documents reports whether the operation documents status.
 func (o docOperation) documents(status int) bool {
 	_, ok := o.Responses[strconv.Itoa(status)]
@@ -195,7 +184,7 @@ func (o docOperation) pathOf(params map[string]string) string {
 
 // takesWorkspaceInBody reports whether the body schema has the workspace_id member every
 // body may carry (CONTRACT: it selects another of the caller's workspaces).
-func (o docOperation) takesWorkspaceInBody(d *document) bool {
+func (o docOperation) takesWorkspaceInBody() bool {
 	if o.Body == nil {
 		return false
 	}

@@ -325,25 +325,33 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	secrets := o.secrets()
 	otherWorkspace := uuid.Must(uuid.NewV7()).String()
 	beforeA, beforeB := m.state(t, e, m.a), m.state(t, e, m.b)
-	unchanged := func(what string) {
+	// Every call of B is followed by a look at A's state (and, for a refusal, at B's).
+	call := func(what string, refusal bool, mount string, ids map[string]string, query string, body map[string]any, key string) response {
 		t.Helper()
+		r := m.call(e, op, mount, m.b.Key, ids, query, body, key)
 		if d := stateDiff(beforeA, m.state(t, e, m.a)); d != "" {
-			t.Fatalf("%s: %s changed the owner's workspace:\n%s", op, what, d)
+			t.Fatalf("%s: %s (answered %d) changed the owner's workspace:\n%s", op, what, r.status, d)
 		}
+		if d := stateDiff(beforeB, m.state(t, e, m.b)); refusal && d != "" {
+			t.Fatalf("%s: %s (refused with %d) changed the caller's own workspace:\n%s", op, what, r.status, d)
+		}
+		return r
 	}
 
 	// Refusals: B with A's ids, B naming A's workspace. Each is the very answer of an
 	// unknown id or workspace, shows nothing of A, and writes nothing anywhere.
-	same := func(what string, got, want response, status int, code string) {
+	same := func(what string, status int, code string, mount string, ids, unknownIDs map[string]string, query, unknownQuery string, body, unknownBody map[string]any) {
 		t.Helper()
-		if got.status != status || (code != "" && got.errorCode() != code) {
-			t.Fatalf("%s: %s: got %d %s, want %d %s: %s", op, what, got.status, got.errorCode(), status, code, got.raw)
+		got := call(what, true, mount, ids, query, body, "")
+		want := call(what+" (the unknown one)", true, mount, unknownIDs, unknownQuery, unknownBody, "")
+		if status != 0 && (got.status != status || got.errorCode() != code) {
+			t.Fatalf("%s: %s on %s: got %d %s, want %d %s: %s", op, what, mount, got.status, got.errorCode(), status, code, got.raw)
 		}
 		if d := sameResponse(got, want); d != "" {
-			t.Fatalf("%s: %s differs from the answer to an unknown id: %s", op, what, d)
+			t.Fatalf("%s: %s on %s differs from the answer to an unknown one: %s", op, what, mount, d)
 		}
 		if s := leak(got, secrets); s != "" {
-			t.Fatalf("%s: %s shows %q of the owner: %s", op, what, s, got.raw)
+			t.Fatalf("%s: %s on %s shows %q of the owner: %s", op, what, mount, s, got.raw)
 		}
 	}
 	upper := func(ids map[string]string) map[string]string {
@@ -353,58 +361,47 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		}
 		return out
 	}
+	withWorkspace := func(id string) map[string]any {
+		c := maps.Clone(body)
+		if c == nil {
+			c = map[string]any{}
+		}
+		c["workspace_id"] = id
+		return c
+	}
 	for _, mount := range op.Mounts {
-		at := " on " + mount
 		if len(op.PathParams) > 0 {
-			same("B with A's ids"+at, m.call(e, op, mount, m.b.Key, ids, "", body, ""),
-				m.call(e, op, mount, m.b.Key, unknown, "", body, ""), http.StatusNotFound, accountable.ECodeNotFound)
-			same("B with A's ids upper-cased"+at, m.call(e, op, mount, m.b.Key, upper(ids), "", body, ""),
-				m.call(e, op, mount, m.b.Key, upper(unknown), "", body, ""), http.StatusNotFound, accountable.ECodeNotFound)
+			same("B with A's ids", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, unknown, "", "", body, body)
+			same("B with A's ids upper-cased", http.StatusNotFound, accountable.ECodeNotFound, mount, upper(ids), upper(unknown), "", "", body, body)
 		}
 		for _, p := range probes {
-			got := m.call(e, op, mount, m.b.Key, ids, fill(p, ids), body, "")
-			want := m.call(e, op, mount, m.b.Key, unknown, fill(p, unknown), body, "")
-			same("B with the query "+fill(p, ids)+at, got, want, want.status, "")
-			if got.status >= 300 && len(op.PathParams) == 0 {
-				t.Fatalf("%s: the query probe %q is refused (%d), so it proves nothing: %s", op, p, got.status, got.raw)
-			}
+			// The answer is B's own (a list, a verification of nothing): the same either way.
+			same("B with the query "+p, 0, "", mount, ids, unknown, fill(p, ids), fill(p, unknown), body, body)
 		}
 		for _, ws := range []func(string) string{func(s string) string { return s }, strings.ToUpper} {
-			same("B with ?workspace_id=A"+at,
-				m.call(e, op, mount, m.b.Key, ids, "workspace_id="+ws(m.a.Principal.WorkspaceID), body, ""),
-				m.call(e, op, mount, m.b.Key, ids, "workspace_id="+ws(otherWorkspace), body, ""), http.StatusNotFound, accountable.ECodeNotFound)
-			if op.takesWorkspaceInBody(m.doc) {
-				withWs := func(id string) map[string]any {
-					c := maps.Clone(body)
-					if c == nil {
-						c = map[string]any{}
-					}
-					c["workspace_id"] = id
-					return c
-				}
-				same("B with a body naming workspace A"+at,
-					m.call(e, op, mount, m.b.Key, ids, "", withWs(ws(m.a.Principal.WorkspaceID)), ""),
-					m.call(e, op, mount, m.b.Key, ids, "", withWs(ws(otherWorkspace)), ""), http.StatusNotFound, accountable.ECodeNotFound)
+			a, other := ws(m.a.Principal.WorkspaceID), ws(otherWorkspace)
+			same("B with ?workspace_id=A", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, ids,
+				"workspace_id="+a, "workspace_id="+other, body, body)
+			if op.takesWorkspaceInBody() {
+				same("B with a body naming workspace A", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, ids,
+					"", "", withWorkspace(a), withWorkspace(other))
 			}
 		}
-	}
-	unchanged("a refused request of B")
-	if d := stateDiff(beforeB, m.state(t, e, m.b)); d != "" {
-		t.Fatalf("%s: a refused request changed the caller's own workspace:\n%s", op, d)
 	}
 
 	// B's own calls (lists, streams, reads of everything, creates): nothing of A.
 	if len(op.PathParams) == 0 {
 		for _, mount := range op.Mounts {
-			r := m.call(e, op, mount, m.b.Key, nil, "", body, "")
-			if r.status >= 300 {
-				t.Fatalf("%s: B's own request on %s: %d %s", op, mount, r.status, r.raw)
-			}
-			if s := leak(r, secrets); s != "" {
-				t.Fatalf("%s: B's own request on %s shows %q of the owner: %s", op, mount, s, r.raw)
+			for _, p := range append([]string{""}, probes...) {
+				r := call("B's own request "+p, false, mount, nil, fill(p, ids), body, "")
+				if r.status >= 300 {
+					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
+				}
+				if s := leak(r, secrets); s != "" {
+					t.Fatalf("%s: B's own request %s on %s shows %q of the owner: %s", op, p, mount, s, r.raw)
+				}
 			}
 		}
-		unchanged("B's own request")
 	}
 
 	// The owner's own request succeeds: the refusals above came from scoping.
@@ -424,20 +421,19 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	// request, gets what B gets with a key of its own, and the owner's record is untouched.
 	if op.Idempotency != "" {
 		secrets = o.secrets()
-		beforeA = m.state(t, e, m.a)
-		got := m.call(e, op, op.Mounts[0], m.b.Key, ids, "", body, key)
+		beforeA, beforeB = m.state(t, e, m.a), m.state(t, e, m.b)
+		what := "B with the owner's request and Idempotency-Key"
+		got := call(what, len(op.PathParams) > 0, op.Mounts[0], ids, "", body, key)
 		if len(op.PathParams) > 0 {
-			same("B with A's request and Idempotency-Key", got, m.call(e, op, op.Mounts[0], m.b.Key, unknown, "", body, ""),
-				http.StatusNotFound, accountable.ECodeNotFound)
-		} else {
-			if got.status != r.status || got.meta()["duplicate"] == true {
-				t.Fatalf("%s: B with the owner's Idempotency-Key: %d (want a first request's %d) %s", op, got.status, r.status, got.raw)
+			if d := sameResponse(got, call(what+" (an unknown id)", true, op.Mounts[0], unknown, "", body, "")); d != "" || got.status != http.StatusNotFound {
+				t.Fatalf("%s: %s: %d, or not the answer to an unknown id: %s %s", op, what, got.status, d, got.raw)
 			}
-			if s := leak(got, secrets); s != "" {
-				t.Fatalf("%s: B with the owner's Idempotency-Key sees %q of the owner: %s", op, s, got.raw)
-			}
+		} else if got.status != r.status || got.meta()["duplicate"] == true {
+			t.Fatalf("%s: %s: %d (want a first request's %d) %s", op, what, got.status, r.status, got.raw)
 		}
-		unchanged("B's request with the owner's Idempotency-Key")
+		if s := leak(got, secrets); s != "" {
+			t.Fatalf("%s: %s sees %q of the owner: %s", op, what, s, got.raw)
+		}
 	}
 }
 
