@@ -51,6 +51,20 @@ func (o docOperation) documents(status int) bool {
 	return ok
 }
 
+// answersWith reports whether the operation documents status as one of its own answers,
+// not as an error (the readiness probe's 503).
+func (o docOperation) answersWith(status int) bool {
+	resp, ok := o.Responses[strconv.Itoa(status)].(map[string]any)
+	if !ok {
+		return false
+	}
+	content, _ := resp["content"].(map[string]any)
+	media, _ := content["application/json"].(map[string]any)
+	schema, _ := media["schema"].(map[string]any)
+	ref, _ := schema["$ref"].(string)
+	return status < 400 || ref != "#/components/schemas/Error" && ref != "#/components/schemas/Unauthorized"
+}
+
 // document is the served OpenAPI document.
 type document struct {
 	raw map[string]any
