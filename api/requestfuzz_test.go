@@ -740,7 +740,11 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 	case n < 2 && len(op.PathParams) > 0:
 		pool = f.foreign
 		q.note("ids of the bystander's workspace")
-		q.kind(kindForeignIDs)
+		if op.Body == nil || len(f.valid[op.ID]) > 0 {
+			q.kind(kindForeignIDs) // with a valid body: nothing but the ids can be wrong
+		} else {
+			q.kind(kindOther)
+		}
 	case n < 3 && len(op.PathParams) > 0:
 		pool = f.ids2
 		q.note("ids of F2")
@@ -1177,6 +1181,10 @@ func (f *fuzzer) mutateBody(r *rand.Rand, q *fuzzReq, b []byte) []byte {
 // compress sends b (or a body far over the limit once decompressed) with a
 // Content-Encoding.
 func (f *fuzzer) compress(r *rand.Rand, q *fuzzReq, b []byte) []byte {
+	if q.kinds[kindCompressedOversize] { // this Content-Encoding replaces the one of an earlier bomb
+		delete(q.kinds, kindCompressedOversize)
+		q.bomb = nil
+	}
 	enc := pickOf(r, "gzip", "deflate", "gzip, gzip", "br", "identity", "compress", "x-junk", "GZIP")
 	plain, what := b, "the body"
 	oversize := r.IntN(3) == 0
