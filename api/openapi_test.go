@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -83,42 +84,55 @@ func escapePointer(s string) string {
 // status must be documented and the body must satisfy its schema.
 func (o *openAPI) check(t *testing.T, method, path string, status int, body any) {
 	t.Helper()
+	if err := o.validate(method, path, status, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// validate is check returning what is wrong.
+func (o *openAPI) validate(method, path string, status int, body any) error {
 	m := strings.ToLower(method)
 	paths, _ := o.doc["paths"].(map[string]any)
 	item, ok := paths[path].(map[string]any)
 	if !ok {
-		t.Fatalf("openapi: path %s is not documented", path)
+		return fmt.Errorf("openapi: path %s is not documented", path)
 	}
 	op, ok := item[m].(map[string]any)
 	if !ok {
 		if status == http.StatusMethodNotAllowed {
-			return
+			return nil
 		}
-		t.Fatalf("openapi: %s %s is not documented", method, path)
+		return fmt.Errorf("openapi: %s %s is not documented", method, path)
 	}
 	responses := op["responses"].(map[string]any)
 	code := strconv.Itoa(status)
 	resp, ok := responses[code].(map[string]any)
 	if !ok {
-		t.Fatalf("openapi: %s %s does not document status %d (body %v)", method, path, status, body)
+		return fmt.Errorf("openapi: %s %s does not document status %d (body %v)", method, path, status, body)
 	}
 	ptr := "/paths/" + escapePointer(path) + "/" + m + "/responses/" + code
 	if ref, ok := resp["$ref"].(string); ok {
 		ptr = strings.TrimPrefix(ref, "#")
 	}
-	sch, err := o.compile(ptr + "/content/application~1json/schema")
+	return o.validateAt(ptr+"/content/application~1json/schema", body)
+}
+
+// validateAt validates body against the schema at the JSON Pointer ptr of the document.
+func (o *openAPI) validateAt(ptr string, body any) error {
+	sch, err := o.compile(ptr)
 	if err != nil {
-		t.Fatalf("openapi: compile %s: %v", ptr, err)
+		return fmt.Errorf("openapi: compile %s: %v", ptr, err)
 	}
 	// Validate the value as the JSON decoder of the schema library sees it.
 	raw, _ := json.Marshal(body)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := sch.Validate(v); err != nil {
-		t.Fatalf("openapi: %s %s %d does not match the document: %v\nbody: %s", method, path, status, err, raw)
+		return fmt.Errorf("openapi: %s does not match the document: %v\nbody: %s", ptr, err, raw)
 	}
+	return nil
 }
 
 // The route table and the document describe the same operations.

@@ -203,7 +203,7 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 		if err := s.decodeBody(c, d.scoped, in); err != nil {
 			return err
 		}
-	} else if len(c.fiber.Body()) > 0 && d.Method != fiber.MethodGet {
+	} else if d.Method != fiber.MethodGet && len(c.fiber.Request().Body()) > 0 {
 		if err := s.decodeBody(c, d.scoped, &struct{}{}); err != nil {
 			return err
 		}
@@ -265,12 +265,16 @@ func scopedBody(body reflect.Type) reflect.Type {
 // decodeBody decodes the JSON object body into dst in one pass: unknown members, duplicate
 // names, invalid UTF-8 and values of the wrong type are refused. An empty body is taken as
 // {} (commands whose members are all optional accept it). A body workspace_id re-scopes
-// the request.
+// the request. The body is taken as sent: no Content-Encoding is accepted (Fiber's Body()
+// would decompress it without bound, past the body limit).
 func (s *Server) decodeBody(c *call, scopedType reflect.Type, dst any) error {
 	fc := c.fiber
-	body := fc.Body()
+	body := fc.Request().Body()
 	if len(body) > 0 && !isJSON(fc.Get(fiber.HeaderContentType)) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
+	}
+	if len(body) > 0 && contentEncoded(fc) {
+		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body uncompressed, without a Content-Encoding.")
 	}
 	ws, err := decodeJSONBody(body, scopedType, dst)
 	if err != nil {

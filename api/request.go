@@ -16,6 +16,23 @@ func isJSON(contentType string) bool {
 	return mt == fiber.MIMEApplicationJSON || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
+// contentEncoded reports whether the request declares a Content-Encoding other than
+// identity (in any of its Content-Encoding headers).
+func contentEncoded(c *fiber.Ctx) bool {
+	encoded := false
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		if !strings.EqualFold(string(k), fiber.HeaderContentEncoding) {
+			return
+		}
+		for _, e := range strings.Split(string(v), ",") {
+			if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+				encoded = true
+			}
+		}
+	})
+	return encoded
+}
+
 // queryAll returns every value of a query parameter: repeated, or comma-separated.
 func queryAll(c *fiber.Ctx, name string) []string {
 	var out []string

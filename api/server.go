@@ -184,6 +184,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		JSONEncoder: json.Marshal,
 		JSONDecoder: json.Unmarshal,
 	})
+	s.refuseUnknownMethods()
 	s.routes()
 	return s, nil
 }

@@ -1,0 +1,455 @@
+package api_test
+
+import (
+	"context"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// The isolation matrix, generated from the served OpenAPI document: for every operation it
+// lists, on every mount, a caller of workspace B who uses the ids of workspace A gets
+// exactly the answer an id never issued gets (status, headers, body bar requestId and
+// timestamp), naming A's workspace is the 404 an unknown workspace is, B's own reads show
+// nothing of A, A's Idempotency-Keys mean nothing to B, and none of it changes anything in
+// A (or, for the refusals, in B). The owner's own request, body and all, then succeeds: the
+// refusals came from scoping, not from validation.
+//
+// A new operation is covered by itself once the tables below know its path parameters;
+// until then this test fails and says which line to add.
+
+// fixtures make, in the owner's workspace, the resource a path parameter (or a query
+// probe's placeholder) of that name refers to, and return its id.
+var fixtures = map[string]func(o *owner) string{
+	"taskId":         (*owner).task,
+	"verificationId": (*owner).verification,
+	"initiativeId":   (*owner).initiative,
+}
+
+// queryProbes are queries naming the owner's resources, per operation: {name} is replaced
+// by the owner's id made by fixtures[name], or by a never-issued id of the same shape.
+// Every query parameter named *_id (but workspace_id) must appear in a probe.
+var queryProbes = map[string][]string{
+	"listWork": {"initiative_id={initiativeId}"},
+	"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
+		"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
+}
+
+// bodies make a valid body where the schema alone cannot (rules across members, values that
+// must match the resource) or where a fuller one says more. Other operations get the
+// example of their body schema (required members only).
+var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
+	"createWork": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"title": "Quarterly report", "description": "with figures", "priority": "high",
+			"due_date": "2026-12-01", "metadata": map[string]any{"source": "isolation"}, "estimated_cost_cents": 1200,
+			"initiative_id": uuid.NewString(), "workstream_id": uuid.NewString(), "milestone_id": uuid.NewString(),
+			"command_id": "cmd-1", "correlation_id": "conv-1"}
+	},
+	"completeWork": func(o *owner, ids map[string]string) map[string]any {
+		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
+			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
+	},
+}
+
+// publicOperations are account-free, so there is no workspace to scope; each is still
+// called with and without B's credential, and must show nothing of the owner's workspace.
+var publicOperations = map[string]string{
+	"getApiIndex":  "account-free API discovery: the same index for everyone",
+	"getOpenAPI":   "account-free API discovery: the same document for everyone",
+	"listErrors":   "account-free API discovery: the same catalogue for everyone",
+	"getHealth":    "process probe: no account, no workspace",
+	"getReadiness": "process probe: no account, no workspace",
+}
+
+// owner is workspace A and the resources the matrix makes in it.
+type owner struct {
+	t      *testing.T
+	e      *env
+	tenant storetest.Tenant
+	conn   *pgx.Conn
+	marker string // in the owner's titles: B must never see it
+}
+
+func (o *owner) task() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's task " + o.marker, "metadata": map[string]any{"owner": o.marker}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["taskId"].(string)
+}
+
+func (o *owner) initiative() string {
+	o.t.Helper()
+	initiative := uuid.Must(uuid.NewV7()).String()
+	r := o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's planned task " + o.marker, "initiative_id": initiative,
+			"workstream_id": uuid.Must(uuid.NewV7()).String(), "milestone_id": uuid.Must(uuid.NewV7()).String()}})
+	expect(o.t, r, http.StatusCreated, "")
+	return initiative
+}
+
+func (o *owner) verification() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/events/verifications", key: o.tenant.Key, body: map[string]any{},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusAccepted, "")
+	return r.data()["id"].(string)
+}
+
+func (o *owner) versionToken(taskID string) string {
+	o.t.Helper()
+	return getWork(o.t, o.e, o.tenant.Key, taskID)["concurrency"].(map[string]any)["version_token"].(string)
+}
+
+// secrets are strings that identify the owner's workspace and everything in it: B's
+// answers must contain none of them.
+func (o *owner) secrets() []string {
+	o.t.Helper()
+	p := o.tenant.Principal
+	out := []string{p.WorkspaceID, p.UserID, p.UserEmail, p.KeyPrefix, o.marker}
+	rows, err := o.conn.Query(context.Background(), `SELECT id::text, aggregate_id, event_hash FROM ledger_events WHERE workspace_id = $1
+		UNION SELECT id::text, id::text, id::text FROM api_keys WHERE workspace_id = $1`, p.WorkspaceID)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, agg, hash string
+		if err := rows.Scan(&id, &agg, &hash); err != nil {
+			o.t.Fatal(err)
+		}
+		out = append(out, id, agg, hash)
+	}
+	if err := rows.Err(); err != nil {
+		o.t.Fatal(err)
+	}
+	return out
+}
+
+// leak returns the first secret that r shows, in its body or its headers.
+func leak(r response, secrets []string) string {
+	var h strings.Builder
+	for k, vs := range r.header {
+		h.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
+	}
+	text := strings.ToLower(string(r.raw) + "\n" + h.String())
+	for _, s := range secrets {
+		if s != "" && strings.Contains(text, strings.ToLower(s)) {
+			return s
+		}
+	}
+	return ""
+}
+
+// sameResponse returns "" when two responses are the same: status, body bar
+// error.requestId and error.timestamp, and headers bar Date and X-Request-Id.
+func sameResponse(a, b response) string {
+	if a.status != b.status {
+		return "status " + strconv.Itoa(a.status) + " vs " + strconv.Itoa(b.status) + ":\n" + string(a.raw) + "\n" + string(b.raw)
+	}
+	strip := func(r response) string {
+		v := r.rawBody
+		if m, ok := v.(map[string]any); ok {
+			m = maps.Clone(m)
+			if e, ok := m["error"].(map[string]any); ok {
+				e = maps.Clone(e)
+				delete(e, "requestId")
+				delete(e, "timestamp")
+				m["error"] = e
+			}
+			v = m
+		}
+		return toJSON(v)
+	}
+	if sa, sb := strip(a), strip(b); sa != sb {
+		return "bodies differ:\n" + sa + "\n" + sb
+	}
+	headers := func(r response) string {
+		h := r.header.Clone()
+		h.Del("Date")
+		h.Del("X-Request-Id")
+		return toJSON(h)
+	}
+	if ha, hb := headers(a), headers(b); ha != hb {
+		return "headers differ:\n" + ha + "\n" + hb
+	}
+	return ""
+}
+
+// sameShape returns an id never issued, of the shape of id.
+func sameShape(id string) string {
+	if accountable.ValidUUID(id) {
+		return uuid.Must(uuid.NewV7()).String()
+	}
+	out := []byte(id)
+	for i, c := range out {
+		switch {
+		case c >= '0' && c <= '9':
+			out[i] = byte('0' + rand.IntN(10))
+		case c >= 'a' && c <= 'f':
+			out[i] = byte('a' + rand.IntN(6))
+		case c >= 'A' && c <= 'F':
+			out[i] = byte('A' + rand.IntN(6))
+		}
+	}
+	if string(out) == id {
+		return id + "0"
+	}
+	return string(out)
+}
+
+var placeholder = regexp.MustCompile(`\{(\w+)\}`)
+
+// fill replaces the {name} placeholders of s with ids.
+func fill(s string, ids map[string]string) string {
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string { return ids[m[1:len(m)-1]] })
+}
+
+func TestIsolationMatrix(t *testing.T) {
+	e := newEnv(t, nil)
+	doc := fetchDocument(t, e)
+	conn := storetest.Conn(t)
+	tables := workspaceTables(t, conn)
+	a := storetest.NewTenant(t, e.db)
+	b := storetest.NewTenant(t, e.db)
+	m := &matrix{e: e, doc: doc, conn: conn, tables: tables, a: a, b: b}
+	for _, op := range doc.operations(t) {
+		t.Run(op.ID, func(t *testing.T) { m.check(t, op) })
+	}
+}
+
+type matrix struct {
+	e      *env
+	doc    *document
+	conn   *pgx.Conn
+	tables []string
+	a, b   storetest.Tenant
+}
+
+// call sends op as key, on mount, with the path filled from ids.
+func (m *matrix) call(e *env, op docOperation, mount, key string, ids map[string]string, query string, body map[string]any, idemKey string) response {
+	req := request{method: op.Method, path: op.Path, params: ids, query: query, key: key, root: mount, headers: map[string]string{}}
+	if body != nil {
+		req.body = body
+	}
+	if op.Idempotency != "" {
+		if idemKey == "" {
+			idemKey = uniqueKey("iso")
+		}
+		req.headers["Idempotency-Key"] = idemKey
+	}
+	return e.do(req)
+}
+
+func (m *matrix) state(t *testing.T, e *env, tenant storetest.Tenant) string {
+	t.Helper()
+	s := workspaceState(t, m.conn, m.tables, tenant.Principal.WorkspaceID)
+	r := e.do(request{method: "GET", path: "/events/verify", key: tenant.Key})
+	expect(t, r, http.StatusOK, "")
+	return s + "verify: " + toJSON(r.data()) + "\n"
+}
+
+func (m *matrix) check(t *testing.T, op docOperation) {
+	e := m.e.as(t)
+	if op.Public {
+		reason, ok := publicOperations[op.ID]
+		if !ok {
+			t.Fatalf("%s is account-free: add a line to publicOperations in api/isolation_test.go saying why it needs no workspace scoping", op)
+		}
+		t.Logf("account-free (%s): checked only that it shows nothing of another workspace", reason)
+		o := &owner{t: t, e: e, tenant: m.a, conn: m.conn, marker: "owner-" + uuid.NewString()}
+		o.task()
+		secrets := o.secrets()
+		for _, mount := range op.Mounts {
+			for _, key := range []string{"", m.b.Key} {
+				r := m.call(e, op, mount, key, nil, "", m.bodyFor(t, op, o, nil), "")
+				if !op.answersWith(r.status) {
+					t.Fatalf("%s on %s: %d %s", op, mount, r.status, r.raw)
+				}
+				if s := leak(r, secrets); s != "" {
+					t.Fatalf("%s on %s shows %q of another workspace: %.500s", op, mount, s, r.raw)
+				}
+			}
+		}
+		return
+	}
+
+	o := &owner{t: t, e: e, tenant: m.a, conn: m.conn, marker: "owner-" + uuid.NewString()}
+	ids := map[string]string{}
+	for _, p := range op.PathParams {
+		fx, ok := fixtures[p.Name]
+		if !ok {
+			t.Fatalf("%s: no fixture for the path parameter %q. Add a line to fixtures in api/isolation_test.go: "+
+				"%q: a func(*owner) string that makes one in the owner's workspace and returns its id.", op, p.Name, p.Name)
+		}
+		ids[p.Name] = fx(o)
+	}
+	probes := queryProbes[op.ID]
+	for _, q := range op.QueryParams {
+		if !strings.HasSuffix(q.Name, "_id") || q.Name == "workspace_id" {
+			continue
+		}
+		if !slices.ContainsFunc(probes, func(p string) bool { return strings.Contains(p, q.Name+"=") }) {
+			t.Fatalf("%s: the query parameter %q names a resource. Add a line to queryProbes in api/isolation_test.go: "+
+				"%q: {\"%s={someId}\"}, with a fixture for someId.", op, q.Name, op.ID, q.Name)
+		}
+	}
+	for _, p := range probes {
+		for _, name := range placeholder.FindAllStringSubmatch(p, -1) {
+			if _, done := ids[name[1]]; done {
+				continue
+			}
+			fx, ok := fixtures[name[1]]
+			if !ok {
+				t.Fatalf("%s: query probe %q: no fixture %q in api/isolation_test.go", op, p, name[1])
+			}
+			ids[name[1]] = fx(o)
+		}
+	}
+	unknown := map[string]string{}
+	for k, v := range ids {
+		unknown[k] = sameShape(v)
+	}
+	body := m.bodyFor(t, op, o, ids)
+	secrets := o.secrets()
+	otherWorkspace := uuid.Must(uuid.NewV7()).String()
+	beforeA, beforeB := m.state(t, e, m.a), m.state(t, e, m.b)
+	// Every call of B is followed by a look at A's state (and, for a refusal, at B's).
+	call := func(what string, refusal bool, mount string, ids map[string]string, query string, body map[string]any, key string) response {
+		t.Helper()
+		r := m.call(e, op, mount, m.b.Key, ids, query, body, key)
+		if d := stateDiff(beforeA, m.state(t, e, m.a)); d != "" {
+			t.Fatalf("%s: %s (answered %d) changed the owner's workspace:\n%s", op, what, r.status, d)
+		}
+		if d := stateDiff(beforeB, m.state(t, e, m.b)); refusal && d != "" {
+			t.Fatalf("%s: %s (refused with %d) changed the caller's own workspace:\n%s", op, what, r.status, d)
+		}
+		return r
+	}
+
+	// Refusals: B with A's ids, B naming A's workspace. Each is the very answer of an
+	// unknown id or workspace, shows nothing of A, and writes nothing anywhere.
+	same := func(what string, status int, code string, mount string, ids, unknownIDs map[string]string, query, unknownQuery string, body, unknownBody map[string]any) {
+		t.Helper()
+		got := call(what, true, mount, ids, query, body, "")
+		want := call(what+" (the unknown one)", true, mount, unknownIDs, unknownQuery, unknownBody, "")
+		if status != 0 && (got.status != status || got.errorCode() != code) {
+			t.Fatalf("%s: %s on %s: got %d %s, want %d %s: %s", op, what, mount, got.status, got.errorCode(), status, code, got.raw)
+		}
+		if d := sameResponse(got, want); d != "" {
+			t.Fatalf("%s: %s on %s differs from the answer to an unknown one: %s", op, what, mount, d)
+		}
+		if s := leak(got, secrets); s != "" {
+			t.Fatalf("%s: %s on %s shows %q of the owner: %s", op, what, mount, s, got.raw)
+		}
+	}
+	upper := func(ids map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range ids {
+			out[k] = strings.ToUpper(v)
+		}
+		return out
+	}
+	withWorkspace := func(id string) map[string]any {
+		c := maps.Clone(body)
+		if c == nil {
+			c = map[string]any{}
+		}
+		c["workspace_id"] = id
+		return c
+	}
+	for _, mount := range op.Mounts {
+		if len(op.PathParams) > 0 {
+			same("B with A's ids", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, unknown, "", "", body, body)
+			same("B with A's ids upper-cased", http.StatusNotFound, accountable.ECodeNotFound, mount, upper(ids), upper(unknown), "", "", body, body)
+		}
+		for _, p := range probes {
+			// The answer is B's own (a list, a verification of nothing): the same either way.
+			same("B with the query "+p, 0, "", mount, ids, unknown, fill(p, ids), fill(p, unknown), body, body)
+		}
+		for _, ws := range []func(string) string{func(s string) string { return s }, strings.ToUpper} {
+			a, other := ws(m.a.Principal.WorkspaceID), ws(otherWorkspace)
+			same("B with ?workspace_id=A", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, ids,
+				"workspace_id="+a, "workspace_id="+other, body, body)
+			if op.takesWorkspaceInBody() {
+				same("B with a body naming workspace A", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, ids,
+					"", "", withWorkspace(a), withWorkspace(other))
+			}
+		}
+	}
+
+	// B's own calls (lists, streams, reads of everything, creates): nothing of A.
+	if len(op.PathParams) == 0 {
+		for _, mount := range op.Mounts {
+			for _, p := range append([]string{""}, probes...) {
+				r := call("B's own request "+p, false, mount, nil, fill(p, ids), body, "")
+				if r.status >= 300 {
+					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
+				}
+				if s := leak(r, secrets); s != "" {
+					t.Fatalf("%s: B's own request %s on %s shows %q of the owner: %s", op, p, mount, s, r.raw)
+				}
+			}
+		}
+	}
+
+	// The owner's own request succeeds: the refusals above came from scoping.
+	key := uniqueKey("owner-op")
+	r := m.call(e, op, op.Mounts[0], m.a.Key, ids, "", body, key)
+	if r.status < 200 || r.status >= 300 {
+		t.Fatalf("%s: the owner's own request is refused (%d), so B's refusals prove nothing; "+
+			"give it a valid body in bodies in api/isolation_test.go: %s", op, r.status, r.raw)
+	}
+	for _, p := range probes {
+		if r := m.call(e, op, op.Mounts[0], m.a.Key, ids, fill(p, ids), body, ""); r.status >= 300 {
+			t.Fatalf("%s: the owner's query %q is refused: %d %s", op, p, r.status, r.raw)
+		}
+	}
+
+	// The owner's Idempotency-Key is the owner's: B sending it, with the owner's very
+	// request, gets what B gets with a key of its own, and the owner's record is untouched.
+	if op.Idempotency != "" {
+		secrets = o.secrets()
+		beforeA, beforeB = m.state(t, e, m.a), m.state(t, e, m.b)
+		what := "B with the owner's request and Idempotency-Key"
+		got := call(what, len(op.PathParams) > 0, op.Mounts[0], ids, "", body, key)
+		if len(op.PathParams) > 0 {
+			if d := sameResponse(got, call(what+" (an unknown id)", true, op.Mounts[0], unknown, "", body, "")); d != "" || got.status != http.StatusNotFound {
+				t.Fatalf("%s: %s: %d, or not the answer to an unknown id: %s %s", op, what, got.status, d, got.raw)
+			}
+		} else if got.status != r.status || got.meta()["duplicate"] == true {
+			t.Fatalf("%s: %s: %d (want a first request's %d) %s", op, what, got.status, r.status, got.raw)
+		}
+		if s := leak(got, secrets); s != "" {
+			t.Fatalf("%s: %s sees %q of the owner: %s", op, what, s, got.raw)
+		}
+	}
+}
+
+// bodyFor returns the body op is sent with: its line in bodies, or the example of its
+// schema; nil when it takes none.
+func (m *matrix) bodyFor(t *testing.T, op docOperation, o *owner, ids map[string]string) map[string]any {
+	t.Helper()
+	if op.Body == nil {
+		return nil
+	}
+	if f, ok := bodies[op.ID]; ok {
+		return f(o, ids)
+	}
+	ex, ok := m.doc.example(op.Body).(map[string]any)
+	if !ok {
+		t.Fatalf("%s: the body schema is not an object; add a line to bodies in api/isolation_test.go", op)
+	}
+	return ex
+}
