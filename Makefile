@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 BIN := .data/bin/accountable
 
-.PHONY: run test build vet fmt bench clean-data
+.PHONY: run test soak build vet fmt bench clean-data
 
 build:
 	@mkdir -p .data/bin
@@ -21,6 +21,17 @@ test:
 bench: build
 	@go build -o .data/bin/bench ./cmd/bench
 	@scripts/stack.sh .data/bin/bench run
+
+# The long forms of what make test runs briefly: the request fuzz run against the live API
+# (SOAK_DURATION, default 10m) and every go test -fuzz target (SOAK_FUZZTIME each, default 1m).
+soak:
+	@scripts/stack.sh bash -c 'set -e; \
+		REQUEST_FUZZ_DURATION=$${SOAK_DURATION:-10m} go test -count=1 -timeout 2h -run "^TestRequestFuzz" ./api; \
+		for pkg in . ./api; do \
+			for f in $$(go test -list "^Fuzz" $$pkg | grep "^Fuzz"); do \
+				echo "fuzzing $$f in $$pkg"; go test -run "^$$" -fuzz "^$$f$$" -fuzztime $${SOAK_FUZZTIME:-1m} $$pkg; \
+			done; \
+		done'
 
 vet:
 	go vet ./...

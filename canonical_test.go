@@ -203,3 +203,20 @@ func TestCanonicalTextIsRecognisedAndNothingElse(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the text, isCanonical never takes for canonical what is not: what it accepts,
+// an independent RFC 8785 implementation leaves as it is.
+func FuzzIsCanonical(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[true,null,"x"]}`, `{"b":1,"a":2}`, `"\u001f"`, `-0`, `1.5`, `"é"`, `[1,2]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if !accountable.IsCanonical(text) {
+			return
+		}
+		want, err := jcs.Transform(text)
+		if err != nil || string(want) != string(text) {
+			t.Fatalf("%q taken for canonical, but its canonical form is %q (%v)", text, want, err)
+		}
+	})
+}
