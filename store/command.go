@@ -51,6 +51,10 @@ type command[T any] struct {
 	// constraints maps the name of a unique constraint the command relies on to the
 	// domain error its violation means.
 	constraints map[string]error
+	// blind commands read nothing (they only create): runCommand sends them in one round
+	// trip (runBlind). Their function may only queue writes and append events; tx's
+	// QueryRow, Query and Exec are not available to them.
+	blind bool
 	// prepare, when set, queues the command's first statements into the first round trip,
 	// after the head locks: statements that need nothing the command reads (the
 	// version-checked UPDATE of a completion), whose results run then uses. Saving the
@@ -122,18 +126,35 @@ type tx struct {
 	outbox int
 }
 
+// errBlindRead means a command marked blind tried to read: its statements are only sent
+// with its COMMIT.
+var errBlindRead = errors.New("store: a blind command cannot read or write before its commit")
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // QueryRow runs a query whose result the command needs now.
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.conn == nil {
+		return errRow{errBlindRead}
+	}
 	return t.conn.QueryRow(ctx, sql, args...)
 }
 
 // Query runs a query whose rows the command needs now.
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.conn == nil {
+		return nil, errBlindRead
+	}
 	return t.conn.Query(ctx, sql, args...)
 }
 
 // Exec runs a write now (one that later statements of the command depend on).
 func (t *tx) Exec(ctx context.Context, sql string, args ...any) error {
+	if t.conn == nil {
+		return errBlindRead
+	}
 	_, err := t.conn.Exec(ctx, sql, args...)
 	return err
 }
@@ -249,6 +270,24 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		}
 	}()
 
+	if cmd.blind {
+		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
+		result, err = runBlind(ctx, conn, t, cmd)
+		switch {
+		case err == nil:
+			committed = true
+			db.metrics.appended(len(t.events))
+			return result, false, t.outbox, nil
+		case !errors.Is(err, errGateClosed):
+			return result, false, 0, err
+		}
+		// Another request holds the key, or the key has a record: the long way below says
+		// which (and runs the command after all if that has changed meanwhile).
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return result, false, 0, err
+		}
+	}
+
 	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
 	stored, err := begin(ctx, t, cmd.locks, cmd.prepare)
 	if err != nil {
@@ -261,13 +300,27 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if result, err = cmd.run(ctx, t); err != nil {
 		return result, false, 0, err
 	}
+	if err := queueCommit(t, result); err != nil {
+		return result, false, 0, err
+	}
+	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
+		return result, false, 0, err
+	}
+	committed = true
+	db.metrics.appended(len(t.events))
+	return result, false, t.outbox, nil
+}
+
+// queueCommit queues what every command ends with: the moved heads, the idempotency
+// record of the result, and the COMMIT.
+func queueCommit[T any](t *tx, result T) error {
 	for _, ref := range t.order {
 		queueHead(t, ref, t.heads[ref])
 	}
-	if idem := cc.Idempotency; idem != nil {
+	if idem := t.cc.Idempotency; idem != nil {
 		doc, err := json.Marshal(replayDocument[T]{Version: replayVersion, Data: result})
 		if err != nil {
-			return result, false, 0, fmt.Errorf("store: encode the response document: %w", err)
+			return fmt.Errorf("store: encode the response document: %w", err)
 		}
 		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
 				status, created_at, expires_at)
@@ -278,16 +331,39 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 			WHERE idempotency_records.expires_at <= excluded.created_at
 			   OR (idempotency_records.status = 'pending' AND idempotency_records.operation = excluded.operation
 			       AND idempotency_records.request_digest = excluded.request_digest)`,
-			cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(doc), cc.Now,
-			cc.Now.Add(accountable.IdempotencyRetention))
+			t.cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(doc), t.cc.Now,
+			t.cc.Now.Add(accountable.IdempotencyRetention))
 	}
 	t.batch.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
-		return result, false, 0, err
+	return nil
+}
+
+// errGateClosed means a blind command found its idempotency key held by another request
+// or already answered (SQLSTATE AW001 or AW002 from idempotency_gate, migration 004).
+var errGateClosed = errors.New("store: the idempotency key is in use or answered")
+
+// runBlind runs a blind command (one that reads nothing: it only creates) in one round
+// trip: BEGIN, the idempotency gate, the command's writes, the idempotency record and the
+// COMMIT. The gate takes the key's lock and checks that it has no record; if either
+// fails it aborts the transaction before any write runs, and runBlind answers
+// errGateClosed.
+func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command[T]) (T, error) {
+	t.batch.Queue("BEGIN")
+	if idem := t.cc.Idempotency; idem != nil {
+		t.batch.Queue(`SELECT idempotency_gate($1, $2, $3)`, t.cc.WorkspaceID, idem.Key, t.cc.Now)
 	}
-	committed = true
-	db.metrics.appended(len(t.events))
-	return result, false, t.outbox, nil
+	result, err := cmd.run(ctx, t)
+	if err != nil {
+		return result, err
+	}
+	if err := queueCommit(t, result); err != nil {
+		return result, err
+	}
+	err = conn.SendBatch(ctx, t.batch).Close()
+	if code := sqlState(err); code == "AW001" || code == "AW002" {
+		return result, errGateClosed
+	}
+	return result, err
 }
 
 // queueHead writes the moved head of ref: inserted for a new aggregate (a concurrent

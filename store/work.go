@@ -32,9 +32,11 @@ func commandOf[T any](p accountable.Principal, idem *accountable.Idempotency, c 
 	return command[T]{workspaceID: p.WorkspaceID, actor: p.Actor(), idempotency: idem, causation: c}
 }
 
-// CreateWork creates a work item in the principal's workspace.
+// CreateWork creates a work item in the principal's workspace, in one round trip (it reads
+// nothing).
 func (db *DB) CreateWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateWork) (accountable.WorkCreated, bool, error) {
 	cmd := commandOf[accountable.WorkCreated](p, idem, in.Causation)
+	cmd.blind = true // it only creates: one round trip
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.WorkCreated, error) {
 		now := accountable.TimeOf(tx.Now())
 		t := accountable.Task{

@@ -176,3 +176,59 @@ func TestExpiredIdempotencyRecordsAreIgnoredAndPurged(t *testing.T) {
 		t.Fatalf("%d records left: %v", left, err)
 	}
 }
+
+// Creating work is a blind command (one round trip behind an idempotency gate): while
+// another request holds the key it answers in-progress and writes nothing; once the key
+// has a record it replays it; a refused request leaves the key free.
+func TestBlindCommandsAreGatedByTheirKey(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	idem := &accountable.Idempotency{Key: "gated", Operation: "createWork", RequestDigest: "sha256:aa"}
+	conn := storetest.Conn(t)
+	countTasks := func() int {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE workspace_id = $1`, p.WorkspaceID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	holder, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 0))`, p.WorkspaceID, idem.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "while held"}); accountable.ErrorCode(err) != accountable.ECodeIdempotencyInProgress {
+		t.Fatalf("while another request holds the key: %v", err)
+	}
+	if n := countTasks(); n != 0 {
+		t.Fatalf("%d tasks written while the key was held", n)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	first, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "once"})
+	if err != nil || dup {
+		t.Fatalf("first: %v %v", err, dup)
+	}
+	again, dup, err := db.CreateWork(ctx, p, idem, accountable.CreateWork{Title: "once"})
+	if err != nil || !dup || again.Task.ID != first.Task.ID {
+		t.Fatalf("replay: %+v dup=%v err=%v", again, dup, err)
+	}
+	if n := countTasks(); n != 1 {
+		t.Fatalf("%d tasks, want 1", n)
+	}
+	// Without a key the gate is not needed: one round trip, one task each time.
+	for range 2 {
+		if _, _, err := db.CreateWork(ctx, p, nil, accountable.CreateWork{Title: "keyless"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countTasks(); n != 3 {
+		t.Fatalf("%d tasks, want 3", n)
+	}
+}

@@ -341,7 +341,7 @@ func (b *bench) profile() error {
 	if err := b.ensureServicePool(b.runsNeed(b.serviceRateEstimate(), 1)); err != nil {
 		return err
 	}
-	path := filepath.Join(b.dir, fmt.Sprintf("cpu-complete-%d.pprof", c))
+	path := filepath.Join(b.dir, fmt.Sprintf("cpu-%s-%d.pprof", b.s.ProfileLine, c))
 	secs := int(math.Max(1, math.Round(b.s.Duration.Seconds())))
 	done := make(chan error, 1)
 	go func() {
@@ -352,9 +352,22 @@ func (b *bench) profile() error {
 		}
 		done <- err
 	}()
-	logf("profiling the service: complete-work at %d clients", c)
+	logf("profiling the service: %s at %d clients", b.s.ProfileLine, c)
 	b.prepareRun()
-	s := b.serviceComplete(c)
+	var s sample
+	switch b.s.ProfileLine {
+	case "create":
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, b.createWork(b.main.Key, b.nextTag("profile"), 0, nil))
+	case "read":
+		ids := make([]string, 0, 1000)
+		for _, t := range b.pool[:min(1000, len(b.pool))] {
+			ids = append(ids, t.id)
+		}
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
+			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids))
+	default:
+		s = b.serviceComplete(c)
+	}
 	if err := <-done; err != nil {
 		return err
 	}

@@ -49,18 +49,14 @@ const scriptHead = `\set n :n + 1
 \set k :base + :client_id + :clients * :n
 `
 
-// createScript is CreateWork: round trip 1 is runCommand's begin (BEGIN, the idempotency
-// key's advisory lock, the idempotency record); round trip 2 the queued writes with the
-// COMMIT (the work.created event, the task, the new ledger head, the idempotency record).
+// createScript is CreateWork, a blind command (runBlind): one round trip of BEGIN, the
+// idempotency gate (the key's advisory lock and the check that it has no record), the
+// work.created event, the task, the new ledger head, the idempotency record and COMMIT.
 func createScript() string {
 	task, event := idExpr(pgbCreateTask), idExpr(pgbCreateEvent)
 	return scriptHead + `\startpipeline
 BEGIN;
-SELECT pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-create-' || :k)::text, 0));
-SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
-	WHERE workspace_id = :ws AND key = 'pgbench-create-' || :k AND expires_at > :now;
-\endpipeline
-\startpipeline
+SELECT idempotency_gate(:ws, 'pgbench-create-' || :k, :now);
 ` + insertEvent(event, task, ":v1", ":created_type", ":created_payload", ":created_digest", "NULL", ":created_hash", "'pgbench-create-' || :k") + `
 INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
 	initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)

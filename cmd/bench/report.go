@@ -200,7 +200,7 @@ func (b *bench) writeReport() error {
 		"handled earlier in the same run, at the same number of clients. The **mirror** column is a stricter reference, shown for " +
 		"what it tells: pgbench sending every statement the service sends (read from store/command.go and store/work.go, a test keeps " +
 		"them in step), also the idempotency key's lock, its record and the head lock, pipelined into the same round trips as pgx's " +
-		"batches (2 for a creation, 2 for a completion): what a client of the same design with no cost of its own would do. What the " +
+		"batches (1 for a creation, 2 for a completion): what a client of the same design with no cost of its own would do. What the " +
 		"service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency fingerprint, building " +
 		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
 		"[below](#the-pgbench-scripts).\n")
@@ -210,7 +210,7 @@ func (b *bench) writeReport() error {
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
 	p("* A ratio below 0.7 means the service's own work per request dominates; `BENCH_PROFILE=1 make bench` adds a CPU profile of "+
-		"complete-work at %d clients (printed, and in the [profile](#profile) section).\n", b.s.ProfileClients)
+		"complete-work at %d clients (`BENCH_PROFILE_LINE=create` or `read` profiles those instead; printed, and in the [profile](#profile) section).\n", b.s.ProfileClients)
 
 	p("\n## Machine\n\n")
 	p("| | |\n|---|---|\n")
@@ -270,7 +270,7 @@ func (b *bench) writeReport() error {
 		"after every run the harness checks that as many of them are completed (or created) as pgbench counted transactions, so no UPDATE silently missed.\n\n")
 	if b.s.Lines["create"] {
 		p("### POST /work: the limit (the row writes)\n\n```sql\n%s```\n\n", createWritesScript())
-		p("### POST /work: the mirror (store.CreateWork through runCommand)\n\nRound trip 1: BEGIN, the Idempotency-Key's advisory lock, its record; round trip 2: the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
+		p("### POST /work: the mirror (store.CreateWork through runCommand)\n\nOne round trip (a blind command: it reads nothing): BEGIN, the idempotency gate (the Idempotency-Key's advisory lock and the check that it has no record), the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
 	}
 	if b.s.Lines["complete"] {
 		p("### POST /work/{id}/complete: the limit (the row writes)\n\n```sql\n%s```\n\n", completeWritesScript())
@@ -311,8 +311,8 @@ func (b *bench) writeReport() error {
 	}
 
 	if b.profileTop != "" {
-		p("\n## Profile\n\nCPU profile of `accountable serve` during one more complete-work run at %d clients (not in the table: %s); flat, then cumulative:\n\n```\n%s```\n",
-			b.s.ProfileClients, b.profileRun, b.profileTop)
+		p("\n## Profile\n\nCPU profile of `accountable serve` during one more %s run at %d clients (not in the table: %s); flat, then cumulative:\n\n```\n%s```\n",
+			b.s.ProfileLine, b.s.ProfileClients, b.profileRun, b.profileTop)
 	}
 
 	p("\n## History\n\nOne row per `make bench` run (ratios, then the service's median rate).\n\n%s\n", historyStart)

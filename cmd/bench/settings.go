@@ -33,8 +33,10 @@ type settings struct {
 	Database string // the benchmark's own database on the same server, dropped and recreated
 	KeepDB   bool   // keep it after the run (it is dropped at the end otherwise)
 	Profile  bool   // capture a CPU profile of complete-work at ProfileClients clients
-	// ProfileClients is the client count of the profiled run.
+	// ProfileClients is the client count of the profiled run, ProfileLine its operation
+	// (complete, create or read).
 	ProfileClients int
+	ProfileLine    string
 	Out            string // the report
 	Bin            string // the accountable binary
 }
@@ -59,6 +61,7 @@ func loadSettings() (settings, error) {
 		KeepDB:          env("BENCH_KEEP_DB", "") == "1",
 		Profile:         env("BENCH_PROFILE", "") == "1",
 		ProfileClients:  envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
+		ProfileLine:     env("BENCH_PROFILE_LINE", "complete"),
 		Out:             env("BENCH_OUT", "docs/benchmarks.md"),
 		Bin:             env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
 		Lines:           map[string]bool{},

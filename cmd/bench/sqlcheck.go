@@ -27,14 +27,14 @@ type storeStatement struct {
 
 var (
 	createStatements = []storeStatement{
-		{"begin", "SELECT pg_try_advisory_xact_lock"}, {"begin", "SELECT operation"},
+		{"runBlind", "SELECT idempotency_gate"},
 		{"insertEventSQL", ""}, {"CreateWork", "INSERT INTO tasks"}, {"queueHead", "INSERT INTO ledger_heads"},
-		{"runOnce", "INSERT INTO idempotency_records"},
+		{"queueCommit", "INSERT INTO idempotency_records"},
 	}
 	completeStatements = []storeStatement{
 		{"begin", "SELECT pg_try_advisory_xact_lock"}, {"begin", "SELECT operation"}, {"begin", "SELECT version"},
 		{"CompleteWork", "UPDATE tasks"}, {"insertEventSQL", ""}, {"CompleteWork", "INSERT INTO receipts"},
-		{"queueHead", "UPDATE ledger_heads"}, {"runOnce", "INSERT INTO idempotency_records"},
+		{"queueHead", "UPDATE ledger_heads"}, {"queueCommit", "INSERT INTO idempotency_records"},
 	}
 )
 
