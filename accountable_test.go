@@ -1,6 +1,7 @@
 package accountable_test
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,20 @@ func TestTimesRoundTripAtStoredPrecision(t *testing.T) {
 	back, err := accountable.ParseTime(s)
 	if err != nil || !back.Equal(now) || len(s) != len("2026-11-22T06:41:50.953363Z") {
 		t.Fatalf("%s -> %v %v", s, back, err)
+	}
+}
+
+// Instants written by hand read exactly as time.Format writes them.
+func TestFormatTimeMatchesTheLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 5000 {
+		v := time.Unix(rng.Int64N(1<<37)-1<<36, rng.Int64N(1e9)).In(time.FixedZone("x", rng.IntN(50000)-25000))
+		want := v.UTC().Truncate(time.Microsecond).Format(accountable.TimeLayout)
+		if got := accountable.FormatTime(v); got != want {
+			t.Fatalf("%v: %s, want %s", v, got, want)
+		}
+		if got, _ := accountable.TimeOf(v).MarshalJSON(); string(got) != `"`+want+`"` {
+			t.Fatalf("%v: JSON %s, want %q", v, got, want)
+		}
 	}
 }

@@ -95,20 +95,28 @@ func (e *canonEncoder) value(v reflect.Value) error {
 		return nil
 	}
 	t := v.Type()
-	switch {
-	case t == rawMessageType:
+	kind := canonKindOf(t)
+	if kind == kindAddrMarshaler {
+		if v.CanAddr() {
+			return e.marshaler(v.Addr())
+		}
+		kind = kindPlain
+		if t.Implements(textMarshalerType) {
+			kind = kindTextMarshaler
+		}
+	}
+	switch kind {
+	case kindRaw:
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
 		return e.raw(v.Bytes())
-	case t == numberType:
+	case kindNumber:
 		return e.numberText(v.String())
-	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(marshalerType):
+	case kindMarshaler:
 		return e.marshaler(v)
-	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(marshalerType) && v.CanAddr():
-		return e.marshaler(v.Addr())
-	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(textMarshalerType):
+	case kindTextMarshaler:
 		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return err
@@ -163,6 +171,44 @@ func (e *canonEncoder) value(v reflect.Value) error {
 		return fmt.Errorf("%w: %s", ErrNotCanonicalizable, t)
 	}
 	return nil
+}
+
+// canonKind says how canonEncoder encodes values of a type beyond their reflect.Kind.
+type canonKind uint8
+
+const (
+	kindPlain         canonKind = iota
+	kindRaw                     // json.RawMessage: canonicalised text
+	kindNumber                  // json.Number: its text as a double
+	kindMarshaler               // implements json.Marshaler
+	kindAddrMarshaler           // its pointer implements json.Marshaler
+	kindTextMarshaler           // implements encoding.TextMarshaler: a string
+)
+
+// canonKinds caches canonKindOf: asking a type what it implements costs more than the
+// rest of encoding a small value.
+var canonKinds sync.Map // reflect.Type -> canonKind
+
+func canonKindOf(t reflect.Type) canonKind {
+	if k, ok := canonKinds.Load(t); ok {
+		return k.(canonKind)
+	}
+	k := kindPlain
+	direct := t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface
+	switch {
+	case t == rawMessageType:
+		k = kindRaw
+	case t == numberType:
+		k = kindNumber
+	case direct && t.Implements(marshalerType):
+		k = kindMarshaler
+	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(marshalerType):
+		k = kindAddrMarshaler
+	case direct && t.Implements(textMarshalerType):
+		k = kindTextMarshaler
+	}
+	canonKinds.Store(t, k)
+	return k
 }
 
 func (e *canonEncoder) nested(v reflect.Value) error {

@@ -1,15 +1,39 @@
 package accountable
 
-import (
-	"regexp"
-	"time"
-)
+import "time"
 
-var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$`)
+// IdempotencyKeyPattern is the specification's form of an Idempotency-Key.
+const IdempotencyKeyPattern = `^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$`
 
-// ValidIdempotencyKey reports whether k is a well-formed Idempotency-Key (1-200 characters,
-// the specification's pattern).
-func ValidIdempotencyKey(k string) bool { return idempotencyKeyPattern.MatchString(k) }
+// ValidIdempotencyKey reports whether k matches IdempotencyKeyPattern (1-200 characters).
+// (Checked by hand, as ValidUUID is; a test keeps the two in agreement.)
+func ValidIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 200 || !isAlphanumeric(k[0]) {
+		return false
+	}
+	return plainToken(k[1:])
+}
+
+func isAlphanumeric(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// plainToken reports whether every byte of s is one of [A-Za-z0-9._:/-] (the characters
+// of Idempotency-Keys and request ids).
+func plainToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case isAlphanumeric(c), c == '.', c == '_', c == ':', c == '/', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidRequestID reports whether a client's X-Request-Id may be echoed: 1-128 of the
+// characters of plainToken.
+func ValidRequestID(id string) bool { return len(id) >= 1 && len(id) <= 128 && plainToken(id) }
 
 // Idempotency identifies one command for safe replay: the workspace-scoped key the client
 // sent, the operation it was sent to and the digest of the canonical request. The same key

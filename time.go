@@ -16,7 +16,43 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // FormatTime renders t in TimeLayout.
-func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(TimeLayout) }
+func FormatTime(t time.Time) string { return string(appendTime(make([]byte, 0, 27), t)) }
+
+// appendTime appends t in TimeLayout, written digit by digit (instants are written many
+// times per request, and time.Format parses its layout every time); years outside
+// 0000-9999 go through time.Format. A test keeps the two in agreement.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Truncate(time.Microsecond).AppendFormat(b, TimeLayout)
+	}
+	hour, minute, second := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, second, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1000, 6)
+	return append(b, 'Z')
+}
+
+// appendDigits appends n (non-negative) in exactly width decimal digits.
+func appendDigits(b []byte, n, width int) []byte {
+	var d [8]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:width]...)
+}
 
 // ParseTime parses an RFC 3339 instant (any fraction) and normalises it to UTC.
 func ParseTime(s string) (time.Time, error) {
@@ -51,9 +87,9 @@ func (t Time) String() string { return FormatTime(t.Time) }
 
 // MarshalJSON renders t as a JSON string in TimeLayout.
 func (t Time) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(TimeLayout)+2)
+	b := make([]byte, 0, 29)
 	b = append(b, '"')
-	b = t.UTC().Truncate(time.Microsecond).AppendFormat(b, TimeLayout)
+	b = appendTime(b, t.Time)
 	return append(b, '"'), nil
 }
 

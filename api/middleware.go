@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +27,8 @@ const (
 	localCanonicalBody   = "canonicalBody"
 )
 
-// A client-supplied request id is echoed when it is short and plain; otherwise the server
-// makes one.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
+// A client-supplied request id is echoed when it is short and plain
+// (accountable.ValidRequestID); otherwise the server makes one.
 
 // requestID returns the request id of c, assigning one when the request has none yet
 // (requests rejected before any middleware ran, such as an oversized body).
@@ -39,7 +37,7 @@ func requestID(c *fiber.Ctx) string {
 		return id
 	}
 	id := c.Get(headerRequestID)
-	if !requestIDPattern.MatchString(id) {
+	if !accountable.ValidRequestID(id) {
 		id = uuid.NewString()
 	}
 	c.Locals(localRequestID, id)
