@@ -230,7 +230,7 @@ func (b *bench) writeReport() error {
 	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
 		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
 		"Idempotency-Key, every creation its own key. Work items are made through POST /work before they are timed.\n")
-	p("* Runs: %d per side and line, %s warm-up + %s measured; `CHECKPOINT` before every run; `VACUUM ANALYZE` after seeding.\n",
+	p("* Runs: %d per side and line, %s warm-up + %s measured; `CHECKPOINT` before every run; `VACUUM ANALYZE` after seeding; autovacuum off for the written tables (a vacuum starting in the middle of one run skewed that run alone).\n",
 		b.s.Runs, b.s.Warmup, b.s.Duration)
 
 	p("\n## Commands\n\n")
