@@ -110,6 +110,9 @@ func TestAuthFailuresAreLimitedPerAddressBeforeTheLookup(t *testing.T) {
 // gone stale; a wrong secret under its prefix is refused without a query.
 func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 	db := storetest.Open(t)
+	// The key exists before the cache listens: the announcement of its creation could
+	// otherwise reach the cache after the key was held, and drop it again.
+	tenant := storetest.NewTenant(t, db)
 	// Entries go stale at once: every use of the key is a query.
 	kc := store.NewKeyCache(db, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	kc.Start()
@@ -120,7 +123,6 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 		d.Keys = keys
 		c.AuthFailureRate, c.AuthFailureBurst = 0.2, 3
 	})
-	tenant := storetest.NewTenant(t, db)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		expect(t, e.do(request{method: "GET", path: "/credential", key: tenant.Key}), http.StatusOK, "")

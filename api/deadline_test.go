@@ -21,32 +21,21 @@ import (
 // would, until the test releases it.
 func holdTaskLock(t *testing.T, taskID string) (release func()) {
 	t.Helper()
-	ctx := context.Background()
-	conn := storetest.Conn(t)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM ledger_heads WHERE aggregate_type = 'task'
-		AND aggregate_id = $1 FOR UPDATE) l`, taskID).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("lock the task's head: %v (%d rows)", err, n)
-	}
-	released := false
-	release = func() {
-		if !released {
-			released = true
-			tx.Rollback(ctx) //nolint:errcheck
-		}
-	}
-	t.Cleanup(release)
-	return release
+	return holdLock(t, `SELECT count(*) FROM (SELECT 1 FROM ledger_heads WHERE aggregate_type = 'task'
+		AND aggregate_id = $1 FOR UPDATE) l`, taskID)
 }
 
 // holdTaskRowLock locks the task's row itself (not its head) from another session until
 // the test releases it: the completion's UPDATE, which rides in its first round trip,
 // waits for it.
 func holdTaskRowLock(t *testing.T, taskID string) (release func()) {
+	t.Helper()
+	return holdLock(t, `SELECT count(*) FROM (SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE) l`, taskID)
+}
+
+// holdLock runs lockSQL (which must lock exactly one row and count it) in a transaction
+// of another session, kept open until the release it returns is called.
+func holdLock(t *testing.T, lockSQL, taskID string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	conn := storetest.Conn(t)
@@ -55,8 +44,8 @@ func holdTaskRowLock(t *testing.T, taskID string) (release func()) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE) l`, taskID).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("lock the task's row: %v (%d rows)", err, n)
+	if err := tx.QueryRow(ctx, lockSQL, taskID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("lock: %v (%d rows)", err, n)
 	}
 	released := false
 	release = func() {

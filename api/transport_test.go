@@ -19,24 +19,32 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// dialSmallSendBuffer connects to e with a small send buffer, so that the kernel cannot
+// take the whole body while the server ignores it (loopback buffers would otherwise hide
+// the problem for a few MiB), and a deadline that bounds a server that neither reads nor
+// closes.
+func (e *env) dialSmallSendBuffer(deadline time.Duration) net.Conn {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		conn.Close()
+		e.t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(deadline)) //nolint:errcheck
+	return conn
+}
+
 // sendWholeBody writes the head and then the whole body before reading anything, as
 // Python's http.client and many other simple clients do, and then reads the answer. It
 // fails when the write or the read fails (a server that closes with unread data resets
 // the connection, and the client never sees its answer).
 func (e *env) sendWholeBody(head string, body io.Reader) (response, error) {
 	e.t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	conn := e.dialSmallSendBuffer(30 * time.Second)
 	defer conn.Close()
-	// A small send buffer, so that the kernel cannot take the whole body while the server
-	// ignores it (loopback buffers would otherwise hide the problem for a few MiB).
-	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
-		e.t.Fatal(err)
-	}
-	// Bounds a server that neither reads nor closes.
-	conn.SetDeadline(time.Now().Add(30 * time.Second)) //nolint:errcheck
 	if _, err := io.WriteString(conn, head); err != nil {
 		return response{}, fmt.Errorf("writing the head: %w", err)
 	}
@@ -123,15 +131,8 @@ func (zeros) Read(p []byte) (int, error) {
 // the test when the server neither reads nor closes within 20s (a hang).
 func (e *env) writeUntilRefused(head string, body io.Reader) (int64, time.Duration) {
 	e.t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	conn := e.dialSmallSendBuffer(20 * time.Second)
 	defer conn.Close()
-	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
-		e.t.Fatal(err)
-	}
-	conn.SetDeadline(time.Now().Add(20 * time.Second)) //nolint:errcheck
 	start := time.Now()
 	if _, err := io.WriteString(conn, head); err != nil {
 		e.t.Fatal(err)

@@ -195,13 +195,21 @@ func warnPrivilegedRole(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 // registerSearchAttributes makes sure the Temporal namespace knows the search attributes
 // the service's workflows carry, in the background (Temporal may be down at start).
 func registerSearchAttributes(lc fx.Lifecycle, cfg Config, tc client.Client, log *slog.Logger) {
+	inBackground(lc, func(ctx context.Context) {
+		worker.KeepSearchAttributesRegistered(ctx, tc, cfg.TemporalNamespace, log.With("component", "temporal"))
+	})
+}
+
+// inBackground runs fn in a goroutine from the app's start; at its stop, fn's context is
+// cancelled and the stop waits for fn to return.
+func inBackground(lc fx.Lifecycle, fn func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			go func() {
 				defer close(done)
-				worker.KeepSearchAttributesRegistered(ctx, tc, cfg.TemporalNamespace, log.With("component", "temporal"))
+				fn(ctx)
 			}()
 			return nil
 		},
@@ -233,30 +241,21 @@ func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 // (replays of expired keys are already ignored; this keeps the table small), in small
 // batches, by one replica at a time (the others find the janitor's lock taken).
 func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			go func() {
-				defer close(done)
-				t := time.NewTicker(time.Hour)
-				defer t.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-t.C:
-						if n, err := db.PurgeExpiredIdempotency(ctx, 500); err != nil {
-							log.Warn("purging expired idempotency records", "err", err)
-						} else if n > 0 {
-							log.Info("purged expired idempotency records", "count", n)
-						}
-					}
+	inBackground(lc, func(ctx context.Context) {
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n, err := db.PurgeExpiredIdempotency(ctx, 500); err != nil {
+					log.Warn("purging expired idempotency records", "err", err)
+				} else if n > 0 {
+					log.Info("purged expired idempotency records", "count", n)
 				}
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error { cancel(); <-done; return nil },
+			}
+		}
 	})
 }
 

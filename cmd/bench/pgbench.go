@@ -49,22 +49,48 @@ const scriptHead = `\set n :n + 1
 \set k :base + :client_id + :clients * :n
 `
 
-// createScript is CreateWork, a blind command (runBlind): one round trip of BEGIN, the
-// idempotency gate (the key's advisory lock and the check that it has no record), the
-// work.created event, the task, the new ledger head, the idempotency record and COMMIT.
-func createScript() string {
+// createWrites are the row writes of a creation: the work.created event, the task, its
+// new ledger head and the idempotency record.
+func createWrites() string {
 	task, event := idExpr(pgbCreateTask), idExpr(pgbCreateEvent)
-	return scriptHead + `\startpipeline
-BEGIN;
-SELECT idempotency_gate(:ws, 'pgbench-create-' || :k, :now);
-` + insertEvent(event, task, ":v1", ":created_type", ":created_payload", ":created_digest", "NULL", ":created_hash", "'pgbench-create-' || :k") + `
+	return insertEvent(event, task, ":v1", ":created_type", ":created_payload", ":created_digest", "NULL", ":created_hash", "'pgbench-create-' || :k") + `
 INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
 	initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
 	VALUES (:ws, ` + task + `::uuid, :title, :description, :todo, :priority, NULL, NULL, NULL, NULL, :metadata, NULL, :now, :now, :v1);
 INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
 	VALUES (:ws, :task_type, ` + task + `, :v1, ` + event + `::uuid, :created_hash, :now);
-` + insertIdempotency("'pgbench-create-' || :k", ":create_op", ":create_digest", ":create_response") + `
-COMMIT;
+` + insertIdempotency("'pgbench-create-' || :k", ":create_op", ":create_digest", ":create_response") + "\n"
+}
+
+// completeUpdate is a completion's version-checked UPDATE of the task; gate is the
+// condition the service adds to it (the prelude's idempotency gate), or "".
+func completeUpdate(gate string) string {
+	return `UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
+	WHERE workspace_id = :ws AND id = ` + idExpr(pgbPoolTask) + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact
+	  AND status IN ('todo', 'in_progress', 'blocked')` + gate + `
+	RETURNING ` + taskColumns + ";\n"
+}
+
+// completeWrites are the row writes of a completion after its UPDATE: the work.completed
+// event (chained to the head), the receipt, the moved head and the idempotency record.
+func completeWrites() string {
+	task, event, receipt := idExpr(pgbPoolTask), idExpr(pgbCompleteEvt), idExpr(pgbCompleteRcpt)
+	return insertEvent(event, task, ":v2", ":completed_type", ":completed_payload", ":completed_digest", ":created_hash", ":completed_hash", "'pgbench-complete-' || :k") + `
+INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
+	cost_cents, evidence, event_id, created_at) VALUES (:ws, ` + receipt + `::uuid, ` + task + `::uuid, :completed, :summary, :hours, :cost, :evidence, ` + event + `::uuid, :now);
+UPDATE ledger_heads SET version = :v2, event_id = ` + event + `::uuid, event_hash = :completed_hash, updated_at = :now
+	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `;
+` + insertIdempotency("'pgbench-complete-' || :k", ":complete_op", ":complete_digest", ":complete_response") + "\n"
+}
+
+// createScript is CreateWork, a blind command (runBlind): one round trip of BEGIN, the
+// idempotency gate (the key's advisory lock and the check that it has no record), the
+// work.created event, the task, the new ledger head, the idempotency record and COMMIT.
+func createScript() string {
+	return scriptHead + `\startpipeline
+BEGIN;
+SELECT idempotency_gate(:ws, 'pgbench-create-' || :k, :now);
+` + createWrites() + `COMMIT;
 \endpipeline
 `
 }
@@ -75,50 +101,28 @@ COMMIT;
 // writes with the COMMIT (the work.completed event, the receipt, the moved head, the
 // idempotency record).
 func completeScript() string {
-	task, event, receipt := idExpr(pgbPoolTask), idExpr(pgbCompleteEvt), idExpr(pgbCompleteRcpt)
 	return scriptHead + `\startpipeline
 BEGIN;
 SELECT pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0));
 SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
 	WHERE workspace_id = :ws AND key = 'pgbench-complete-' || :k AND expires_at > :now;
 SELECT version, event_id, event_hash FROM ledger_heads
-	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `
+	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + idExpr(pgbPoolTask) + `
 	  AND pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)) FOR UPDATE;
-UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
-	WHERE workspace_id = :ws AND id = ` + task + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact
-	  AND status IN ('todo', 'in_progress', 'blocked')
-	  AND (('pgbench-complete-' || :k)::text IS NULL OR pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)))
-	RETURNING ` + taskColumns + `;
-\endpipeline
+` + completeUpdate(`
+	  AND (('pgbench-complete-' || :k)::text IS NULL OR pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)))`) + `\endpipeline
 \startpipeline
-` + insertEvent(event, task, ":v2", ":completed_type", ":completed_payload", ":completed_digest", ":created_hash", ":completed_hash", "'pgbench-complete-' || :k") + `
-INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
-	cost_cents, evidence, event_id, created_at) VALUES (:ws, ` + receipt + `::uuid, ` + task + `::uuid, :completed, :summary, :hours, :cost, :evidence, ` + event + `::uuid, :now);
-UPDATE ledger_heads SET version = :v2, event_id = ` + event + `::uuid, event_hash = :completed_hash, updated_at = :now
-	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `;
-` + insertIdempotency("'pgbench-complete-' || :k", ":complete_op", ":complete_digest", ":complete_response") + `
-COMMIT;
+` + completeWrites() + `COMMIT;
 \endpipeline
 `
 }
 
 // createWritesScript is the limit of POST /work as DESIGN.md §6 defines it: the row writes
-// of a creation (the work.created event, the task, the new ledger head, the idempotency
-// record) in one transaction, prepared, one statement at a time, as pgbench runs a
-// transaction. The service also takes the idempotency key's lock and reads its record
-// before them, and sends them pipelined.
+// of a creation in one transaction, prepared, one statement at a time, as pgbench runs a
+// transaction. The service also passes the idempotency gate before them, and sends them
+// pipelined.
 func createWritesScript() string {
-	task, event := idExpr(pgbCreateTask), idExpr(pgbCreateEvent)
-	return scriptHead + `BEGIN;
-` + insertEvent(event, task, ":v1", ":created_type", ":created_payload", ":created_digest", "NULL", ":created_hash", "'pgbench-create-' || :k") + `
-INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
-	initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
-	VALUES (:ws, ` + task + `::uuid, :title, :description, :todo, :priority, NULL, NULL, NULL, NULL, :metadata, NULL, :now, :now, :v1);
-INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
-	VALUES (:ws, :task_type, ` + task + `, :v1, ` + event + `::uuid, :created_hash, :now);
-` + insertIdempotency("'pgbench-create-' || :k", ":create_op", ":create_digest", ":create_response") + `
-COMMIT;
-`
+	return scriptHead + "BEGIN;\n" + createWrites() + "COMMIT;\n"
 }
 
 // completeWritesScript is the limit of POST /work/{id}/complete as DESIGN.md §6 defines
@@ -127,20 +131,7 @@ COMMIT;
 // prepared, one statement at a time. The service also takes the idempotency key's lock,
 // reads its record and locks the task's head before them, and sends them pipelined.
 func completeWritesScript() string {
-	task, event, receipt := idExpr(pgbPoolTask), idExpr(pgbCompleteEvt), idExpr(pgbCompleteRcpt)
-	return scriptHead + `BEGIN;
-UPDATE tasks SET status = :completed, updated_at = :now, aggregate_version = aggregate_version + 1
-	WHERE workspace_id = :ws AND id = ` + task + `::uuid AND aggregate_version = :v1 AND updated_at = :seeded_at AND :exact
-	  AND status IN ('todo', 'in_progress', 'blocked')
-	RETURNING ` + taskColumns + `;
-` + insertEvent(event, task, ":v2", ":completed_type", ":completed_payload", ":completed_digest", ":created_hash", ":completed_hash", "'pgbench-complete-' || :k") + `
-INSERT INTO receipts (workspace_id, id, task_id, status, summary, measured_duration_hours,
-	cost_cents, evidence, event_id, created_at) VALUES (:ws, ` + receipt + `::uuid, ` + task + `::uuid, :completed, :summary, :hours, :cost, :evidence, ` + event + `::uuid, :now);
-UPDATE ledger_heads SET version = :v2, event_id = ` + event + `::uuid, event_hash = :completed_hash, updated_at = :now
-	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + task + `;
-` + insertIdempotency("'pgbench-complete-' || :k", ":complete_op", ":complete_digest", ":complete_response") + `
-COMMIT;
-`
+	return scriptHead + "BEGIN;\n" + completeUpdate("") + completeWrites() + "COMMIT;\n"
 }
 
 const taskColumns = `id, workspace_id, title, description, status, priority, due_date, initiative_id,

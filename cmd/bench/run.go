@@ -357,9 +357,13 @@ func (b *bench) noteRate(kind string, rate float64) {
 
 // --- HTTP workloads --------------------------------------------------------------------
 
-func jsonString(body []byte, key string) string {
+// jsonString returns the string value of the first "key": member in body.
+func jsonString(body []byte, key string) string { return stringMember(body, key, bytes.Index) }
+
+// stringMember returns the string value of the "key": member that find locates in body.
+func stringMember(body []byte, key string, find func(s, sep []byte) int) string {
 	marker := []byte(`"` + key + `":"`)
-	i := bytes.Index(body, marker)
+	i := find(body, marker)
 	if i < 0 {
 		return ""
 	}
@@ -410,16 +414,4 @@ func lastInt(body []byte, key string) int {
 }
 
 // lastString returns the string value of the last "key": member in body.
-func lastString(body []byte, key string) string {
-	marker := []byte(`"` + key + `":"`)
-	i := bytes.LastIndex(body, marker)
-	if i < 0 {
-		return ""
-	}
-	rest := body[i+len(marker):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return string(rest[:j])
-}
+func lastString(body []byte, key string) string { return stringMember(body, key, bytes.LastIndex) }
