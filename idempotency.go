@@ -46,3 +46,19 @@ type Idempotency struct {
 
 // IdempotencyRetention is how long a stored result answers replays.
 const IdempotencyRetention = 24 * time.Hour
+
+// Encoded is embedded in the results of commands: the JSON text the store made of a
+// result when it stored it for replays, so that the response does not encode the same
+// value again. It is never part of the JSON itself. It is kept only for a result as the
+// command first answered it (not for replays), and a result changed after the store
+// returned it must Forget it.
+type Encoded struct{ text []byte }
+
+// RememberJSON keeps text, the JSON encoding of the result it is embedded in.
+func (e *Encoded) RememberJSON(text []byte) { e.text = text }
+
+// EncodedJSON returns the kept encoding, or nil.
+func (e Encoded) EncodedJSON() []byte { return e.text }
+
+// Forget drops the kept encoding.
+func (e *Encoded) Forget() { e.text = nil }

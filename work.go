@@ -270,6 +270,7 @@ type WorkCreated struct {
 	EventRef
 	Duplicate bool `json:"duplicate"`
 	Task      Task `json:"task"`
+	Encoded   `json:"-"`
 }
 
 // Receipt is the completion receipt of a work item.
@@ -292,6 +293,7 @@ type WorkCompletion struct {
 	Duplicate bool    `json:"duplicate"`
 	Task      Task    `json:"task"`
 	Receipt   Receipt `json:"receipt"`
+	Encoded   `json:"-"`
 }
 
 // WorkCreatedPayload is the payload of a work.created event.

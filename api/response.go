@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"math"
@@ -36,8 +37,21 @@ func newMeta(c *fiber.Ctx) meta {
 	return m
 }
 
-// respond writes the success envelope.
+// respond writes the success envelope. A command's first answer carries the JSON the
+// store already made of it (accountable.Encoded), which is written as it is instead of
+// being encoded again; a replay is encoded anew.
 func respond(c *fiber.Ctx, status int, data any, m meta) error {
+	if enc, ok := data.(interface{ EncodedJSON() []byte }); ok && enc.EncodedJSON() != nil && (m.Duplicate == nil || !*m.Duplicate) {
+		metaJSON, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		text := enc.EncodedJSON()
+		body := make([]byte, 0, len(text)+len(metaJSON)+20)
+		body = append(append(append(append(append(body, `{"data":`...), text...), `,"meta":`...), metaJSON...), '}')
+		c.Status(status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	}
 	return c.Status(status).JSON(envelope{Data: data, Meta: m})
 }
 

@@ -300,7 +300,8 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if result, err = cmd.run(ctx, t); err != nil {
 		return result, false, 0, err
 	}
-	if err := queueCommit(t, result); err != nil {
+	encoded, err := queueCommit(t, result)
+	if err != nil {
 		return result, false, 0, err
 	}
 	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
@@ -308,20 +309,33 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	}
 	committed = true
 	db.metrics.appended(len(t.events))
-	return result, false, t.outbox, nil
+	return remember(result, encoded), false, t.outbox, nil
+}
+
+// remember keeps the JSON text of result in it when it embeds accountable.Encoded.
+func remember[T any](result T, text []byte) T {
+	if r, ok := any(&result).(interface{ RememberJSON([]byte) }); ok && text != nil {
+		r.RememberJSON(text)
+	}
+	return result
 }
 
 // queueCommit queues what every command ends with: the moved heads, the idempotency
-// record of the result, and the COMMIT.
-func queueCommit[T any](t *tx, result T) error {
+// record of the result, and the COMMIT. It returns the JSON text of the result when it
+// made one (for the record).
+func queueCommit[T any](t *tx, result T) ([]byte, error) {
 	for _, ref := range t.order {
 		queueHead(t, ref, t.heads[ref])
 	}
+	var data []byte
 	if idem := t.cc.Idempotency; idem != nil {
-		doc, err := json.Marshal(replayDocument[T]{Version: replayVersion, Data: result})
-		if err != nil {
-			return fmt.Errorf("store: encode the response document: %w", err)
+		var err error
+		if data, err = json.Marshal(result); err != nil {
+			return nil, fmt.Errorf("store: encode the response document: %w", err)
 		}
+		// The replay document {"v":1,"data":…}, as encoding/json writes replayDocument.
+		doc := make([]byte, 0, len(data)+16)
+		doc = append(append(append(doc, `{"v":`+strconv.Itoa(replayVersion)+`,"data":`...), data...), '}')
 		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
 				status, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7)
@@ -335,7 +349,7 @@ func queueCommit[T any](t *tx, result T) error {
 			t.cc.Now.Add(accountable.IdempotencyRetention))
 	}
 	t.batch.Queue("COMMIT")
-	return nil
+	return data, nil
 }
 
 // errGateClosed means a blind command found its idempotency key held by another request
@@ -356,14 +370,15 @@ func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command
 	if err != nil {
 		return result, err
 	}
-	if err := queueCommit(t, result); err != nil {
+	encoded, err := queueCommit(t, result)
+	if err != nil {
 		return result, err
 	}
 	err = conn.SendBatch(ctx, t.batch).Close()
 	if code := sqlState(err); code == "AW001" || code == "AW002" {
 		return result, errGateClosed
 	}
-	return result, err
+	return remember(result, encoded), err
 }
 
 // queueHead writes the moved head of ref: inserted for a new aggregate (a concurrent
