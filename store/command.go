@@ -282,10 +282,8 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 			return result, false, 0, err
 		}
 		// Another request holds the key, or the key has a record: the long way below says
-		// which (and runs the command after all if that has changed meanwhile).
-		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-			return result, false, 0, err
-		}
+		// which (and runs the command after all if that has changed meanwhile). The
+		// implicit transaction of the batch has ended with its failure.
 	}
 
 	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
@@ -300,7 +298,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if result, err = cmd.run(ctx, t); err != nil {
 		return result, false, 0, err
 	}
-	encoded, err := queueCommit(t, result)
+	encoded, err := queueCommit(t, result, true)
 	if err != nil {
 		return result, false, 0, err
 	}
@@ -321,9 +319,9 @@ func remember[T any](result T, text []byte) T {
 }
 
 // queueCommit queues what every command ends with: the moved heads, the idempotency
-// record of the result, and the COMMIT. It returns the JSON text of the result when it
-// made one (for the record).
-func queueCommit[T any](t *tx, result T) ([]byte, error) {
+// record of the result, and (for a transaction begun explicitly) the COMMIT. It returns
+// the JSON text of the result when it made one (for the record).
+func queueCommit[T any](t *tx, result T, explicit bool) ([]byte, error) {
 	for _, ref := range t.order {
 		queueHead(t, ref, t.heads[ref])
 	}
@@ -348,7 +346,9 @@ func queueCommit[T any](t *tx, result T) ([]byte, error) {
 			t.cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(doc), t.cc.Now,
 			t.cc.Now.Add(accountable.IdempotencyRetention))
 	}
-	t.batch.Queue("COMMIT")
+	if explicit {
+		t.batch.Queue("COMMIT")
+	}
 	return data, nil
 }
 
@@ -357,12 +357,12 @@ func queueCommit[T any](t *tx, result T) ([]byte, error) {
 var errGateClosed = errors.New("store: the idempotency key is in use or answered")
 
 // runBlind runs a blind command (one that reads nothing: it only creates) in one round
-// trip: BEGIN, the idempotency gate, the command's writes, the idempotency record and the
-// COMMIT. The gate takes the key's lock and checks that it has no record; if either
-// fails it aborts the transaction before any write runs, and runBlind answers
-// errGateClosed.
+// trip: the idempotency gate, the command's writes and the idempotency record, as one
+// batch, which PostgreSQL runs as one implicit transaction (a pipeline up to its Sync),
+// so no BEGIN and COMMIT are needed. The gate takes the key's lock and checks that it has
+// no record; if either fails it aborts the transaction before any write runs, and
+// runBlind answers errGateClosed.
 func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command[T]) (T, error) {
-	t.batch.Queue("BEGIN")
 	if idem := t.cc.Idempotency; idem != nil {
 		t.batch.Queue(`SELECT idempotency_gate($1, $2, $3)`, t.cc.WorkspaceID, idem.Key, t.cc.Now)
 	}
@@ -370,7 +370,7 @@ func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command
 	if err != nil {
 		return result, err
 	}
-	encoded, err := queueCommit(t, result)
+	encoded, err := queueCommit(t, result, false)
 	if err != nil {
 		return result, err
 	}
@@ -445,18 +445,17 @@ func replay[T any](s *storedRecord, idem *accountable.Idempotency) (T, error) {
 }
 
 // begin opens the transaction and, in the same round trip, takes the idempotency key's
-// lock without waiting, reads its record and locks the declared heads. The record is read
-// by a statement after the lock, so under READ COMMITTED it sees a record committed by the
-// previous holder of the lock.
+// lock without waiting, reads its record (idempotency_claim, migration 005) and locks the
+// declared heads. The record is read by a query after the lock, so under READ COMMITTED
+// it sees a record committed by the previous holder of the lock.
 func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelude)) (*storedRecord, error) {
 	cc := t.cc
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	idem := cc.Idempotency
 	if idem != nil {
-		b.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 0))`, cc.WorkspaceID, idem.Key)
-		b.Queue(`SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
-			WHERE workspace_id = $1 AND key = $2 AND expires_at > $3`, cc.WorkspaceID, idem.Key, cc.Now)
+		b.Queue(`SELECT locked, operation, request_digest, status, workflow_id, response FROM idempotency_claim($1, $2, $3)`,
+			cc.WorkspaceID, idem.Key, cc.Now)
 	}
 	locks = slices.Clone(locks)
 	slices.SortFunc(locks, func(a, b aggregateRef) int {
@@ -492,20 +491,16 @@ func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelu
 	var stored *storedRecord
 	if idem != nil {
 		var locked bool
-		if err := br.QueryRow().Scan(&locked); err != nil {
+		var operation, digest, status, response *string
+		var s storedRecord
+		if err := br.QueryRow().Scan(&locked, &operation, &digest, &status, &s.workflowID, &response); err != nil {
 			return nil, err
 		}
 		if !locked {
 			return nil, errIdempotencyInProgress(idem.Key)
 		}
-		var s storedRecord
-		var response *string
-		err := br.QueryRow().Scan(&s.operation, &s.digest, &s.status, &s.workflowID, &response)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return nil, err
-		default:
+		if operation != nil { // the key has a live record
+			s.operation, s.digest, s.status = *operation, *digest, *status
 			if response != nil {
 				s.response = []byte(*response)
 			}

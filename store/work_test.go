@@ -232,3 +232,28 @@ func TestBlindCommandsAreGatedByTheirKey(t *testing.T) {
 		t.Fatalf("%d tasks, want 3", n)
 	}
 }
+
+// A blind command's round trip is one implicit transaction: when a statement fails after
+// the writes before it ran, none of them is kept (no task, no event, no head, no record).
+func TestBlindCommandsAreAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	conn := storetest.Conn(t)
+	for _, idem := range []*accountable.Idempotency{nil, {Key: "doomed", Operation: "test", RequestDigest: "sha256:aa"}} {
+		id, err := store.BlindCreateThenFail(ctx, db, p, idem)
+		if err == nil {
+			t.Fatal("the failing statement did not fail the command")
+		}
+		var rows int
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM tasks WHERE id = $1)
+			+ (SELECT count(*) FROM ledger_events WHERE aggregate_id = $1::text)
+			+ (SELECT count(*) FROM ledger_heads WHERE aggregate_id = $1::text)
+			+ (SELECT count(*) FROM idempotency_records WHERE workspace_id = $2 AND key = 'doomed')`, id, p.WorkspaceID).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != 0 {
+			t.Fatalf("a failed blind command left %d rows (key %v)", rows, idem)
+		}
+	}
+}

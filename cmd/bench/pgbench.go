@@ -83,29 +83,26 @@ UPDATE ledger_heads SET version = :v2, event_id = ` + event + `::uuid, event_has
 ` + insertIdempotency("'pgbench-complete-' || :k", ":complete_op", ":complete_digest", ":complete_response") + "\n"
 }
 
-// createScript is CreateWork, a blind command (runBlind): one round trip of BEGIN, the
-// idempotency gate (the key's advisory lock and the check that it has no record), the
-// work.created event, the task, the new ledger head, the idempotency record and COMMIT.
+// createScript is CreateWork, a blind command (runBlind): one round trip, one implicit
+// transaction, of the idempotency gate (the key's advisory lock and the check that it has
+// no record), the work.created event, the task, the new ledger head and the idempotency
+// record.
 func createScript() string {
 	return scriptHead + `\startpipeline
-BEGIN;
 SELECT idempotency_gate(:ws, 'pgbench-create-' || :k, :now);
-` + createWrites() + `COMMIT;
-\endpipeline
+` + createWrites() + `\endpipeline
 `
 }
 
-// completeScript is CompleteWork: round trip 1 is begin (BEGIN, advisory lock, idempotency
-// record, the task's ledger head FOR UPDATE) with the command's prelude, the
+// completeScript is CompleteWork: round trip 1 is begin (BEGIN, the idempotency claim: the
+// key's advisory lock and its record, the task's ledger head FOR UPDATE) with the command's prelude, the
 // version-checked UPDATE of the task (gated by the key's lock); round trip 2 the queued
 // writes with the COMMIT (the work.completed event, the receipt, the moved head, the
 // idempotency record).
 func completeScript() string {
 	return scriptHead + `\startpipeline
 BEGIN;
-SELECT pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0));
-SELECT operation, request_digest, status, workflow_id, response::text FROM idempotency_records
-	WHERE workspace_id = :ws AND key = 'pgbench-complete-' || :k AND expires_at > :now;
+SELECT locked, operation, request_digest, status, workflow_id, response FROM idempotency_claim(:ws, 'pgbench-complete-' || :k, :now);
 SELECT version, event_id, event_hash FROM ledger_heads
 	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + idExpr(pgbPoolTask) + `
 	  AND pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)) FOR UPDATE;

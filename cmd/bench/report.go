@@ -270,12 +270,12 @@ func (b *bench) writeReport() error {
 		"after every run the harness checks that as many of them are completed (or created) as pgbench counted transactions, so no UPDATE silently missed.\n\n")
 	if b.s.Lines["create"] {
 		p("### POST /work: the limit (the row writes)\n\n```sql\n%s```\n\n", createWritesScript())
-		p("### POST /work: the mirror (store.CreateWork through runCommand)\n\nOne round trip (a blind command: it reads nothing): BEGIN, the idempotency gate (the Idempotency-Key's advisory lock and the check that it has no record), the work.created event, the task, its new ledger head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", createScript())
+		p("### POST /work: the mirror (store.CreateWork through runCommand)\n\nOne round trip and one implicit transaction (a blind command: it reads nothing): the idempotency gate (the Idempotency-Key's advisory lock and the check that it has no record), the work.created event, the task, its new ledger head, the idempotency record.\n\n```sql\n%s```\n\n", createScript())
 	}
 	if b.s.Lines["complete"] {
 		p("### POST /work/{id}/complete: the limit (the row writes)\n\n```sql\n%s```\n\n", completeWritesScript())
 		p("### POST /work/{id}/complete: the mirror (store.CompleteWork through runCommand)\n\n"+
-			"Round trip 1: BEGIN, the advisory lock, the idempotency record, the task's ledger head `FOR UPDATE`, and the command's prelude: the version-checked UPDATE of the task (gated by the key's lock); "+
+			"Round trip 1: BEGIN, the idempotency claim (the advisory lock and the record), the task's ledger head `FOR UPDATE`, and the command's prelude: the version-checked UPDATE of the task (gated by the key's lock); "+
 			"round trip 2: the work.completed event (chained to the head), the receipt, the moved head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", completeScript())
 	}
 

@@ -32,7 +32,7 @@ var (
 		{"queueCommit", "INSERT INTO idempotency_records"},
 	}
 	completeStatements = []storeStatement{
-		{"begin", "SELECT pg_try_advisory_xact_lock"}, {"begin", "SELECT operation"}, {"begin", "SELECT version"},
+		{"begin", "SELECT locked"}, {"begin", "SELECT version"},
 		{"CompleteWork", "UPDATE tasks"}, {"insertEventSQL", ""}, {"CompleteWork", "INSERT INTO receipts"},
 		{"queueHead", "UPDATE ledger_heads"}, {"queueCommit", "INSERT INTO idempotency_records"},
 	}
