@@ -48,7 +48,7 @@ func loadSettings() (settings, error) {
 	s := settings{
 		Duration:        envDuration("BENCH_DURATION", 10*time.Second, &errs),
 		Warmup:          envDuration("BENCH_WARMUP", 2*time.Second, &errs),
-		Runs:            envInt("BENCH_RUNS", 3, &errs),
+		Runs:            envInt("BENCH_RUNS", 5, &errs),
 		CompleteClients: envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
 		CreateClients:   envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
 		ReadClients:     envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
