@@ -108,6 +108,9 @@ func (t Task) Version() TaskVersion {
 	return TaskVersion{AggregateVersion: t.AggregateVersion, UpdatedAt: t.UpdatedAt.Time}
 }
 
+// NoTaskVersion is the version a foreign version token names: no task has it.
+var NoTaskVersion = TaskVersion{AggregateVersion: -1}
+
 // TaskVersion identifies one version of a task for optimistic concurrency.
 type TaskVersion struct {
 	AggregateVersion int64
@@ -200,7 +203,7 @@ func countSet[T any](ps ...*T) int {
 // both are given they must describe the same version.
 type CompleteWork struct {
 	TaskID                   string   `json:"-"`
-	VersionToken             *string  `json:"version_token,omitzero" minLength:"1" maxLength:"512"`
+	VersionToken             *string  `json:"version_token,omitzero" minLength:"1"`
 	ExpectedUpdatedAt        *Time    `json:"expected_updated_at,omitzero"`
 	ExpectedAggregateVersion *int64   `json:"expected_aggregate_version,omitzero" minimum:"0"`
 	Summary                  *string  `json:"summary,omitzero" maxLength:"4000"`
@@ -227,11 +230,14 @@ func (c CompleteWork) expected() (TaskVersion, Issues) {
 	var is Issues
 	var fromToken, fromFields *TaskVersion
 	if c.VersionToken != nil {
-		if v, ok := ParseVersionToken(*c.VersionToken); ok {
-			fromToken = &v
-		} else {
-			is.Add("/version_token", "is not a version token; copy data.concurrency.version_token of GET /work/{taskId} unchanged")
+		// The token is opaque to clients: one this service did not make names no version
+		// of the task, so it is stale (409 task_version_stale with the current version),
+		// as the specification's only rule for it (minLength 1) lets a client expect.
+		v, ok := ParseVersionToken(*c.VersionToken)
+		if !ok {
+			v = NoTaskVersion
 		}
+		fromToken = &v
 	}
 	switch {
 	case c.ExpectedUpdatedAt != nil && c.ExpectedAggregateVersion != nil:

@@ -27,7 +27,7 @@ func checkRefusal(t *testing.T, body []byte, err error) {
 // decodeCommand decodes and validates a body as the operation with input In would.
 func decodeCommand[In any](body []byte) (*In, error) {
 	in := new(In)
-	if _, err := decodeJSONBody(body, scopedBody(reflect.TypeFor[In]()), in); err != nil {
+	if _, err := decodeJSONBody(body, scopedBody(reflect.TypeFor[In]()), in, false); err != nil {
 		return nil, err
 	}
 	if v, ok := any(in).(validator); ok {
@@ -71,8 +71,11 @@ func FuzzCompleteWorkBody(f *testing.F) {
 		if c := cmd.CostCents; c != nil && (*c < 0 || *c > accountable.MaxCompletionCostCents) {
 			t.Fatalf("cost %v accepted", *c)
 		}
+		// A usable version, or the version no task has (a version_token this service did
+		// not make: stale).
 		v, err := cmd.Expected()
-		if err != nil || v.AggregateVersion < 0 || v.UpdatedAt.IsZero() {
+		foreign := v == accountable.NoTaskVersion && cmd.VersionToken != nil
+		if err != nil || (!foreign && (v.AggregateVersion < 0 || v.UpdatedAt.IsZero())) {
 			t.Fatalf("accepted without a usable version: %+v %v", v, err)
 		}
 		if len(cmd.Evidence) > 0 && cmd.Evidence[0] != '{' {
@@ -117,4 +120,28 @@ func FuzzCreateWorkBody(f *testing.F) {
 			t.Fatalf("accepted a body with no canonical form: %v", err)
 		}
 	})
+}
+
+// A closed body refuses members it does not know, at their JSON Pointer; an open one
+// skips them after the same checks of their text.
+func TestClosedAndOpenBodies(t *testing.T) {
+	scoped := scopedBody(reflect.TypeFor[accountable.CreateWork]())
+	body := []byte(`{"title":"x","user_id":"someone","extra":{"deep":[1,2,{"a":null}]}}`)
+	var open accountable.CreateWork
+	if _, err := decodeJSONBody(body, scoped, &open, false); err != nil || open.Title != "x" {
+		t.Fatalf("open body: %+v %v", open, err)
+	}
+	var closed accountable.CreateWork
+	_, err := decodeJSONBody(body, scoped, &closed, true)
+	var ae *accountable.Error
+	if !errors.As(err, &ae) || ae.Code != accountable.ECodeValidationFailed ||
+		ae.Details["issues"].(accountable.Issues)[0].Path != "/user_id" {
+		t.Fatalf("closed body: %v", err)
+	}
+	// Unknown members are still JSON the ledger could hash: duplicate names are refused.
+	var in accountable.CreateWork
+	_, err = decodeJSONBody([]byte(`{"title":"x","extra":{"a":1,"a":2}}`), scoped, &in, false)
+	if !errors.As(err, &ae) || ae.Code != accountable.ECodeInvalidJSON {
+		t.Fatalf("duplicate names in an unknown member: %v", err)
+	}
 }

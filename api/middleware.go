@@ -109,8 +109,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		return err
 	}
 	s.usage.touch(k.ID)
-	p := accountable.Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix}
-	c.Locals(localPrincipal, p)
+	c.Locals(localPrincipal, k.Principal())
 	c.Locals(localAPIKey, k)
 	if ws := c.Query("workspace_id"); ws != "" {
 		if err := s.selectWorkspace(c, "workspace_id", ws); err != nil {

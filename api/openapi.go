@@ -36,8 +36,10 @@ type documentBuilder struct {
 	reflector   jsonschema.Reflector
 	definitions map[string]jsonschema.Schema
 	names       map[string]reflect.Type
-	// scopedBodies are the request body components, which also take workspace_id.
+	// scopedBodies are the request body components, which also take workspace_id;
+	// closed says which of them refuse unknown members (Operation.ClosedBody).
 	scopedBodies []string
+	closed       map[string]bool
 }
 
 func newDocumentBuilder() *documentBuilder {
@@ -191,6 +193,7 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 		schemas[name] = m
 	}
 	for _, name := range b.scopedBodies {
+		openBody(schemas[name].(map[string]any), b.closed[name])
 		addWorkspaceProperty(schemas[name].(map[string]any))
 	}
 	meta := schemas["Meta"].(map[string]any)
@@ -221,6 +224,14 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 	}
 	normalizeSchemas(doc)
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// openBody lets a request body schema take members it does not list, unless the
+// operation's body is closed (the decoder ignores them; see Operation.ClosedBody).
+func openBody(s map[string]any, closed bool) {
+	if !closed {
+		delete(s, "additionalProperties")
+	}
 }
 
 // addWorkspaceProperty adds to a request body schema the workspace_id every body may carry.
@@ -319,13 +330,19 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			"application/json": map[string]any{"schema": s}}}
 		if name, ok := strings.CutPrefix(fmt.Sprint(s["$ref"]), schemasPrefix); ok {
 			b.scopedBodies = append(b.scopedBodies, name)
+			if b.closed == nil {
+				b.closed = map[string]bool{}
+			}
+			b.closed[name] = b.closed[name] || o.ClosedBody
 		} else {
+			openBody(s, o.ClosedBody)
 			addWorkspaceProperty(s)
 		}
 	}
 	if !o.hasBody && o.Method != "GET" {
 		// A command without members of its own still takes {} (or nothing), and workspace_id.
 		empty := map[string]any{"type": "object", "additionalProperties": false}
+		openBody(empty, o.ClosedBody)
 		addWorkspaceProperty(empty)
 		entry["requestBody"] = map[string]any{"required": false, "content": map[string]any{
 			"application/json": map[string]any{"schema": empty}}}

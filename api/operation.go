@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
@@ -23,7 +25,7 @@ import (
 //
 // where the handler is func(*call, *In) (Out, error). From that one declaration come the
 // route on both mounts, the request handling (path and query parameters bound and
-// checked, the body decoded with unknown members refused, the rules of the In type
+// checked, the body decoded (unknown members ignored, or refused for a ClosedBody), the rules of the In type
 // checked by its Validate method, the idempotency key read and fingerprinted, the
 // request's deadline) and the operation's entry in the OpenAPI document (parameters,
 // request body and responses are generated from In and Out). A handler never sees a
@@ -42,6 +44,12 @@ type Operation struct {
 	Description string
 	// Public operations are account-free: no credential, no workspace.
 	Public bool
+	// ClosedBody refuses body members the operation does not know (400
+	// validation_failed at the member), where the specification says "no extra
+	// properties". Other bodies ignore members they do not know, as the specification's
+	// caller-supplied user_id ("never used; the authenticated identity is used") and the
+	// fields of newer clients require.
+	ClosedBody bool
 	// Status answers a first request (201 created, 202 accepted); 200 when zero. Replays
 	// always answer 200.
 	Status int
@@ -200,11 +208,11 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 		return err
 	}
 	if d.hasBody {
-		if err := s.decodeBody(c, d.scoped, in); err != nil {
+		if err := s.decodeBody(c, d, in); err != nil {
 			return err
 		}
 	} else if d.Method != fiber.MethodGet && len(c.fiber.Request().Body()) > 0 {
-		if err := s.decodeBody(c, d.scoped, &struct{}{}); err != nil {
+		if err := s.decodeBody(c, d, &struct{}{}); err != nil {
 			return err
 		}
 	}
@@ -262,12 +270,13 @@ func scopedBody(body reflect.Type) reflect.Type {
 	})
 }
 
-// decodeBody decodes the JSON object body into dst in one pass: unknown members, duplicate
-// names, invalid UTF-8 and values of the wrong type are refused. An empty body is taken as
+// decodeBody decodes the JSON object body into dst in one pass: duplicate names, invalid
+// UTF-8 and values of the wrong type are refused, and so are unknown members of a
+// ClosedBody (others are skipped, after the same checks of their text). An empty body is taken as
 // {} (commands whose members are all optional accept it). A body workspace_id re-scopes
 // the request. The body is taken as sent: no Content-Encoding is accepted (Fiber's Body()
 // would decompress it without bound, past the body limit).
-func (s *Server) decodeBody(c *call, scopedType reflect.Type, dst any) error {
+func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 	fc := c.fiber
 	body := fc.Request().Body()
 	if len(body) > 0 && !isJSON(fc.Get(fiber.HeaderContentType)) {
@@ -276,7 +285,7 @@ func (s *Server) decodeBody(c *call, scopedType reflect.Type, dst any) error {
 	if len(body) > 0 && contentEncoded(fc) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body uncompressed, without a Content-Encoding.")
 	}
-	ws, err := decodeJSONBody(body, scopedType, dst)
+	ws, err := decodeJSONBody(body, d.scoped, dst, d.ClosedBody)
 	if err != nil {
 		return err
 	}
@@ -290,8 +299,8 @@ func (s *Server) decodeBody(c *call, scopedType reflect.Type, dst any) error {
 }
 
 // decodeJSONBody decodes body into dst (through its scoped type) and returns the body's
-// workspace_id.
-func decodeJSONBody(body []byte, scopedType reflect.Type, dst any) (*string, error) {
+// workspace_id. closed refuses unknown members.
+func decodeJSONBody(body []byte, scopedType reflect.Type, dst any, closed bool) (*string, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
 		body = []byte("{}")
@@ -300,10 +309,49 @@ func decodeJSONBody(body []byte, scopedType reflect.Type, dst any) (*string, err
 	}
 	scoped := reflect.New(scopedType)
 	scoped.Elem().Field(0).Set(reflect.ValueOf(dst))
-	if err := jsonv2.Unmarshal(body, scoped.Interface(), jsonv2.RejectUnknownMembers(true)); err != nil {
+	opts := openBodyOptions
+	if closed {
+		opts = closedBodyOptions
+	}
+	if err := jsonv2.Unmarshal(body, scoped.Interface(), opts); err != nil {
 		return nil, decodeError(err)
 	}
 	return scoped.Elem().Field(1).Interface().(*string), nil
+}
+
+// The decoding options of request bodies: integer members take integral numbers, and a
+// closed body refuses unknown members.
+var (
+	openBodyOptions   = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(unmarshalIntegral))
+	closedBodyOptions = jsonv2.JoinOptions(openBodyOptions, jsonv2.RejectUnknownMembers(true))
+)
+
+// errNotIntegral is the issue of an integer member given a fraction or a number beyond
+// the integers a double holds exactly.
+var errNotIntegral = errors.New("must be an integer")
+
+// unmarshalIntegral lets an integer member take any JSON number with an integral value
+// (1500.0, 1.5e3), as JSON Schema's integer does: clients whose numbers are doubles
+// (Python's float, JavaScript) may write them so. Anything but a number is left to the
+// default decoding (and its type error).
+func unmarshalIntegral(dec *jsontext.Decoder, v *int64) error {
+	if dec.PeekKind() != '0' {
+		return errors.ErrUnsupported
+	}
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.ParseInt(string(val), 10, 64); err == nil {
+		*v = n
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(val), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return errNotIntegral
+	}
+	*v = int64(f)
+	return nil
 }
 
 // decodeError turns a decoding failure into invalid_json (the text is not one well-formed

@@ -290,7 +290,6 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"null title", post("/work", nil, "k1", map[string]any{"title": nil}), 400, accountable.ECodeValidationFailed, "/title"},
 		{"title wrong type", post("/work", nil, "k1", map[string]any{"title": 5}), 400, accountable.ECodeValidationFailed, "/title"},
 		{"title too long", post("/work", nil, "k1", map[string]any{"title": strings.Repeat("x", 501)}), 400, accountable.ECodeValidationFailed, "/title"},
-		{"unknown field", post("/work", nil, "k1", map[string]any{"title": "x", "user_id": "me"}), 400, accountable.ECodeValidationFailed, ""},
 		{"bad priority", post("/work", nil, "k1", map[string]any{"title": "x", "priority": "asap"}), 400, accountable.ECodeValidationFailed, "/priority"},
 		{"negative estimate", post("/work", nil, "k1", map[string]any{"title": "x", "estimated_cost_cents": -1}), 400, accountable.ECodeValidationFailed, "/estimated_cost_cents"},
 		{"partial initiative trio", post("/work", nil, "k1", map[string]any{"title": "x", "initiative_id": id}), 400, accountable.ECodeValidationFailed, "/initiative_id"},
@@ -306,7 +305,11 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"no concurrency input", complete(map[string]any{"summary": "x"}), 400, accountable.ECodeValidationFailed, "/version_token"},
 		{"empty body", complete(""), 400, accountable.ECodeValidationFailed, "/version_token"},
 		{"empty token", complete(map[string]any{"version_token": ""}), 400, accountable.ECodeValidationFailed, "/version_token"},
-		{"forged token", complete(map[string]any{"version_token": "bm90LWEtdG9rZW4"}), 400, accountable.ECodeValidationFailed, "/version_token"},
+		{"forged token", complete(map[string]any{"version_token": "bm90LWEtdG9rZW4"}), 409, accountable.ECodeTaskVersionStale, ""},
+		{"foreign token", complete(map[string]any{"version_token": "stale"}), 409, accountable.ECodeTaskVersionStale, ""},
+		{"foreign token beside a pair", complete(map[string]any{"version_token": "stale", "expected_updated_at": "2026-01-01T00:00:00Z", "expected_aggregate_version": 1}), 400, accountable.ECodeValidationFailed, "/version_token"},
+		{"fractional estimate", post("/work", nil, "k1", `{"title":"x","estimated_cost_cents":12.5}`), 400, accountable.ECodeValidationFailed, "/estimated_cost_cents"},
+		{"estimate beyond exact integers", post("/work", nil, "k1", `{"title":"x","estimated_cost_cents":1e300}`), 400, accountable.ECodeValidationFailed, "/estimated_cost_cents"},
 		{"half of the pair", complete(map[string]any{"expected_aggregate_version": 1}), 400, accountable.ECodeValidationFailed, "/expected_updated_at"},
 		{"negative version", complete(map[string]any{"expected_updated_at": "2026-01-01T00:00:00Z", "expected_aggregate_version": -1}), 400, accountable.ECodeValidationFailed, "/expected_aggregate_version"},
 		{"bad updated_at", complete(map[string]any{"expected_updated_at": "yesterday", "expected_aggregate_version": 1}), 400, accountable.ECodeValidationFailed, "/expected_updated_at"},
@@ -317,7 +320,6 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"cost too large", complete(withToken(map[string]any{"cost_cents": 100000001})), 400, accountable.ECodeValidationFailed, "/cost_cents"},
 		{"fractional cost", complete(withToken(map[string]any{"cost_cents": 1.5})), 400, accountable.ECodeValidationFailed, "/cost_cents"},
 		{"evidence not an object", complete(withToken(map[string]any{"evidence": []int{1}})), 400, accountable.ECodeValidationFailed, "/evidence"},
-		{"unknown completion field", complete(withToken(map[string]any{"status": "completed"})), 400, accountable.ECodeValidationFailed, ""},
 		{"bad task id", post("/work/{taskId}/complete", map[string]string{"taskId": "12345"}, "", withToken(nil)), 400, accountable.ECodeValidationFailed, "taskId"},
 		{"bad completion key", complete(withToken(nil), "Idempotency-Key", "has space"), 400, accountable.ECodeIdempotencyKeyInvalid, ""},
 	}
@@ -412,5 +414,56 @@ func TestIdempotencyKeyInProgressWhileTheFirstWaitsForTheRow(t *testing.T) {
 	expect(t, r, http.StatusOK, "")
 	if r.meta()["duplicate"] != true {
 		t.Fatalf("not a replay: %s", r.raw)
+	}
+}
+
+// Members a body does not know are ignored (the specification: "A caller-supplied user_id
+// is never used; the authenticated identity is used"); integer members take integral
+// numbers written as doubles; an agent's key records its commands as the agent's.
+func TestBodiesIgnoreUnknownMembersAndActorsAreTheKeys(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	other := "0190c0de-0000-7000-8000-00000000beef"
+
+	r := e.do(request{method: "POST", path: "/work", key: tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("unknown")},
+		body: `{"title":"Ignore what is not ours","user_id":"` + other + `","assignee":{"name":"bob"},"estimated_cost_cents":1500.0}`})
+	expect(t, r, http.StatusCreated, "")
+	task := r.data()["task"].(map[string]any)
+	if task["estimated_cost_cents"] != 1500.0 {
+		t.Fatalf("estimated_cost_cents 1500.0 became %v", task["estimated_cost_cents"])
+	}
+	if _, ok := task["assignee"]; ok {
+		t.Fatalf("an unknown member was kept: %s", r.raw)
+	}
+	id := r.data()["taskId"].(string)
+	token := getWork(t, e, tenant.Key, id)["concurrency"].(map[string]any)["version_token"]
+	r = e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: tenant.Key,
+		headers: map[string]string{"Idempotency-Key": uniqueKey("unknown")},
+		body:    map[string]any{"version_token": token, "user_id": other, "status": "cancelled", "cost_cents": 2.5e2}})
+	expect(t, r, http.StatusOK, "")
+	if r.data()["receipt"].(map[string]any)["cost_cents"] != 250.0 || r.data()["task"].(map[string]any)["status"] != "completed" {
+		t.Fatalf("completion: %s", r.raw)
+	}
+
+	// An agent's key of the same user and workspace.
+	agent, err := e.db.CreateKey(t.Context(), store.CreateKeyRequest{Name: "bot", UserEmail: tenant.Principal.UserEmail,
+		WorkspaceID: tenant.Principal.WorkspaceID, AgentName: "release-bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentTask := createWork(t, e, agent.Key, "Made by an agent")
+
+	events := e.streamEvents(tenant.Key, "aggregate_type=task", 3)
+	if len(events) != 3 {
+		t.Fatalf("%d task events, want 3", len(events))
+	}
+	for _, ev := range events {
+		wantType, wantID := "human", tenant.Principal.UserID
+		if ev["aggregateId"] == agentTask {
+			wantType, wantID = "agent", "release-bot"
+		}
+		if ev["actorType"] != wantType || ev["actorId"] != wantID {
+			t.Errorf("%s of %s recorded as %v %v, want %s %s", ev["eventType"], ev["aggregateId"], ev["actorType"], ev["actorId"], wantType, wantID)
+		}
 	}
 }
