@@ -181,7 +181,9 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
 		}
 	}
-	k, hash, err := s.deps.Keys.KeyByPrefix(c.UserContext(), prefix)
+	ctx, cancel := s.lookupContext(c)
+	defer cancel()
+	k, hash, err := s.deps.Keys.KeyByPrefix(ctx, prefix)
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
 		return k, s.authFailed(budget, !known, msgInvalidKey)
 	}
@@ -221,6 +223,13 @@ func clientAddress(ip net.IP) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
+// lookupContext bounds the lookups of authentication and workspace selection, which run
+// before the operation's own deadline does: the read deadline, also while they wait for a
+// pooled connection (statement_timeout does not cover that wait).
+func (s *Server) lookupContext(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
+}
+
 // selectWorkspace scopes the request to workspace id, which the caller's user must be a
 // member of; otherwise it is a not_found like any unknown resource.
 func (s *Server) selectWorkspace(c *fiber.Ctx, field, id string) error {
@@ -232,7 +241,9 @@ func (s *Server) selectWorkspace(c *fiber.Ctx, field, id string) error {
 	if id == p.WorkspaceID {
 		return nil
 	}
-	ok, err := s.deps.Keys.IsMember(c.UserContext(), p.UserID, id)
+	ctx, cancel := s.lookupContext(c)
+	defer cancel()
+	ok, err := s.deps.Keys.IsMember(ctx, p.UserID, id)
 	if err != nil {
 		if accountable.ErrorCode(err) == accountable.ECodeLedgerUnavailable {
 			return accountable.Errorf(accountable.ECodeAuthorizationUnavailable, "The workspace authorization could not be resolved; retry later.")

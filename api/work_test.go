@@ -111,6 +111,12 @@ func TestCreateReadAndCompleteWork(t *testing.T) {
 	same.body = `{ "correlation_id":"conv-1", "estimated_cost_cents":1200, "metadata":{"source":"test"}, "due_date":"2026-12-01",
 		"priority":"high", "description":null, "title":"Write the report" }`
 	expect(t, e.do(same), http.StatusOK, "")
+	// null and an absent member fingerprint alike (CONTRACT): without "description" it is
+	// still the same request.
+	absent := create
+	absent.body = map[string]any{"title": "Write the report", "priority": "high", "due_date": "2026-12-01",
+		"metadata": map[string]any{"source": "test"}, "estimated_cost_cents": 1200, "correlation_id": "conv-1"}
+	sameButDuplicate(t, first, e.do(absent))
 	// Same key, another body -> 409.
 	other := create
 	other.body = map[string]any{"title": "Something else"}

@@ -175,7 +175,8 @@ func (t *tx) Head(ref aggregateRef) (version int64, ok bool) {
 }
 
 // errMissingPredecessor means a command appended to an aggregate whose chain it had not
-// locked: it would fork the chain or silently restart it, so it is refused.
+// locked: it would fork the chain or silently restart it, so it is refused (by Append when
+// the head is known, by the unique version of events and heads otherwise).
 var errMissingPredecessor = errors.New("store: append to an existing aggregate without its locked head")
 
 // Append adds an event to the aggregate's chain: its version follows the locked head (or
@@ -235,6 +236,12 @@ func runCommand[T any](ctx context.Context, db *DB, cmd command[T]) (T, bool, er
 		}
 		if domainErr, ok := constraintError(err, cmd.constraints); ok {
 			return zero, false, domainErr
+		}
+		if uniqueViolation(err, "ledger_events_aggregate_version") || uniqueViolation(err, "ledger_heads_pkey") {
+			// A head taken as new was not: the command appended to an existing aggregate it
+			// had not declared (ids are the service's own, so no other creator races it). A
+			// bug, never retried.
+			return zero, false, fmt.Errorf("%w: %v", errMissingPredecessor, err)
 		}
 		if !retryable(err) {
 			return zero, false, mapError(err)
@@ -381,8 +388,9 @@ func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command
 	return remember(result, encoded), err
 }
 
-// queueHead writes the moved head of ref: inserted for a new aggregate (a concurrent
-// creator of the same id violates the primary key), updated for a locked one.
+// queueHead writes the moved head of ref: inserted for a new aggregate (an aggregate that
+// existed already violates the primary key: errMissingPredecessor), updated for a locked
+// one.
 func queueHead(t *tx, ref aggregateRef, h *head) {
 	if h.isNew {
 		t.batch.Queue(`INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -26,3 +27,45 @@ func BlindCreateThenFail(ctx context.Context, db *DB, p accountable.Principal, i
 	_, _, err := runCommand(ctx, db, cmd)
 	return id, err
 }
+
+// ErrMissingPredecessor is errMissingPredecessor.
+var ErrMissingPredecessor = errMissingPredecessor
+
+// AppendUndeclared runs a command that appends to the existing task id without declaring
+// it (so without its locked head).
+func AppendUndeclared(ctx context.Context, db *DB, p accountable.Principal, id string) error {
+	cmd := commandOf[struct{}](p, nil, accountable.Causation{})
+	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
+		_, err := tx.Append(aggregate(accountable.AggregateTask, id), accountable.EventWorkCompleted, map[string]string{"id": id})
+		return struct{}{}, err
+	}
+	_, _, err := runCommand(ctx, db, cmd)
+	return err
+}
+
+// RunFailing runs a command whose function raises SQLSTATE code (naming constraint) in its
+// first failures attempts and appends an event to a new aggregate after that. It returns
+// how many attempts ran and the command's error; constraints are the command's named ones.
+func RunFailing(ctx context.Context, db *DB, p accountable.Principal, code, constraint string, failures int,
+	constraints map[string]error) (int, error) {
+	attempts := 0
+	cmd := commandOf[struct{}](p, nil, accountable.Causation{})
+	cmd.constraints = constraints
+	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
+		attempts++
+		if attempts <= failures {
+			if err := tx.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '%s', CONSTRAINT = '%s'; END $$`,
+				code, constraint)); err != nil {
+				return struct{}{}, err
+			}
+		}
+		id := uuid.Must(uuid.NewV7()).String()
+		_, err := tx.Append(aggregate(accountable.AggregateTask, id), accountable.EventWorkCreated, map[string]string{"id": id})
+		return struct{}{}, err
+	}
+	_, _, err := runCommand(ctx, db, cmd)
+	return attempts, err
+}
+
+// JanitorLock is the advisory lock of the idempotency janitor.
+const JanitorLock = janitorLock

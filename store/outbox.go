@@ -15,7 +15,7 @@ import (
 // lock, or the event stream's horizon, while they talk to Temporal.
 func (db *DB) ClaimWorkflowMessages(ctx context.Context, limit int, lease time.Duration) ([]accountable.WorkflowMessage, error) {
 	rows, err := db.pool.Query(ctx, `UPDATE outbox o SET available_at = now() + $2::interval, attempts = o.attempts + 1
-		FROM (SELECT id FROM outbox WHERE available_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
+		FROM (SELECT id FROM outbox WHERE available_at <= now() AND dead_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
 		WHERE o.id = c.id
 		RETURNING o.id, o.workspace_id, o.kind, o.workflow_name, o.workflow_id, COALESCE(o.signal_name, ''), o.payload::text, o.attempts`,
 		limit, lease)
@@ -48,11 +48,19 @@ func (db *DB) RetryWorkflowMessage(ctx context.Context, id int64, after time.Dur
 	return mapError(err)
 }
 
+// DeadWorkflowMessage keeps a message Temporal refused for good as a dead letter: it is
+// not delivered again until an operator sets its dead_at back to NULL.
+func (db *DB) DeadWorkflowMessage(ctx context.Context, id int64, reason string) error {
+	_, err := db.pool.Exec(ctx, `UPDATE outbox SET dead_at = now(), last_error = $2 WHERE id = $1`, id, reason)
+	return mapError(err)
+}
+
 // ReleaseWorkflowMessages makes every message waiting for a retry available now: the relay
 // calls it when Temporal is reachable again, so nothing waits out its backoff after an
 // outage.
 func (db *DB) ReleaseWorkflowMessages(ctx context.Context) (int64, error) {
-	tag, err := db.pool.Exec(ctx, `UPDATE outbox SET available_at = now() WHERE available_at > now() AND last_error IS NOT NULL`)
+	tag, err := db.pool.Exec(ctx, `UPDATE outbox SET available_at = now()
+		WHERE available_at > now() AND last_error IS NOT NULL AND dead_at IS NULL`)
 	if err != nil {
 		return 0, mapError(err)
 	}
@@ -62,6 +70,13 @@ func (db *DB) ReleaseWorkflowMessages(ctx context.Context) (int64, error) {
 // PendingWorkflowMessages counts the messages not delivered yet (a gauge for operators).
 func (db *DB) PendingWorkflowMessages(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n)
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE dead_at IS NULL`).Scan(&n)
+	return n, mapError(err)
+}
+
+// DeadWorkflowMessages counts the dead letters (a gauge for operators: each needs one).
+func (db *DB) DeadWorkflowMessages(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL`).Scan(&n)
 	return n, mapError(err)
 }

@@ -167,6 +167,18 @@ func TestExpiredIdempotencyRecordsAreIgnoredAndPurged(t *testing.T) {
 		WHERE workspace_id = $1`, p.WorkspaceID); err != nil {
 		t.Fatal(err)
 	}
+	// One replica purges at a time: while another holds the janitor's lock, this one
+	// deletes nothing.
+	holder := storetest.Conn(t)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, store.JanitorLock); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.PurgeExpiredIdempotency(ctx, 1); err != nil || n != 0 {
+		t.Fatalf("purged %d beside another janitor: %v", n, err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, store.JanitorLock); err != nil {
+		t.Fatal(err)
+	}
 	n, err := db.PurgeExpiredIdempotency(ctx, 1)
 	if err != nil || n < 1 {
 		t.Fatalf("purged %d: %v", n, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type OutboxStore interface {
 	ClaimWorkflowMessages(ctx context.Context, limit int, lease time.Duration) ([]accountable.WorkflowMessage, error)
 	DeliveredWorkflowMessages(ctx context.Context, ids []int64) error
 	RetryWorkflowMessage(ctx context.Context, id int64, after time.Duration, reason string) error
+	DeadWorkflowMessage(ctx context.Context, id int64, reason string) error
 	ReleaseWorkflowMessages(ctx context.Context) (int64, error)
 }
 
@@ -153,6 +155,14 @@ func (r *Relay) drain(ctx context.Context) {
 				delivered = append(delivered, m.ID)
 				continue
 			}
+			if permanent(err) {
+				r.log.Error("Temporal refused a workflow message for good; it is kept as a dead letter (outbox.dead_at) "+
+					"until an operator fixes the cause and sets dead_at to NULL", "workflow_id", m.WorkflowID, "kind", m.Kind, "err", err)
+				if err := r.store.DeadWorkflowMessage(context.WithoutCancel(ctx), m.ID, err.Error()); err != nil {
+					r.log.Warn("keeping a dead workflow message", "id", m.ID, "err", err)
+				}
+				continue
+			}
 			r.failing = true
 			backoff := min(time.Duration(1<<min(m.Attempts, 6))*time.Second, maxBackoff)
 			r.log.Warn("delivering a workflow message failed; will retry", "workflow_id", m.WorkflowID, "kind", m.Kind,
@@ -169,6 +179,16 @@ func (r *Relay) drain(ctx context.Context) {
 		}
 	}
 }
+
+// permanent reports whether Temporal refused a delivery for good: retrying the same
+// message cannot succeed (an invalid argument, such as a search attribute the namespace
+// lacks, or a message this build cannot deliver).
+func permanent(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid) || errors.Is(err, errUnknownKind)
+}
+
+var errUnknownKind = errors.New("worker: unknown workflow message kind")
 
 // deliver starts or signals the message's workflow; a workflow already started under the
 // message's id counts as delivered.
@@ -203,5 +223,5 @@ func (r *Relay) deliver(ctx context.Context, m accountable.WorkflowMessage) erro
 		}
 		return err
 	}
-	return errors.New("worker: unknown workflow message kind " + string(m.Kind))
+	return fmt.Errorf("%w %q", errUnknownKind, m.Kind)
 }

@@ -106,6 +106,15 @@ func (m *Metrics) observeDB(db *store.DB) {
 			}
 			return float64(n)
 		}),
+		stat("accountable_outbox_dead_messages", "Workflow messages Temporal refused for good, kept for an operator (outbox.dead_at).", func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := db.DeadWorkflowMessages(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}),
 	)
 	db.Observe(m)
 }

@@ -1,0 +1,86 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// The command path maps failures once: lost races (serialization failure, deadlock, a
+// unique violation the command does not name) run again, a bounded number of times, then
+// answer write_conflict; a constraint the command relies on is its domain error at once.
+func TestCommandFailuresAreRetriedOrMapped(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	errFirstClaimant := accountable.Errorf(accountable.ECodeInvalidStateTransition, "already claimed")
+	named := map[string]error{"claims_first_wins": errFirstClaimant}
+	for _, c := range []struct {
+		name, code, constraint string
+		failures, attempts     int
+		want                   string // error code; "" for success
+	}{
+		{"serialization failure once", "40001", "", 1, 2, ""},
+		{"deadlock twice", "40P01", "", 2, 3, ""},
+		{"unnamed unique violation once", "23505", "some_other_unique", 1, 2, ""},
+		{"serialization failures beyond the bound", "40001", "", 10, 4, accountable.ECodeWriteConflict},
+		{"deadlocks beyond the bound", "40P01", "", 10, 4, accountable.ECodeWriteConflict},
+		{"a named constraint", "23505", "claims_first_wins", 10, 1, accountable.ECodeInvalidStateTransition},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := ledgerEvents(t, p.WorkspaceID)
+			attempts, err := store.RunFailing(ctx, db, p, c.code, c.constraint, c.failures, named)
+			if attempts != c.attempts {
+				t.Errorf("%d attempts, want %d", attempts, c.attempts)
+			}
+			var ae *accountable.Error
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case c.want != "" && (!errors.As(err, &ae) || ae.Code != c.want):
+				t.Fatalf("error %v, want %s", err, c.want)
+			}
+			wantEvents := 1
+			if c.want != "" {
+				wantEvents = 0
+			}
+			if got := ledgerEvents(t, p.WorkspaceID) - before; got != wantEvents {
+				t.Fatalf("%d events written, want %d (the failed attempts must leave nothing)", got, wantEvents)
+			}
+		})
+	}
+}
+
+// Appending to an existing aggregate without its locked head is refused, never retried,
+// and writes nothing: it would restart the chain at version 1 with a null previousHash.
+func TestAppendWithoutTheLockedHeadIsRefused(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	task := createTask(t, db, p, "chained")
+	before := ledgerEvents(t, p.WorkspaceID)
+	err := store.AppendUndeclared(ctx, db, p, task.ID)
+	if !errors.Is(err, store.ErrMissingPredecessor) {
+		t.Fatalf("undeclared append: %v", err)
+	}
+	if got := ledgerEvents(t, p.WorkspaceID); got != before {
+		t.Fatalf("%d events written", got-before)
+	}
+	if v, err := db.VerifyLedger(ctx, p.WorkspaceID, accountable.LedgerScope{}); err != nil || !v.Verified {
+		t.Fatalf("ledger after the refusal: %+v %v", v, err)
+	}
+}
+
+func ledgerEvents(t *testing.T, workspaceID string) int {
+	t.Helper()
+	var n int
+	if err := storetest.Conn(t).QueryRow(context.Background(), `SELECT count(*) FROM ledger_events WHERE workspace_id = $1`,
+		workspaceID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

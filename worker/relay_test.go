@@ -1,0 +1,104 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/worker"
+	"github.com/accountablework/accountable/workflows"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// starter is a Temporal client that refuses some workflow ids for good, fails others for
+// now, and starts the rest; it counts the attempts per id.
+type starter struct {
+	mu       sync.Mutex
+	refuse   map[string]error
+	attempts map[string]int
+}
+
+func (s *starter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts[o.ID]++
+	return nil, s.refuse[o.ID]
+}
+
+func (s *starter) SignalWorkflow(context.Context, string, string, string, any) error { return nil }
+
+func (s *starter) CheckHealth(context.Context, *client.CheckHealthRequest) (*client.CheckHealthResponse, error) {
+	return &client.CheckHealthResponse{}, nil
+}
+
+func (s *starter) count(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[id]
+}
+
+// A message Temporal refuses for good (an invalid argument) becomes a dead letter and is
+// not retried; one it cannot take now stays pending for a retry; the others are delivered.
+func TestRelayKeepsPermanentRefusalsAsDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	send := func() string {
+		id := uuid.NewString()
+		msg, err := workflows.LedgerVerificationStart(p.WorkspaceID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.StartLedgerVerification(ctx, p, nil, id, msg); err != nil {
+			t.Fatal(err)
+		}
+		return msg.WorkflowID
+	}
+	refused, unavailable := send(), send()
+	s := &starter{attempts: map[string]int{}, refuse: map[string]error{
+		refused:     serviceerror.NewInvalidArgument("search attribute WorkspaceId is not defined"),
+		unavailable: serviceerror.NewUnavailable("try later"),
+	}}
+	relay := worker.NewRelay(db, s, "relay-test", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	relay.Start()
+	defer relay.Stop()
+	waitFor(t, "the refused message to be a dead letter", func() bool {
+		n, err := db.DeadWorkflowMessages(ctx)
+		return err == nil && n == 1
+	})
+	// A later message is delivered by a later pass; the dead letter is not tried again.
+	later := send()
+	relay.Nudge()
+	waitFor(t, "the later message to be delivered", func() bool { return s.count(later) == 1 })
+	if n := s.count(refused); n != 1 {
+		t.Fatalf("the dead letter was tried %d times", n)
+	}
+	if s.count(unavailable) < 1 {
+		t.Fatal("the message Temporal could not take now was never tried")
+	}
+	// The delivered message is removed after its pass; the unavailable one stays.
+	waitFor(t, "only the unavailable message to be pending", func() bool {
+		n, err := db.PendingWorkflowMessages(ctx)
+		return err == nil && n == 1
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
