@@ -42,6 +42,7 @@ const (
 	ECodeWorkflowUnavailable      = "workflow_engine_unavailable"
 	ECodeAuthorizationUnavailable = "workspace_authorization_unavailable"
 	ECodeGenerationTimeout        = "generation_timeout"
+	ECodeGenerationFailed         = "generation_failed"
 	ECodeWriteConflict            = "write_conflict"
 	ECodeResourceBusy             = "resource_busy"
 	ECodeDeadlineExceeded         = "deadline_exceeded"
@@ -98,6 +99,7 @@ func init() {
 	define(ECodeResourceBusy, 409, "Resource busy", "Another request held a lock on this resource for longer than the server waits; nothing was changed; retry it.")
 	define(ECodeDeadlineExceeded, 504, "Deadline exceeded", "The request did not finish within the server's deadline for its kind of operation; nothing was changed.")
 	define(ECodeGenerationTimeout, 504, "Generation timeout", "The generation did not finish in time.")
+	define(ECodeGenerationFailed, 502, "Generation failed", "The planner could not make a valid plan within its retries; nothing was stored; retry the request.")
 }
 
 // ErrorCatalogue returns every error code with its status, sorted by status then code.

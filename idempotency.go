@@ -39,9 +39,9 @@ func ValidRequestID(id string) bool { return len(id) >= 1 && len(id) <= 128 && p
 // sent, the operation it was sent to and the digest of the canonical request. The same key
 // with the same digest replays the stored result; with another digest it is refused.
 type Idempotency struct {
-	Key           string
-	Operation     string
-	RequestDigest string
+	Key           string `json:"key"`
+	Operation     string `json:"operation"`
+	RequestDigest string `json:"requestDigest"`
 }
 
 // IdempotencyRetention is how long a stored result answers replays.

@@ -29,3 +29,10 @@ type WorkflowMessage struct {
 	Input    []byte
 	Attempts int
 }
+
+// WorkflowRun names a workflow run a request waits for (a workflow-backed operation that
+// answers with its workflow's result).
+type WorkflowRun struct {
+	WorkflowID string
+	RunID      string // empty while the run is being started
+}

@@ -14,14 +14,20 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/worker"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -38,6 +44,21 @@ type env struct {
 	logs    *bytes.Buffer
 	logsMu  *sync.Mutex
 	cleanup []func()
+	planner *countingPlanner
+}
+
+// countingPlanner counts the plans asked of its planner (the baseline, or another a test
+// sets with use before its first request).
+type countingPlanner struct {
+	inner atomic.Pointer[activities.Planner]
+	calls atomic.Int64
+}
+
+func (p *countingPlanner) use(inner activities.Planner) { p.inner.Store(&inner) }
+
+func (p *countingPlanner) Plan(ctx context.Context, in accountable.ProposeInitiative) (accountable.GeneratedPlan, error) {
+	p.calls.Add(1)
+	return (*p.inner.Load()).Plan(ctx, in)
 }
 
 // as returns e reporting to t (for subtests).
@@ -69,11 +90,23 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	if db == nil {
 		db = storetest.Open(t)
 	}
-	cfg := api.Config{SiteURL: "http://api.test"}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: temporalClient(t)}
+	// Workflow-backed operations run on a worker of this env's own task queue, planning
+	// with the baseline (counted) unless an option says otherwise.
+	tc := temporalClient(t)
+	queue := "api-test-" + uuid.NewString()
+	planner := &countingPlanner{}
+	planner.use(baseline.NewBaseline())
+	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
+	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db},
+		Proposals: &activities.Proposals{Planner: planner, Store: db}})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
 	logs := &bytes.Buffer{}
 	mu := &sync.Mutex{}
 	log := slog.New(slog.NewJSONHandler(lockedWriter{mu, logs}, nil))
@@ -92,7 +125,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 		srv.Shutdown(ctx) //nolint:errcheck
 	})
 	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
-		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu}
+		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu, planner: planner}
 }
 
 type lockedWriter struct {

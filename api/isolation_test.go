@@ -35,6 +35,7 @@ var fixtures = map[string]func(o *owner) string{
 	"taskId":         (*owner).task,
 	"verificationId": (*owner).verification,
 	"initiativeId":   (*owner).initiative,
+	"proposalId":     (*owner).proposal,
 }
 
 // queryProbes are queries naming the owner's resources, per operation: {name} is replaced
@@ -105,6 +106,14 @@ func (o *owner) verification() string {
 		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
 	expect(o.t, r, http.StatusAccepted, "")
 	return r.data()["id"].(string)
+}
+
+func (o *owner) proposal() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/initiatives/proposals", key: o.tenant.Key, body: map[string]any{"title": "Owner's plan " + o.marker},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["proposal_id"].(string)
 }
 
 func (o *owner) versionToken(taskID string) string {

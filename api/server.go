@@ -45,6 +45,8 @@ type Config struct {
 	MaxLimiterBuckets int
 	// KeyTouchInterval is how often last-used times of API keys are written.
 	KeyTouchInterval time.Duration
+	// TaskQueue is the Temporal task queue of the workflows the API starts itself.
+	TaskQueue string
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
 	// command 15s, long 120s).
 	Deadlines map[DeadlineClass]time.Duration
@@ -123,6 +125,9 @@ type Deps struct {
 	Keys      KeyStore
 	DB        Pinger
 	Workflows WorkflowEngine
+	// Runner starts workflow-backed operations and waits for them (the Temporal client).
+	Runner    WorkflowRunner
+	Proposals ProposalStore
 	Metrics   Metrics
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
@@ -192,7 +197,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.eventOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.eventOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

@@ -60,7 +60,11 @@ type command[T any] struct {
 	// version-checked UPDATE of a completion), whose results run then uses. Saving the
 	// round trip is worth it on the hottest commands.
 	prepare func(p *prelude)
-	run     func(ctx context.Context, tx *tx) (T, error)
+	// completesPending marks the last step of a workflow-backed operation (workflowop.go):
+	// a pending record of the same request is its own claim, which the command's record
+	// completes, instead of a request in progress.
+	completesPending bool
+	run              func(ctx context.Context, tx *tx) (T, error)
 }
 
 // prelude is what a command's prepare queues its statements on.
@@ -298,7 +302,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if err != nil {
 		return result, false, 0, err
 	}
-	if stored != nil {
+	if stored != nil && !(cmd.completesPending && stored.pendingFor(cc.Idempotency)) {
 		res, err := replay[T](stored, cc.Idempotency)
 		return res, err == nil, 0, err
 	}
@@ -422,6 +426,11 @@ type storedRecord struct {
 	status     string
 	workflowID *string
 	response   []byte
+}
+
+// pendingFor reports whether s is the pending record of the request idem.
+func (s *storedRecord) pendingFor(idem *accountable.Idempotency) bool {
+	return s.status == "pending" && s.operation == idem.Operation && s.digest == idem.RequestDigest
 }
 
 // errIdempotencyInProgress means another request holds the key (a transaction still

@@ -160,6 +160,7 @@ var aggregateTables = []struct {
 	{accountable.AggregateAPIKey, `SELECT id::text, CASE WHEN revoked_at IS NULL THEN 1 ELSE 2 END::bigint
 		FROM api_keys WHERE workspace_id = $1`},
 	{accountable.AggregateWorkspace, `SELECT id::text, NULL::bigint FROM workspaces WHERE id = $1`},
+	{accountable.AggregateInitiativeProposal, `SELECT id::text, aggregate_version FROM initiative_proposals WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

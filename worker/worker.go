@@ -14,7 +14,8 @@ import (
 
 // Activities are the activity structs the worker registers.
 type Activities struct {
-	Ledger *activities.Ledger
+	Ledger    *activities.Ledger
+	Proposals *activities.Proposals
 }
 
 // Worker polls one task queue.
@@ -28,6 +29,8 @@ func New(c client.Client, taskQueue string, acts Activities, interceptors ...int
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{Interceptors: interceptors})
 	w.RegisterWorkflowWithOptions(workflows.LedgerVerification, workflow.RegisterOptions{Name: workflows.LedgerVerificationName})
 	w.RegisterActivity(acts.Ledger)
+	w.RegisterWorkflowWithOptions(workflows.ProposalGeneration, workflow.RegisterOptions{Name: workflows.ProposalGenerationName})
+	w.RegisterActivity(acts.Proposals)
 	return &Worker{w: w}
 }
 

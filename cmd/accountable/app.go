@@ -18,8 +18,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/worker"
 )
@@ -124,7 +126,9 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Metrics: m, MetricsHandler: m.fiberHandler()}, log)
+		TaskQueue: cfg.TaskQueue,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Metrics: m,
+		MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -151,9 +155,24 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	return srv, nil
 }
 
+// newPlanner is the model planner when OPENAI_API_KEY is set (any OpenAI-compatible server
+// with OPENAI_BASE_URL), otherwise the deterministic baseline.
+func newPlanner(cfg Config, log *slog.Logger) activities.Planner {
+	if cfg.OpenAIAPIKey == "" {
+		log.Info("planning proposals with the deterministic baseline (OPENAI_API_KEY is not set)")
+		return planner.NewBaseline()
+	}
+	log.Info("planning proposals with a model", "model", cfg.OpenAIModel, "base_url", cfg.OpenAIBaseURL)
+	return planner.NewModel(planner.ModelConfig{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel,
+		TierModels: map[accountable.ModelTier]string{
+			accountable.ModelTierBalanced: cfg.OpenAIModelBalanced, accountable.ModelTierPrecision: cfg.OpenAIModelPrecision,
+		}})
+}
+
 func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Metrics, log *slog.Logger) *worker.Worker {
 	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
-		Ledger: &activities.Ledger{Store: db},
+		Ledger:    &activities.Ledger{Store: db},
+		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -43,6 +44,13 @@ type Config struct {
 	LongRequestTimeout       time.Duration
 	DatabaseLockTimeout      time.Duration
 	DatabaseStatementTimeout time.Duration
+	// The planner: a model on an OpenAI-compatible server when OPENAI_API_KEY is set,
+	// otherwise the deterministic baseline.
+	OpenAIAPIKey         string
+	OpenAIBaseURL        string
+	OpenAIModel          string
+	OpenAIModelBalanced  string
+	OpenAIModelPrecision string
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -56,15 +64,20 @@ const (
 func LoadConfig() (Config, error) {
 	var errs []string
 	c := Config{
-		HTTPAddr:          env("HTTP_ADDR", "127.0.0.1:8080"),
-		DatabaseURL:       env("DATABASE_URL", DefaultDatabaseURL),
-		TemporalAddress:   env("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		TemporalNamespace: env("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:         env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
-		DevKeyFile:        env("DEV_KEY_FILE", ".data/dev-api-key"),
-		TemporalUIURL:     env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
-		PprofAddr:         env("PPROF_ADDR", ""),
-		MetricsAddr:       env("METRICS_ADDR", ""),
+		HTTPAddr:             env("HTTP_ADDR", "127.0.0.1:8080"),
+		DatabaseURL:          env("DATABASE_URL", DefaultDatabaseURL),
+		TemporalAddress:      env("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		TemporalNamespace:    env("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:            env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
+		DevKeyFile:           env("DEV_KEY_FILE", ".data/dev-api-key"),
+		TemporalUIURL:        env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
+		PprofAddr:            env("PPROF_ADDR", ""),
+		MetricsAddr:          env("METRICS_ADDR", ""),
+		OpenAIAPIKey:         env("OPENAI_API_KEY", ""),
+		OpenAIBaseURL:        env("OPENAI_BASE_URL", ""),
+		OpenAIModel:          env("OPENAI_MODEL", planner.DefaultModel),
+		OpenAIModelBalanced:  env("OPENAI_MODEL_BALANCED", ""),
+		OpenAIModelPrecision: env("OPENAI_MODEL_PRECISION", ""),
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
 	// Without DATABASE_URL both roles are the private cluster's; with it alone, the

@@ -1,0 +1,156 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workflows"
+)
+
+// ProposalStore is what proposal generation needs of the store.
+type ProposalStore interface {
+	ClaimProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, workflowID string) (accountable.ProposalClaim, error)
+	SetWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID string) error
+	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, slot string) error
+	PendingWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency) (accountable.WorkflowRun, bool, error)
+	GetProposal(ctx context.Context, workspaceID, id string) (accountable.InitiativeProposal, error)
+}
+
+// WorkflowRunner starts workflows and waits for their results (the Temporal client).
+type WorkflowRunner interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
+}
+
+// initiativeOperations is the Initiatives area.
+func (s *Server) initiativeOperations() []operation {
+	return []operation{
+		op(Operation{ID: "proposeInitiative", Method: fiber.MethodPost, Path: "/initiatives/proposals", Area: "Initiatives",
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Deadline: DeadlineLong,
+			Errors: []string{accountable.ECodeRateLimited, accountable.ECodeGenerationInProgress, accountable.ECodeGenerationTimeout,
+				accountable.ECodeGenerationFailed, accountable.ECodeWorkflowUnavailable},
+			Summary: "Plan an initiative: run the planner (the ProposalGeneration workflow) and store an immutable, digest-addressed proposal.",
+			Description: "Synchronous: the answer is the stored proposal. It writes no workstream, milestone or task (committing the proposal does). " +
+				"One generation per workspace at a time (429 generation_in_progress) and 6 a minute (429 rate_limited). " +
+				"Retrying with the same Idempotency-Key returns the stored proposal without generating again (meta.duplicate true); " +
+				"a retry while the first generation runs waits for it. A generation that outlives the request's deadline answers 504 " +
+				"generation_timeout and goes on: retry with the same key to receive its proposal."},
+			s.proposeInitiative),
+		op(Operation{ID: "getInitiativeProposal", Method: fiber.MethodGet, Path: "/initiatives/proposals/{proposalId}", Area: "Initiatives",
+			Summary: "Read a proposal; one past its expires_at (7 days) without being committed reads as expired."},
+			s.getInitiativeProposal),
+	}
+}
+
+// How long the handler waits for Temporal to accept a start; a generation already running
+// for the workspace is retried after generationRetryAfter.
+const (
+	workflowStartTimeout = 5 * time.Second
+	generationRetryAfter = 5 * time.Second
+)
+
+// proposeInitiative: POST /initiatives/proposals.
+func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (accountable.InitiativeProposal, error) {
+	var zero accountable.InitiativeProposal
+	ws := c.principal.WorkspaceID
+	wfID := workflows.ProposalGenerationID(ws)
+	claim, err := s.deps.Proposals.ClaimProposalGeneration(c.ctx, ws, c.idem, wfID)
+	switch {
+	case err != nil:
+		return zero, err
+	case claim.Replay != nil:
+		c.replayed(true)
+		return *claim.Replay, nil
+	case claim.Attach != nil:
+		return s.attachGeneration(c, *claim.Attach)
+	}
+	req := workflows.ProposalGenerationInput{WorkspaceID: ws, ProposalID: uuid.Must(uuid.NewV7()).String(), Actor: c.principal.Actor(),
+		Idempotency: c.idem, Causation: in.Causation, Request: *in}
+	startCtx, cancel := context.WithTimeout(c.ctx, workflowStartTimeout)
+	defer cancel()
+	run, err := s.deps.Runner.ExecuteWorkflow(startCtx, client.StartWorkflowOptions{
+		ID: wfID, TaskQueue: s.cfg.TaskQueue,
+		WorkflowIDReusePolicy:                    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowExecutionTimeout:                 workflows.ProposalGenerationTTL,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.WorkspaceIDAttribute).ValueSet(ws)),
+	}, workflows.ProposalGenerationName, req)
+	if err != nil {
+		// Nothing started: the claim is given back (no record, no spent rate slot).
+		if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, claim.Slot); rerr != nil {
+			s.log.Warn("releasing a proposal generation that did not start", "err", rerr)
+		}
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return zero, RateLimited(accountable.ECodeGenerationInProgress,
+				"A proposal generation is already running for this workspace; retry after error.retryAfter seconds.", generationRetryAfter)
+		}
+		s.log.Warn("starting a proposal generation failed", "err", err)
+		return zero, accountable.Errorf(accountable.ECodeWorkflowUnavailable, "The workflow engine could not start the generation; nothing was stored; retry later.")
+	}
+	if err := s.deps.Proposals.SetWorkflowRun(c.ctx, ws, c.idem, run.GetRunID()); err != nil {
+		s.log.Warn("recording the run of a proposal generation", "err", err)
+	}
+	var p accountable.InitiativeProposal
+	if err := run.Get(c.ctx, &p); err != nil {
+		return zero, s.generationError(c, err)
+	}
+	c.replayed(false)
+	return p, nil
+}
+
+// attachGeneration waits for the run a retry of the same request found pending, and
+// answers its proposal as a replay.
+func (s *Server) attachGeneration(c *call, run accountable.WorkflowRun) (accountable.InitiativeProposal, error) {
+	var zero accountable.InitiativeProposal
+	if run.RunID == "" { // the first request is starting it right now
+		return zero, accountable.Errorf(accountable.ECodeIdempotencyInProgress,
+			"A request with Idempotency-Key %q is starting its generation; retry in a moment.", c.idem.Key)
+	}
+	var p accountable.InitiativeProposal
+	if err := s.deps.Runner.GetWorkflow(c.ctx, run.WorkflowID, run.RunID).Get(c.ctx, &p); err != nil {
+		return zero, s.generationError(c, err)
+	}
+	c.replayed(true)
+	return p, nil
+}
+
+// generationError answers a wait that ended without a proposal: the request's deadline
+// (the generation goes on; its record stays pending for a retry) or a failed run (whose
+// pending record is released, so that a retry starts afresh).
+func (s *Server) generationError(c *call, err error) error {
+	if c.ctx.Err() != nil {
+		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			return accountable.Errorf(accountable.ECodeGenerationTimeout,
+				"The generation did not finish within the request's deadline; it goes on: retry with the same Idempotency-Key to receive its proposal.")
+		}
+		return c.ctx.Err()
+	}
+	ws := c.principal.WorkspaceID
+	if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, ""); rerr != nil {
+		s.log.Warn("releasing a failed proposal generation", "err", rerr)
+	}
+	s.log.Warn("a proposal generation failed", "err", err)
+	return accountable.Errorf(accountable.ECodeGenerationFailed,
+		"The planner could not make a valid plan within its retries; nothing was stored; retry the request.")
+}
+
+type proposalRef struct {
+	ProposalID string `json:"-" path:"proposalId" format:"uuid" description:"The proposal."`
+}
+
+// getInitiativeProposal: GET /initiatives/proposals/{proposalId}.
+func (s *Server) getInitiativeProposal(c *call, in *proposalRef) (accountable.InitiativeProposal, error) {
+	return s.deps.Proposals.GetProposal(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ProposalID))
+}

@@ -1,0 +1,266 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func propose(e *env, key, idemKey string, body any) response {
+	headers := map[string]string{}
+	if idemKey != "" {
+		headers["Idempotency-Key"] = idemKey
+	}
+	return e.do(request{method: "POST", path: "/initiatives/proposals", key: key, headers: headers, body: body})
+}
+
+var statusPageRequest = map[string]any{"title": "Public status page",
+	"prompt":      "Build an API of component health and a database of incidents; design the page; announce it in the newsletter.",
+	"workstreams": []any{map[string]any{"name": "Incident process", "domain_hint": "operations", "milestones": []any{"Runbook written"}}}}
+
+// A proposal is generated synchronously, stored immutable and addressed by its digest,
+// replayed (not generated again) for the same key, and creates nothing else.
+func TestProposeInitiative(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	r := propose(e, tenant.Key, "plan-status-page", statusPageRequest)
+	expect(t, r, http.StatusCreated, "")
+	if r.meta()["duplicate"] != false {
+		t.Fatalf("meta: %s", r.raw)
+	}
+	var p accountable.InitiativeProposal
+	if err := json.Unmarshal(mustJSON(t, r.data()), &p); err != nil {
+		t.Fatal(err)
+	}
+	digest, err := p.ContentDigest()
+	if err != nil || p.ProposalDigest != digest || !strings.HasPrefix(digest, "sha256:") {
+		t.Fatalf("digest %s, content digest %s %v", p.ProposalDigest, digest, err)
+	}
+	if p.Status != accountable.ProposalProposed || p.AssignmentSource != accountable.AssignmentBaseline ||
+		p.Plan.Initiative.Title != "Public status page" || len(p.Plan.Workstreams) < 2 ||
+		p.Plan.Workstreams[0].Name != "Incident process" || p.Plan.Workstreams[0].Source != accountable.WorkstreamExplicit ||
+		p.Plan.Workstreams[0].Milestones[0].Title != "Runbook written" || p.GenerationReceipt.Provider != "baseline" ||
+		p.GenerationReceipt.ReceiptID == "" || p.Economics.HumanEquivalentUSD <= 0 {
+		t.Fatalf("proposal %s", r.raw)
+	}
+	if d := time.Until(p.ExpiresAt.Time); d < accountable.ProposalLifetime-time.Minute || d > accountable.ProposalLifetime {
+		t.Fatalf("expires in %v", d)
+	}
+	if n := e.planner.calls.Load(); n != 1 {
+		t.Fatalf("planner called %d times", n)
+	}
+
+	// The same key and request: the stored proposal, without generating again.
+	again := propose(e, tenant.Key, "plan-status-page", statusPageRequest)
+	expect(t, again, http.StatusOK, "")
+	if again.meta()["duplicate"] != true || toJSON(again.data()) != toJSON(r.data()) {
+		t.Fatalf("replay: %s\noriginal: %s", again.raw, r.raw)
+	}
+	if n := e.planner.calls.Load(); n != 1 {
+		t.Fatalf("the replay called the planner (%d calls)", n)
+	}
+	// The same key with another request.
+	other := map[string]any{"title": "Something else"}
+	expect(t, propose(e, tenant.Key, "plan-status-page", other), http.StatusConflict, accountable.ECodeIdempotencyKeyReused)
+
+	// Readable by id; another workspace's caller gets the 404 of an unknown id.
+	got := e.do(request{method: "GET", path: "/initiatives/proposals/{proposalId}", params: map[string]string{"proposalId": p.ProposalID}, key: tenant.Key})
+	expect(t, got, http.StatusOK, "")
+	if toJSON(got.data()) != toJSON(r.data()) {
+		t.Fatalf("read %s", got.raw)
+	}
+	stranger := storetest.NewTenant(t, e.db)
+	expect(t, e.do(request{method: "GET", path: "/initiatives/proposals/{proposalId}", params: map[string]string{"proposalId": p.ProposalID},
+		key: stranger.Key}), http.StatusNotFound, accountable.ECodeNotFound)
+
+	// Nothing but the proposal was written: no work item, one event.
+	if l := e.do(request{method: "GET", path: "/work", key: tenant.Key}); len(l.dataList()) != 0 {
+		t.Fatalf("a proposal created work: %s", l.raw)
+	}
+	events := e.streamEvents(tenant.Key, "aggregate_type=initiative_proposal", 1)
+	if len(events) != 1 || events[0]["eventType"] != accountable.EventProposalGenerated || events[0]["aggregateId"] != p.ProposalID {
+		t.Fatalf("events %v", events)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: tenant.Key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+
+	// Past expires_at it reads as expired.
+	if _, err := storetest.Conn(t).Exec(context.Background(), `UPDATE initiative_proposals SET expires_at = now() - interval '1 second'
+		WHERE workspace_id = $1 AND id = $2`, tenant.Principal.WorkspaceID, p.ProposalID); err != nil {
+		t.Fatal(err)
+	}
+	got = e.do(request{method: "GET", path: "/initiatives/proposals/{proposalId}", params: map[string]string{"proposalId": p.ProposalID}, key: tenant.Key})
+	if got.data()["status"] != string(accountable.ProposalExpired) {
+		t.Fatalf("expired proposal reads %s", got.raw)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestProposalBoundsAndRateLimit(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	many := make([]any, 21)
+	for i := range many {
+		many[i] = map[string]any{"name": "lane " + string(rune('a'+i))}
+	}
+	for name, c := range map[string]struct {
+		body map[string]any
+		path string
+	}{
+		"empty title":      {map[string]any{"title": ""}, "/title"},
+		"long title":       {map[string]any{"title": strings.Repeat("t", 201)}, "/title"},
+		"long prompt":      {map[string]any{"title": "x", "prompt": strings.Repeat("p", 4001)}, "/prompt"},
+		"21 workstreams":   {map[string]any{"title": "x", "workstreams": many}, "/workstreams"},
+		"bad depth":        {map[string]any{"title": "x", "depth": "deep"}, "/depth"},
+		"bad assignment":   {map[string]any{"title": "x", "agent_assignment": "some"}, "/agent_assignment"},
+		"unknown depends":  {map[string]any{"title": "x", "workstreams": []any{map[string]any{"name": "a", "depends_on": []any{"b"}}}}, "/workstreams/0/depends_on/0"},
+		"duplicate lanes":  {map[string]any{"title": "x", "workstreams": []any{map[string]any{"name": "a"}, map[string]any{"name": "a"}}}, "/workstreams/1/name"},
+		"max_workstreams":  {map[string]any{"title": "x", "generation": map[string]any{"max_workstreams": 21}}, "/generation/max_workstreams"},
+		"bad model_tier":   {map[string]any{"title": "x", "generation": map[string]any{"model_tier": "huge"}}, "/generation/model_tier"},
+		"bad verification": {map[string]any{"title": "x", "source_evidence": map[string]any{"verification_state": "maybe"}}, "/source_evidence/verification_state"},
+	} {
+		r := propose(e, tenant.Key, "", c.body)
+		expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+		found := false
+		for _, is := range r.errorObj()["details"].(map[string]any)["issues"].([]any) {
+			found = found || is.(map[string]any)["path"] == c.path
+		}
+		if !found {
+			t.Errorf("%s: no issue at %s: %s", name, c.path, r.raw)
+		}
+	}
+	if n := e.planner.calls.Load(); n != 0 {
+		t.Fatalf("refused requests reached the planner (%d calls)", n)
+	}
+	// Six a minute per workspace; the seventh waits.
+	for i := range 6 {
+		expect(t, propose(e, tenant.Key, "", map[string]any{"title": "Plan " + string(rune('A'+i))}), http.StatusCreated, "")
+	}
+	r := propose(e, tenant.Key, "", map[string]any{"title": "One too many"})
+	expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+	if r.header.Get("Retry-After") == "" || r.errorObj()["retryAfter"] == nil {
+		t.Fatalf("no retry-after: %s", r.raw)
+	}
+	// A replay costs no slot and is still answered.
+	other := storetest.NewTenant(t, e.db)
+	expect(t, propose(e, other.Key, "", map[string]any{"title": "Another workspace"}), http.StatusCreated, "")
+}
+
+// gatedPlanner blocks every plan until it is opened, and says when one is waiting.
+type gatedPlanner struct {
+	entered chan struct{}
+	open    chan struct{}
+	once    sync.Once
+	fail    bool
+}
+
+func (g *gatedPlanner) Plan(ctx context.Context, in accountable.ProposeInitiative) (accountable.GeneratedPlan, error) {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return accountable.GeneratedPlan{}, ctx.Err()
+	}
+	if g.fail {
+		return accountable.GeneratedPlan{}, errors.New("the model answered nonsense")
+	}
+	return accountable.GeneratedPlan{Plan: accountable.Plan{Initiative: accountable.PlannedInitiative{Title: in.Title, Summary: "Gated.", GoalIDs: []string{}},
+		Workstreams: []accountable.PlannedWorkstream{}}, Source: accountable.AssignmentBaseline,
+		Receipt: accountable.GenerationReceipt{Provider: "test", Model: "gated"}}, nil
+}
+
+// One generation per workspace at a time: another request meanwhile is 429
+// generation_in_progress; a retry of the running request attaches to it.
+func TestOneGenerationPerWorkspace(t *testing.T) {
+	e := newEnv(t, nil)
+	gate := &gatedPlanner{entered: make(chan struct{}), open: make(chan struct{})}
+	e.planner.use(gate)
+	tenant := storetest.NewTenant(t, e.db)
+	body := map[string]any{"title": "Slow plan"}
+	first := make(chan response, 1)
+	go func() { first <- propose(e, tenant.Key, "slow-plan", body) }()
+	<-gate.entered
+	waitForRun(t, tenant.Principal.WorkspaceID, "slow-plan")
+
+	busy := propose(e, tenant.Key, "other-plan", map[string]any{"title": "Another plan"})
+	expect(t, busy, http.StatusTooManyRequests, accountable.ECodeGenerationInProgress)
+	if busy.header.Get("Retry-After") == "" {
+		t.Fatalf("no Retry-After: %s", busy.raw)
+	}
+	attached := make(chan response, 1)
+	go func() { attached <- propose(e, tenant.Key, "slow-plan", body) }()
+	// Another workspace is not held back.
+	other := storetest.NewTenant(t, e.db)
+	otherDone := make(chan response, 1)
+	go func() { otherDone <- propose(e, other.Key, "", map[string]any{"title": "Elsewhere"}) }()
+	close(gate.open)
+	r1, r2 := <-first, <-attached
+	expect(t, r1, http.StatusCreated, "")
+	expect(t, r2, http.StatusOK, "")
+	if r2.meta()["duplicate"] != true || r2.data()["proposal_id"] != r1.data()["proposal_id"] {
+		t.Fatalf("attached %s, first %s", r2.raw, r1.raw)
+	}
+	expect(t, <-otherDone, http.StatusCreated, "")
+	// The refused request left no record: its key starts a generation now.
+	expect(t, propose(e, tenant.Key, "other-plan", map[string]any{"title": "Another plan"}), http.StatusCreated, "")
+}
+
+// A generation that makes no proposal fails the request with nothing stored, and its key
+// may be retried.
+func TestFailedGenerationLeavesNoRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	gate := &gatedPlanner{entered: make(chan struct{}), open: make(chan struct{}), fail: true}
+	close(gate.open)
+	e.planner.use(gate)
+	tenant := storetest.NewTenant(t, e.db)
+	body := map[string]any{"title": "Doomed"}
+	expect(t, propose(e, tenant.Key, "doomed", body), http.StatusBadGateway, accountable.ECodeGenerationFailed)
+	if n := e.planner.calls.Load(); n != 3 {
+		t.Fatalf("the planner was tried %d times, want 3 (the workflow's bound)", n)
+	}
+	e.planner.use(&gatedPlanner{entered: make(chan struct{}), open: closedChan()})
+	expect(t, propose(e, tenant.Key, "doomed", body), http.StatusCreated, "")
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// waitForRun waits until the pending record of key names its run (the handler records it
+// right after Temporal accepted the start).
+func waitForRun(t *testing.T, workspaceID, key string) {
+	t.Helper()
+	conn := storetest.Conn(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var named bool
+		err := conn.QueryRow(context.Background(), `SELECT workflow_run_id IS NOT NULL FROM idempotency_records
+			WHERE workspace_id = $1 AND key = $2`, workspaceID, key).Scan(&named)
+		if err == nil && named {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run recorded for %s: %v", key, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
