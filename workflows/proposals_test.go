@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
@@ -60,5 +62,17 @@ func TestProposalGenerationReleasesTheClaimWhenNoPlanIsMade(t *testing.T) {
 	env.ExecuteWorkflow(workflows.ProposalGeneration, proposalRequest)
 	if env.GetWorkflowError() == nil || plans != workflows.PlannerAttempts || released != 1 {
 		t.Fatalf("err=%v plans=%d released=%d", env.GetWorkflowError(), plans, released)
+	}
+}
+
+// Histories recorded from the dev server (a proposal made; the planner failing three times
+// and the claim released) must replay against the current code.
+func TestProposalGenerationReplaysRecordedHistories(t *testing.T) {
+	for _, file := range []string{"testdata/proposal_generation.history.json", "testdata/proposal_generation_failed.history.json"} {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(workflows.ProposalGeneration, workflow.RegisterOptions{Name: workflows.ProposalGenerationName})
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
 	}
 }
