@@ -505,3 +505,129 @@ type ProposalClaim struct {
 	Attach *WorkflowRun
 	Slot   string
 }
+
+// Ledger vocabulary of initiatives and their parts.
+const (
+	AggregateInitiative       = "initiative"
+	AggregateWorkstream       = "workstream"
+	AggregateMilestone        = "milestone"
+	EventInitiativeCreated    = "initiative.created"
+	EventWorkstreamCreated    = "workstream.created"
+	EventMilestoneCreated     = "milestone.created"
+	EventProposalInstantiated = "initiative_proposal.instantiated"
+)
+
+// InitiativeStatus is where an initiative is in its life.
+type InitiativeStatus string
+
+// Initiative statuses: active once committed; the lifecycle pauses, resumes, cancels.
+const (
+	InitiativeActive    InitiativeStatus = "active"
+	InitiativePaused    InitiativeStatus = "paused"
+	InitiativeCompleted InitiativeStatus = "completed"
+	InitiativeCancelled InitiativeStatus = "cancelled"
+)
+
+// Enum lists the statuses.
+func (InitiativeStatus) Enum() []any {
+	return EnumStrings(InitiativeActive, InitiativePaused, InitiativeCompleted, InitiativeCancelled)
+}
+
+// CommitInitiative is the command that creates an initiative (POST /initiatives): from a
+// proposal, named by its id and digest, with every workstream, milestone and task of its
+// plan; or from a starter title alone.
+type CommitInitiative struct {
+	ProposalID     *string `json:"proposal_id,omitzero" format:"uuid"`
+	ProposalDigest *string `json:"proposal_digest,omitzero" pattern:"^sha256:[a-f0-9]{64}$"`
+	Title          *string `json:"title,omitzero" minLength:"1" maxLength:"200"`
+	Summary        *string `json:"summary,omitzero" maxLength:"4000"`
+	Causation
+}
+
+// Validate checks the bounds, that proposal_id and proposal_digest come together, and
+// that the command names a proposal or a title.
+func (c CommitInitiative) Validate() error {
+	is := CheckFields(c)
+	switch n := countSet(c.ProposalID, c.ProposalDigest); {
+	case n == 1:
+		is.Add("/proposal_digest", "proposal_id and proposal_digest are given together")
+	case n == 0 && c.Title == nil:
+		is.Add("/title", "is required without a proposal (proposal_id with proposal_digest)")
+	}
+	return is.Err()
+}
+
+// InitiativeRef is the initiative of a commit's result.
+type InitiativeRef struct {
+	ID               string           `json:"id" format:"uuid"`
+	Title            string           `json:"title"`
+	Status           InitiativeStatus `json:"status"`
+	AggregateVersion int64            `json:"aggregateVersion" minimum:"1"`
+}
+
+// CreatedCounts says how many of each part a commit created.
+type CreatedCounts struct {
+	Workstreams int `json:"workstreams" minimum:"0"`
+	Milestones  int `json:"milestones" minimum:"0"`
+	Tasks       int `json:"tasks" minimum:"0"`
+}
+
+// CommitReceipt is the receipt of a commit: its id and the initiative.created event.
+type CommitReceipt struct {
+	ReceiptID string `json:"receipt_id" format:"uuid"`
+	EventID   string `json:"event_id" format:"uuid"`
+}
+
+// InitiativeCommitted is the result of CommitInitiative.
+type InitiativeCommitted struct {
+	Initiative InitiativeRef `json:"initiative"`
+	Created    CreatedCounts `json:"created"`
+	ProposalID *string       `json:"proposal_id" format:"uuid"`
+	Receipt    CommitReceipt `json:"receipt"`
+	Encoded    `json:"-"`
+}
+
+// Initiative is an initiative record (GET /initiatives/{id}), with its tree and launches
+// when asked for.
+type Initiative struct {
+	ID               string           `json:"id" format:"uuid"`
+	Title            string           `json:"title"`
+	Summary          string           `json:"summary"`
+	Status           InitiativeStatus `json:"status"`
+	ProposalID       *string          `json:"proposal_id" format:"uuid"`
+	CreatedAt        Time             `json:"created_at"`
+	UpdatedAt        Time             `json:"updated_at"`
+	AggregateVersion int64            `json:"aggregate_version" minimum:"1"`
+	Tree             *InitiativeTree  `json:"tree,omitzero"`
+	Launches         []any            `json:"launches,omitzero"`
+}
+
+// InitiativeTree is an initiative's workstreams with their milestones and tasks.
+type InitiativeTree struct {
+	Workstreams []Workstream `json:"workstreams"`
+}
+
+// Workstream is a lane of a committed initiative.
+type Workstream struct {
+	ID                    string      `json:"id" format:"uuid"`
+	Name                  string      `json:"name"`
+	Goal                  string      `json:"goal"`
+	Domain                Domain      `json:"domain"`
+	AgentID               *string     `json:"agent_id"`
+	AgentName             *string     `json:"agent_name"`
+	Confidence            float64     `json:"confidence" minimum:"0" maximum:"1"`
+	Rationale             string      `json:"rationale"`
+	ExpectedTokens        int64       `json:"expected_tokens" minimum:"0"`
+	ExpectedDurationHours float64     `json:"expected_duration_hours" minimum:"0"`
+	ExpectedBudgetUSD     float64     `json:"expected_budget_usd" minimum:"0"`
+	Position              int         `json:"position" minimum:"0"`
+	Milestones            []Milestone `json:"milestones"`
+}
+
+// Milestone is a milestone of a committed workstream, with its tasks (work items).
+type Milestone struct {
+	ID       string `json:"id" format:"uuid"`
+	Title    string `json:"title"`
+	Position int    `json:"position" minimum:"0"`
+	Tasks    []Task `json:"tasks"`
+}

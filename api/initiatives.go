@@ -25,6 +25,13 @@ type ProposalStore interface {
 	GetProposal(ctx context.Context, workspaceID, id string) (accountable.InitiativeProposal, error)
 }
 
+// InitiativeStore is what committing and reading initiatives needs.
+type InitiativeStore interface {
+	CommitInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CommitInitiative) (accountable.InitiativeCommitted, bool, error)
+	GetInitiative(ctx context.Context, workspaceID, id string, tree bool) (accountable.Initiative, error)
+	ListInitiatives(ctx context.Context, workspaceID string, limit, offset int) ([]accountable.Initiative, bool, error)
+}
+
 // WorkflowRunner starts workflows and waits for their results (the Temporal client).
 type WorkflowRunner interface {
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
@@ -48,7 +55,91 @@ func (s *Server) initiativeOperations() []operation {
 		op(Operation{ID: "getInitiativeProposal", Method: fiber.MethodGet, Path: "/initiatives/proposals/{proposalId}", Area: "Initiatives",
 			Summary: "Read a proposal; one past its expires_at (7 days) without being committed reads as expired."},
 			s.getInitiativeProposal),
+		op(Operation{ID: "commitInitiative", Method: fiber.MethodPost, Path: "/initiatives", Area: "Initiatives",
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency,
+			Errors:  []string{accountable.ECodeProposalDigestMismatch, accountable.ECodeProposalExpired, accountable.ECodeProposalCommitted},
+			Summary: "Create an initiative: commit a proposal (proposal_id with proposal_digest) with every workstream, milestone and task of its plan, or start one from a title.",
+			Description: "One transaction: the initiative, its workstreams, milestones and tasks (ordinary work items), each with its ledger event, " +
+				"and the proposal marked instantiated. A digest that does not match is 409 proposal_digest_mismatch; an expired proposal " +
+				"409 proposal_expired; a committed one 409 proposal_already_committed."},
+			s.commitInitiative),
+		op(Operation{ID: "getInitiative", Method: fiber.MethodGet, Path: "/initiatives/{initiativeId}", Area: "Initiatives",
+			Summary: "Read an initiative; include=tree adds its workstreams, milestones and tasks, include=launches its launches."},
+			s.getInitiative),
+		op(Operation{ID: "listLiveInitiatives", Method: fiber.MethodGet, Path: "/live/initiatives", Root: ClientRoot, Area: "Initiatives",
+			Summary: "List the workspace's initiatives, newest first (offset pagination: data.pagination{limit, offset, has_more}; no total)."},
+			s.listLiveInitiatives),
 	}
+}
+
+// commitInitiative: POST /initiatives.
+func (s *Server) commitInitiative(c *call, in *accountable.CommitInitiative) (accountable.InitiativeCommitted, error) {
+	res, dup, err := s.deps.Initiatives.CommitInitiative(c.ctx, c.principal, c.idem, *in)
+	c.replayed(dup)
+	return res, err
+}
+
+type initiativeQuery struct {
+	InitiativeID string   `json:"-" path:"initiativeId" format:"uuid" description:"The initiative."`
+	Include      []string `json:"-" query:"include" description:"tree (workstreams, milestones and tasks) and/or launches."`
+}
+
+// getInitiative: GET /initiatives/{initiativeId}.
+func (s *Server) getInitiative(c *call, in *initiativeQuery) (accountable.Initiative, error) {
+	var tree, launches bool
+	for _, v := range in.Include {
+		switch v {
+		case "tree":
+			tree = true
+		case "launches":
+			launches = true
+		default:
+			return accountable.Initiative{}, accountable.ValidationError(accountable.Issue{Path: "include", Message: "must be tree or launches"})
+		}
+	}
+	out, err := s.deps.Initiatives.GetInitiative(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.InitiativeID), tree)
+	if err == nil && launches {
+		out.Launches = []any{} // launches arrive with the Launches area
+	}
+	return out, err
+}
+
+type offsetQuery struct {
+	Limit  *int `json:"-" query:"limit" minimum:"1" maximum:"100" description:"Page size (default 20)."`
+	Offset *int `json:"-" query:"offset" minimum:"0" description:"Items to skip (default 0); the next page starts at offset + limit."`
+}
+
+// Pagination is the page of an offset list.
+type Pagination struct {
+	Limit   int  `json:"limit" minimum:"1"`
+	Offset  int  `json:"offset" minimum:"0"`
+	HasMore bool `json:"has_more"`
+}
+
+// LiveInitiatives is the offset list of initiatives.
+type LiveInitiatives struct {
+	Initiatives []accountable.Initiative `json:"initiatives"`
+	Pagination  Pagination               `json:"pagination"`
+}
+
+// listLiveInitiatives: GET {site_url}/api/client/live/initiatives.
+func (s *Server) listLiveInitiatives(c *call, in *offsetQuery) (LiveInitiatives, error) {
+	page := Pagination{Limit: 20}
+	if in.Limit != nil {
+		page.Limit = *in.Limit
+	}
+	if in.Offset != nil {
+		page.Offset = *in.Offset
+	}
+	list, more, err := s.deps.Initiatives.ListInitiatives(c.ctx, c.principal.WorkspaceID, page.Limit, page.Offset)
+	if err != nil {
+		return LiveInitiatives{}, err
+	}
+	page.HasMore = more
+	if list == nil {
+		list = []accountable.Initiative{}
+	}
+	return LiveInitiatives{Initiatives: list, Pagination: page}, nil
 }
 
 // How long the handler waits for Temporal to accept a start; a generation already running

@@ -264,3 +264,125 @@ func waitForRun(t *testing.T, workspaceID, key string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Committing a proposal creates the initiative with every workstream, milestone and task
+// of its plan, once; the tasks are ordinary work items.
+func TestCommitInitiativeFromProposal(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	r := propose(e, key, "", statusPageRequest)
+	expect(t, r, http.StatusCreated, "")
+	var p accountable.InitiativeProposal
+	if err := json.Unmarshal(mustJSON(t, r.data()), &p); err != nil {
+		t.Fatal(err)
+	}
+	want := accountable.CreatedCounts{}
+	for _, w := range p.Plan.Workstreams {
+		want.Workstreams++
+		for _, m := range w.Milestones {
+			want.Milestones++
+			want.Tasks += len(m.Tasks)
+		}
+	}
+	commit := func(body map[string]any) response {
+		return e.do(request{method: "POST", path: "/initiatives", key: key, body: body})
+	}
+	wrong := "sha256:" + strings.Repeat("0", 64)
+	expect(t, commit(map[string]any{"proposal_id": p.ProposalID, "proposal_digest": wrong}), http.StatusConflict, accountable.ECodeProposalDigestMismatch)
+	expect(t, commit(map[string]any{"proposal_id": p.ProposalID}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+
+	// Concurrent commits of one proposal: one wins.
+	var wg sync.WaitGroup
+	answers := make(chan response, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers <- commit(map[string]any{"proposal_id": p.ProposalID, "proposal_digest": p.ProposalDigest})
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	var won response
+	for a := range answers {
+		switch a.status {
+		case http.StatusCreated:
+			if won.status != 0 {
+				t.Fatalf("two commits won: %s\n%s", won.raw, a.raw)
+			}
+			won = a
+		default:
+			expect(t, a, http.StatusConflict, accountable.ECodeProposalCommitted)
+		}
+	}
+	if won.status != http.StatusCreated {
+		t.Fatal("no commit won")
+	}
+	d := won.data()
+	created := d["created"].(map[string]any)
+	initiative := d["initiative"].(map[string]any)
+	if created["workstreams"] != float64(want.Workstreams) || created["milestones"] != float64(want.Milestones) ||
+		created["tasks"] != float64(want.Tasks) || want.Tasks == 0 || d["proposal_id"] != p.ProposalID ||
+		initiative["status"] != "active" || initiative["title"] != "Public status page" || initiative["aggregateVersion"] != 1.0 {
+		t.Fatalf("commit %s, want %+v", won.raw, want)
+	}
+	id := initiative["id"].(string)
+
+	got := e.do(request{method: "GET", path: "/initiatives/proposals/{proposalId}", params: map[string]string{"proposalId": p.ProposalID}, key: key})
+	if got.data()["status"] != string(accountable.ProposalInstantiated) {
+		t.Fatalf("proposal after commit: %s", got.raw)
+	}
+	read := e.do(request{method: "GET", path: "/initiatives/{initiativeId}", params: map[string]string{"initiativeId": id}, key: key,
+		query: "include=tree,launches"})
+	expect(t, read, http.StatusOK, "")
+	tree := read.data()["tree"].(map[string]any)["workstreams"].([]any)
+	if len(tree) != want.Workstreams || read.data()["launches"] == nil {
+		t.Fatalf("tree %s", read.raw)
+	}
+	first := tree[0].(map[string]any)
+	if first["name"] != p.Plan.Workstreams[0].Name || len(first["milestones"].([]any)) != len(p.Plan.Workstreams[0].Milestones) {
+		t.Fatalf("first workstream %v", first)
+	}
+	// The tasks are work items of the Work area, completable there.
+	list := e.do(request{method: "GET", path: "/work", key: key, query: "limit=1000&initiative_id=" + id})
+	if len(list.dataList()) != want.Tasks {
+		t.Fatalf("%d work items for the initiative, want %d", len(list.dataList()), want.Tasks)
+	}
+	task := list.dataList()[0].(map[string]any)
+	done := e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": task["id"].(string)}, key: key,
+		body: map[string]any{"version_token": task["concurrency"].(map[string]any)["version_token"], "summary": "done"}})
+	expect(t, done, http.StatusOK, "")
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+
+	// A starter title makes an initiative without parts; an expired proposal is refused.
+	starter := commit(map[string]any{"title": "Starter", "summary": "Just a start"})
+	expect(t, starter, http.StatusCreated, "")
+	if c := starter.data()["created"].(map[string]any); c["tasks"] != 0.0 || starter.data()["proposal_id"] != nil {
+		t.Fatalf("starter %s", starter.raw)
+	}
+	r = propose(e, key, "", map[string]any{"title": "Old plan"})
+	old := r.data()
+	if _, err := storetest.Conn(t).Exec(context.Background(), `UPDATE initiative_proposals SET expires_at = now() - interval '1 second'
+		WHERE workspace_id = $1 AND id = $2`, tenant.Principal.WorkspaceID, old["proposal_id"]); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, commit(map[string]any{"proposal_id": old["proposal_id"], "proposal_digest": old["proposal_digest"]}),
+		http.StatusConflict, accountable.ECodeProposalExpired)
+
+	// The live list: offset pages without a total, newest first.
+	live := e.do(request{method: "GET", path: "/live/initiatives", root: "/api/client", key: key, query: "limit=1"})
+	expect(t, live, http.StatusOK, "")
+	items, page := live.data()["initiatives"].([]any), live.data()["pagination"].(map[string]any)
+	if len(items) != 1 || items[0].(map[string]any)["title"] != "Starter" || page["has_more"] != true || page["limit"] != 1.0 ||
+		page["offset"] != 0.0 || live.data()["total"] != nil {
+		t.Fatalf("live page 1: %s", live.raw)
+	}
+	live = e.do(request{method: "GET", path: "/live/initiatives", root: "/api/client", key: key, query: "limit=1&offset=1"})
+	if items := live.data()["initiatives"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != id ||
+		live.data()["pagination"].(map[string]any)["has_more"] != false {
+		t.Fatalf("live page 2: %s", live.raw)
+	}
+}

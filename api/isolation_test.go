@@ -57,6 +57,9 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 			"initiative_id": uuid.NewString(), "workstream_id": uuid.NewString(), "milestone_id": uuid.NewString(),
 			"command_id": "cmd-1", "correlation_id": "conv-1"}
 	},
+	"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
+	},
 	"completeWork": func(o *owner, ids map[string]string) map[string]any {
 		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
 			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
@@ -92,8 +95,11 @@ func (o *owner) task() string {
 
 func (o *owner) initiative() string {
 	o.t.Helper()
-	initiative := uuid.Must(uuid.NewV7()).String()
-	r := o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+	r := o.e.do(request{method: "POST", path: "/initiatives", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's initiative " + o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	initiative := r.data()["initiative"].(map[string]any)["id"].(string)
+	r = o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
 		body: map[string]any{"title": "Owner's planned task " + o.marker, "initiative_id": initiative,
 			"workstream_id": uuid.Must(uuid.NewV7()).String(), "milestone_id": uuid.Must(uuid.NewV7()).String()}})
 	expect(o.t, r, http.StatusCreated, "")

@@ -126,9 +126,10 @@ type Deps struct {
 	DB        Pinger
 	Workflows WorkflowEngine
 	// Runner starts workflow-backed operations and waits for them (the Temporal client).
-	Runner    WorkflowRunner
-	Proposals ProposalStore
-	Metrics   Metrics
+	Runner      WorkflowRunner
+	Proposals   ProposalStore
+	Initiatives InitiativeStore
+	Metrics     Metrics
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
 }

@@ -161,6 +161,9 @@ var aggregateTables = []struct {
 		FROM api_keys WHERE workspace_id = $1`},
 	{accountable.AggregateWorkspace, `SELECT id::text, NULL::bigint FROM workspaces WHERE id = $1`},
 	{accountable.AggregateInitiativeProposal, `SELECT id::text, aggregate_version FROM initiative_proposals WHERE workspace_id = $1`},
+	{accountable.AggregateInitiative, `SELECT id::text, aggregate_version FROM initiatives WHERE workspace_id = $1`},
+	{accountable.AggregateWorkstream, `SELECT id::text, aggregate_version FROM workstreams WHERE workspace_id = $1`},
+	{accountable.AggregateMilestone, `SELECT id::text, aggregate_version FROM milestones WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

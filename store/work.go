@@ -56,20 +56,31 @@ func (db *DB) CreateWork(ctx context.Context, p accountable.Principal, idem *acc
 		if len(t.Metadata) == 0 {
 			t.Metadata = accountable.Object("{}")
 		}
-		ev, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventWorkCreated,
-			accountable.WorkCreatedPayload{Task: t, CommandID: in.Causation.CommandID})
+		ev, err := appendTask(tx, t, in.Causation.CommandID)
 		if err != nil {
 			return accountable.WorkCreated{}, err
 		}
-		tx.Queue(`INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
-			initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-			t.WorkspaceID, t.ID, t.Title, t.Description, string(t.Status), string(t.Priority), t.DueDate,
-			t.InitiativeID, t.WorkstreamID, t.MilestoneID, string(t.Metadata), t.EstimatedCostCents,
-			t.CreatedAt, t.UpdatedAt, t.AggregateVersion)
 		return accountable.WorkCreated{TaskID: t.ID, EventRef: ev.Ref(), Task: t.WithConcurrency()}, nil
 	}
 	return runCommand(ctx, db, cmd)
+}
+
+// appendTask creates the work item t in a command: its work.created event and its row
+// (queued with the commit). Every way of creating work (POST /work, committing a
+// proposal) goes through it.
+func appendTask(tx *tx, t accountable.Task, commandID *string) (accountable.Event, error) {
+	ev, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventWorkCreated,
+		accountable.WorkCreatedPayload{Task: t, CommandID: commandID})
+	if err != nil {
+		return ev, err
+	}
+	tx.Queue(`INSERT INTO tasks (workspace_id, id, title, description, status, priority, due_date,
+		initiative_id, workstream_id, milestone_id, metadata, estimated_cost_cents, created_at, updated_at, aggregate_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		t.WorkspaceID, t.ID, t.Title, t.Description, string(t.Status), string(t.Priority), t.DueDate,
+		t.InitiativeID, t.WorkstreamID, t.MilestoneID, string(t.Metadata), t.EstimatedCostCents,
+		t.CreatedAt, t.UpdatedAt, t.AggregateVersion)
+	return ev, nil
 }
 
 func normalizeUUID(p *string) *string {

@@ -28,7 +28,7 @@ type storeStatement struct {
 var (
 	createStatements = []storeStatement{
 		{"runBlind", "SELECT idempotency_gate"},
-		{"insertEventSQL", ""}, {"CreateWork", "INSERT INTO tasks"}, {"queueHead", "INSERT INTO ledger_heads"},
+		{"insertEventSQL", ""}, {"appendTask", "INSERT INTO tasks"}, {"queueHead", "INSERT INTO ledger_heads"},
 		{"queueCommit", "INSERT INTO idempotency_records"},
 	}
 	completeStatements = []storeStatement{
