@@ -3,6 +3,7 @@ package accountable
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -255,6 +256,8 @@ func checkStrings(is *Issues, path string, list []string, max int) {
 	for i, s := range list {
 		if s == "" {
 			is.Add(fmt.Sprintf("%s/%d", path, i), "must not be empty")
+		} else if strings.IndexByte(s, 0) >= 0 {
+			is.Add(fmt.Sprintf("%s/%d", path, i), "must not contain NUL characters")
 		} else if n := len([]rune(s)); n > max {
 			is.Add(fmt.Sprintf("%s/%d", path, i), "must be at most %d characters long", max)
 		}

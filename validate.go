@@ -152,6 +152,8 @@ func checkValue(v reflect.Value, r fieldRule, path string, is *Issues) {
 		}
 		n := utf8.RuneCountInString(s)
 		switch {
+		case strings.IndexByte(s, 0) >= 0: // PostgreSQL text cannot hold NUL: refused before any work
+			is.Add(path, "must not contain NUL characters")
 		case r.minLength >= 0 && n < r.minLength:
 			is.Add(path, "must be at least %d characters long", r.minLength)
 		case r.maxLength >= 0 && n > r.maxLength:

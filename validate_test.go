@@ -40,6 +40,7 @@ func TestCreateWorkRules(t *testing.T) {
 		{"all ids", accountable.CreateWork{Title: "x", InitiativeID: &id, WorkstreamID: &id, MilestoneID: &id}, nil},
 		{"bad uuid", accountable.CreateWork{Title: "x", InitiativeID: ptr("x"), WorkstreamID: &id, MilestoneID: &id}, []string{"/initiative_id"}},
 		{"long causation", accountable.CreateWork{Title: "x", Causation: accountable.Causation{CorrelationID: ptr(strings.Repeat("c", 201))}}, []string{"/correlation_id"}},
+		{"NUL in the title", accountable.CreateWork{Title: "a\x00b"}, []string{"/title"}},
 	}
 	for _, c := range cases {
 		if got := issuePaths(c.cmd.Validate()); !reflect.DeepEqual(got, c.want) {
@@ -105,6 +106,27 @@ func TestBoundConstantsMatchTags(t *testing.T) {
 	for _, c := range checks {
 		if c.got != strconv.Itoa(c.want) {
 			t.Errorf("tag %q, constant %d", c.got, c.want)
+		}
+	}
+}
+
+func TestProposeInitiativeRules(t *testing.T) {
+	cases := []struct {
+		name string
+		cmd  accountable.ProposeInitiative
+		want []string
+	}{
+		{"minimal", accountable.ProposeInitiative{Title: "x"}, nil},
+		{"NUL in a listed string", accountable.ProposeInitiative{Title: "x", Context: &accountable.ProposalContext{Constraints: []string{"a\x00"}}},
+			[]string{"/context/constraints/0"}},
+		{"empty goal id", accountable.ProposeInitiative{Title: "x", GoalIDs: []string{""}}, []string{"/goal_ids/0"}},
+		{"self dependency", accountable.ProposeInitiative{Title: "x", Workstreams: []accountable.ExplicitWorkstream{{Name: "a", DependsOn: []string{"a"}}}},
+			[]string{"/workstreams/0/depends_on/0"}},
+		{"dependency on another", accountable.ProposeInitiative{Title: "x", Workstreams: []accountable.ExplicitWorkstream{{Name: "a"}, {Name: "b", DependsOn: []string{"a"}}}}, nil},
+	}
+	for _, c := range cases {
+		if got := issuePaths(c.cmd.Validate()); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: issues at %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -97,7 +97,7 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}

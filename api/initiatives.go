@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -80,23 +81,19 @@ func (s *Server) commitInitiative(c *call, in *accountable.CommitInitiative) (ac
 }
 
 type initiativeQuery struct {
-	InitiativeID string   `json:"-" path:"initiativeId" format:"uuid" description:"The initiative."`
-	Include      []string `json:"-" query:"include" description:"tree (workstreams, milestones and tasks) and/or launches."`
+	InitiativeID string              `json:"-" path:"initiativeId" format:"uuid" description:"The initiative."`
+	Include      []initiativeInclude `json:"-" query:"include" description:"tree (workstreams, milestones and tasks) and/or launches."`
 }
+
+// initiativeInclude names a part of an initiative a read may add.
+type initiativeInclude string
+
+// Enum lists the parts.
+func (initiativeInclude) Enum() []any { return []any{"tree", "launches"} }
 
 // getInitiative: GET /initiatives/{initiativeId}.
 func (s *Server) getInitiative(c *call, in *initiativeQuery) (accountable.Initiative, error) {
-	var tree, launches bool
-	for _, v := range in.Include {
-		switch v {
-		case "tree":
-			tree = true
-		case "launches":
-			launches = true
-		default:
-			return accountable.Initiative{}, accountable.ValidationError(accountable.Issue{Path: "include", Message: "must be tree or launches"})
-		}
-	}
+	tree, launches := slices.Contains(in.Include, "tree"), slices.Contains(in.Include, "launches")
 	out, err := s.deps.Initiatives.GetInitiative(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.InitiativeID), tree)
 	if err == nil && launches {
 		out.Launches = []any{} // launches arrive with the Launches area

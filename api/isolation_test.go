@@ -36,13 +36,15 @@ var fixtures = map[string]func(o *owner) string{
 	"verificationId": (*owner).verification,
 	"initiativeId":   (*owner).initiative,
 	"proposalId":     (*owner).proposal,
+	"decisionId":     (*owner).decision,
 }
 
 // queryProbes are queries naming the owner's resources, per operation: {name} is replaced
 // by the owner's id made by fixtures[name], or by a never-issued id of the same shape.
 // Every query parameter named *_id (but workspace_id) must appear in a probe.
 var queryProbes = map[string][]string{
-	"listWork": {"initiative_id={initiativeId}"},
+	"listWork":      {"initiative_id={initiativeId}"},
+	"listDecisions": {"initiative_id={initiativeId}"},
 	"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
 		"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
 }
@@ -56,6 +58,10 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 			"due_date": "2026-12-01", "metadata": map[string]any{"source": "isolation"}, "estimated_cost_cents": 1200,
 			"initiative_id": uuid.NewString(), "workstream_id": uuid.NewString(), "milestone_id": uuid.NewString(),
 			"command_id": "cmd-1", "correlation_id": "conv-1"}
+	},
+	"createDecision": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"title": "Approve the budget", "shape": "budget_approval", "urgency": "urgent",
+			"context": map[string]any{"cents": 1200}}
 	},
 	"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
@@ -120,6 +126,14 @@ func (o *owner) proposal() string {
 		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
 	expect(o.t, r, http.StatusCreated, "")
 	return r.data()["proposal_id"].(string)
+}
+
+func (o *owner) decision() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/decisions", key: o.tenant.Key, body: map[string]any{"title": "Owner's question " + o.marker},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["decision"].(map[string]any)["id"].(string)
 }
 
 func (o *owner) versionToken(taskID string) string {

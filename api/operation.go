@@ -496,7 +496,18 @@ func (p param) bind(fc *fiber.Ctx, v reflect.Value, issues *accountable.Issues) 
 	f := v.FieldByIndex(p.index)
 	t := f.Type()
 	if t.Kind() == reflect.Slice {
-		f.Set(reflect.ValueOf(raw).Convert(t))
+		// Each value becomes an element of the slice's type; an enumerated one (with an Enum
+		// method, so the document lists its values) must be one of them.
+		list := reflect.MakeSlice(t, len(raw), len(raw))
+		for i, r := range raw {
+			el := reflect.ValueOf(r).Convert(t.Elem())
+			if e, ok := el.Interface().(accountable.Enumerated); ok && !slices.Contains(e.Enum(), any(r)) {
+				issues.Add(p.name, "must be one of %v", e.Enum())
+				return
+			}
+			list.Index(i).Set(el)
+		}
+		f.Set(list)
 		return
 	}
 	if len(raw) > 1 {

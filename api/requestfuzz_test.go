@@ -765,7 +765,7 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 	var query []string
 	for _, p := range op.QueryParams {
 		if r.IntN(4) == 0 && p.Name != "workspace_id" {
-			query = append(query, p.Name+"="+fmt.Sprint(f.doc.example(p.Schema)))
+			query = append(query, p.Name+"="+queryText(f.doc.example(p.Schema)))
 		}
 	}
 
@@ -1400,4 +1400,17 @@ func (f *fuzzer) randomRequest(r *rand.Rand, i uint64) *fuzzReq {
 		q.headers = append(q.headers, header{"Content-Type", "application/json"}, header{"Idempotency-Key", fmt.Sprintf("fz-%d-%d", f.seed, i)})
 	}
 	return q
+}
+
+// queryText writes an example value as a query parameter: an array as its elements (a
+// repeatable parameter also takes them comma-separated), anything else as it prints.
+func queryText(v any) string {
+	if list, ok := v.([]any); ok {
+		parts := make([]string, len(list))
+		for i, x := range list {
+			parts[i] = fmt.Sprint(x)
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v)
 }

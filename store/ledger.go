@@ -164,6 +164,7 @@ var aggregateTables = []struct {
 	{accountable.AggregateInitiative, `SELECT id::text, aggregate_version FROM initiatives WHERE workspace_id = $1`},
 	{accountable.AggregateWorkstream, `SELECT id::text, aggregate_version FROM workstreams WHERE workspace_id = $1`},
 	{accountable.AggregateMilestone, `SELECT id::text, aggregate_version FROM milestones WHERE workspace_id = $1`},
+	{accountable.AggregateDecision, `SELECT id::text, aggregate_version FROM decisions WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+)
+
+// DecisionStore is what the Decisions area needs.
+type DecisionStore interface {
+	CreateDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateDecision) (accountable.DecisionEnvelope, bool, error)
+	DecideDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.DecideDecision, to accountable.DecisionStatus) (accountable.DecisionEnvelope, bool, error)
+	GetDecision(ctx context.Context, workspaceID, id string) (accountable.Decision, error)
+	ListDecisions(ctx context.Context, workspaceID string, f accountable.DecisionFilter) ([]accountable.Decision, *accountable.WorkCursor, error)
+}
+
+// decisionOperations is the Decisions area.
+func (s *Server) decisionOperations() []operation {
+	return []operation{
+		op(Operation{ID: "createDecision", Method: fiber.MethodPost, Path: "/decisions", Area: "Decisions",
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency,
+			Summary: "Ask for a decision (pending until approved or declined); data is {decision}."}, s.createDecision),
+		op(Operation{ID: "listDecisions", Method: fiber.MethodGet, Path: "/decisions", Area: "Decisions",
+			Summary: "List decisions, newest first; data is {decisions} (cursor pagination: meta.nextCursor, meta.hasMore)."}, s.listDecisions),
+		op(Operation{ID: "getDecision", Method: fiber.MethodGet, Path: "/decisions/{decisionId}", Area: "Decisions",
+			Summary: "Read a decision; data is {decision}."}, s.getDecision),
+		op(Operation{ID: "approveDecision", Method: fiber.MethodPost, Path: "/decisions/{decisionId}/approve", Area: "Decisions",
+			Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeInvalidStateTransition, accountable.ECodeVersionConflict},
+			Summary: "Approve a pending decision (an option_select decision with option_id); anything but pending is 409 invalid_state_transition."},
+			s.approveDecision),
+		op(Operation{ID: "declineDecision", Method: fiber.MethodPost, Path: "/decisions/{decisionId}/decline", Area: "Decisions",
+			Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeInvalidStateTransition, accountable.ECodeVersionConflict},
+			Summary: "Decline a pending decision; anything but pending is 409 invalid_state_transition."},
+			s.declineDecision),
+	}
+}
+
+// createDecision: POST /decisions.
+func (s *Server) createDecision(c *call, in *accountable.CreateDecision) (accountable.DecisionEnvelope, error) {
+	res, dup, err := s.deps.Decisions.CreateDecision(c.ctx, c.principal, c.idem, *in)
+	c.replayed(dup)
+	return res, err
+}
+
+type decisionRef struct {
+	DecisionID string `json:"-" path:"decisionId" format:"uuid" description:"The decision."`
+}
+
+type decideRequest struct {
+	decisionRef
+	accountable.DecideDecision
+}
+
+// approveDecision: POST /decisions/{decisionId}/approve.
+func (s *Server) approveDecision(c *call, in *decideRequest) (accountable.DecisionEnvelope, error) {
+	return s.decide(c, in, accountable.DecisionApproved)
+}
+
+// declineDecision: POST /decisions/{decisionId}/decline.
+func (s *Server) declineDecision(c *call, in *decideRequest) (accountable.DecisionEnvelope, error) {
+	return s.decide(c, in, accountable.DecisionDeclined)
+}
+
+func (s *Server) decide(c *call, in *decideRequest, to accountable.DecisionStatus) (accountable.DecisionEnvelope, error) {
+	cmd := in.DecideDecision
+	cmd.DecisionID = accountable.NormalizeUUID(in.decisionRef.DecisionID)
+	res, dup, err := s.deps.Decisions.DecideDecision(c.ctx, c.principal, c.idem, cmd, to)
+	c.replayed(dup)
+	return res, err
+}
+
+// getDecision: GET /decisions/{decisionId}.
+func (s *Server) getDecision(c *call, in *decisionRef) (accountable.DecisionEnvelope, error) {
+	d, err := s.deps.Decisions.GetDecision(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.DecisionID))
+	return accountable.DecisionEnvelope{Decision: d}, err
+}
+
+type listDecisionsQuery struct {
+	Limit        *int                        `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	Cursor       *string                     `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
+	Status       *accountable.DecisionStatus `json:"-" query:"status"`
+	InitiativeID *string                     `json:"-" query:"initiative_id" format:"uuid"`
+}
+
+// DecisionList is the list of the Decisions area: {decisions}.
+type DecisionList struct {
+	Decisions []accountable.Decision `json:"decisions"`
+}
+
+// listDecisions: GET /decisions.
+func (s *Server) listDecisions(c *call, in *listDecisionsQuery) (DecisionList, error) {
+	f := accountable.DecisionFilter{Limit: accountable.DefaultPageLimit, Status: in.Status}
+	if in.Limit != nil {
+		f.Limit = *in.Limit
+	}
+	if in.Cursor != nil {
+		cur, ok := accountable.ParseWorkCursor(*in.Cursor)
+		if !ok {
+			return DecisionList{}, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
+		}
+		f.After = &cur
+	}
+	if in.InitiativeID != nil {
+		id := accountable.NormalizeUUID(*in.InitiativeID)
+		f.InitiativeID = &id
+	}
+	list, next, err := s.deps.Decisions.ListDecisions(c.ctx, c.principal.WorkspaceID, f)
+	if err != nil {
+		return DecisionList{}, err
+	}
+	count, hasMore := len(list), next != nil
+	c.meta.Count, c.meta.HasMore, c.meta.Limit = &count, &hasMore, &f.Limit
+	if next != nil {
+		cur := next.Encode()
+		c.meta.NextCursor = &cur
+	}
+	if list == nil {
+		list = []accountable.Decision{}
+	}
+	return DecisionList{Decisions: list}, nil
+}
