@@ -87,6 +87,20 @@ func temporalClient(t *testing.T) client.Client {
 // newEnv starts a server; db may be nil to use the package database.
 func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	t.Helper()
+	return newEnvRelaying(t, db, true, opts...)
+}
+
+// newQuietEnv is an env whose commands' workflow messages stay in the outbox (no relay):
+// nothing moves in the background, so a test can compare a workspace before and after a
+// request (the isolation matrix, the request fuzz run). Proposal generation, which the
+// request itself waits for, still runs.
+func newQuietEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvRelaying(t, nil, false, func(c *api.Config, _ *api.Deps) { c.ProposalsPerMinute = 10_000 })
+}
+
+func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption) *env {
+	t.Helper()
 	if db == nil {
 		db = storetest.Open(t)
 	}
@@ -97,16 +111,24 @@ func newEnv(t *testing.T, db *store.DB, opts ...envOption) *env {
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
 	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db},
-		Proposals: &activities.Proposals{Planner: planner, Store: db}})
+		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	// Commands' workflow messages (launches, their signals, background verifications)
+	// reach the workflows through a relay, as in the service.
+	if relaying {
+		relay := worker.NewRelay(db, tc, queue, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		db.OnWorkflowMessage(relay.Nudge)
+		relay.Start()
+		t.Cleanup(relay.Stop)
+	}
 	logs := &bytes.Buffer{}
 	mu := &sync.Mutex{}
 	log := slog.New(slog.NewJSONHandler(lockedWriter{mu, logs}, nil))

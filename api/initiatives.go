@@ -19,7 +19,7 @@ import (
 
 // ProposalStore is what proposal generation needs of the store.
 type ProposalStore interface {
-	ClaimProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, workflowID string) (accountable.ProposalClaim, error)
+	ClaimProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, workflowID string, perMinute int) (accountable.ProposalClaim, error)
 	SetWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID string) error
 	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, slot string) error
 	PendingWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency) (accountable.WorkflowRun, bool, error)
@@ -139,6 +139,10 @@ func (s *Server) listLiveInitiatives(c *call, in *offsetQuery) (LiveInitiatives,
 	return LiveInitiatives{Initiatives: list, Pagination: page}, nil
 }
 
+// DefaultProposalsPerMinute is the specification's limit of proposal generations per
+// workspace and minute.
+const DefaultProposalsPerMinute = 6
+
 // How long the handler waits for Temporal to accept a start; a generation already running
 // for the workspace is retried after generationRetryAfter.
 const (
@@ -151,7 +155,11 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 	var zero accountable.InitiativeProposal
 	ws := c.principal.WorkspaceID
 	wfID := workflows.ProposalGenerationID(ws)
-	claim, err := s.deps.Proposals.ClaimProposalGeneration(c.ctx, ws, c.idem, wfID)
+	perMinute := s.cfg.ProposalsPerMinute
+	if perMinute <= 0 {
+		perMinute = DefaultProposalsPerMinute
+	}
+	claim, err := s.deps.Proposals.ClaimProposalGeneration(c.ctx, ws, c.idem, wfID, perMinute)
 	switch {
 	case err != nil:
 		return zero, err

@@ -37,6 +37,8 @@ var fixtures = map[string]func(o *owner) string{
 	"initiativeId":   (*owner).initiative,
 	"proposalId":     (*owner).proposal,
 	"decisionId":     (*owner).decision,
+	"launchId":       (*owner).launch,
+	"runId":          (*owner).run,
 }
 
 // queryProbes are queries naming the owner's resources, per operation: {name} is replaced
@@ -45,6 +47,7 @@ var fixtures = map[string]func(o *owner) string{
 var queryProbes = map[string][]string{
 	"listWork":      {"initiative_id={initiativeId}"},
 	"listDecisions": {"initiative_id={initiativeId}"},
+	"listRuns":      {"launch_id={launchId}"},
 	"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
 		"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
 }
@@ -62,6 +65,12 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 	"createDecision": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"title": "Approve the budget", "shape": "budget_approval", "urgency": "urgent",
 			"context": map[string]any{"cents": 1200}}
+	},
+	"launchInitiative": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"model_tier": "standard", "autonomy": "manual", "cost_ceiling_cents": 100000}
+	},
+	"finalizeRun": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 10, "summary": "done"}
 	},
 	"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
@@ -134,6 +143,50 @@ func (o *owner) decision() string {
 		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
 	expect(o.t, r, http.StatusCreated, "")
 	return r.data()["decision"].(map[string]any)["id"].(string)
+}
+
+// launch launches a committed proposal's initiative of one workstream and waits for its run.
+func (o *owner) launch() string {
+	o.t.Helper()
+	id, _ := o.launchWithRun()
+	return id
+}
+
+func (o *owner) run() string {
+	o.t.Helper()
+	_, run := o.launchWithRun()
+	return run
+}
+
+func (o *owner) launchWithRun() (string, string) {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/initiatives/proposals", key: o.tenant.Key,
+		body: map[string]any{"title": "Owner's launch " + o.marker, "depth": "workstreams", "generation": map[string]any{"max_workstreams": 1},
+			"workstreams": []any{map[string]any{"name": "Lane " + o.marker, "expected_budget_usd": 1}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	c := o.e.do(request{method: "POST", path: "/initiatives", key: o.tenant.Key,
+		body: map[string]any{"proposal_id": r.data()["proposal_id"], "proposal_digest": r.data()["proposal_digest"]}})
+	expect(o.t, c, http.StatusCreated, "")
+	l := o.e.do(request{method: "POST", path: "/initiatives/{initiativeId}/launch", key: o.tenant.Key,
+		params: map[string]string{"initiativeId": c.data()["initiative"].(map[string]any)["id"].(string)},
+		body:   map[string]any{"cost_ceiling_cents": 100000}})
+	expect(o.t, l, http.StatusAccepted, "")
+	id := l.data()["launch_id"].(string)
+	// The matrix runs without a relay (nothing moves in the background): the launch's job
+	// is reserved and dispatched here by the commands its workflow's activities run.
+	ctx, ws := context.Background(), l.meta()["workspaceId"].(string)
+	jobs, err := o.e.db.LaunchJobIDs(ctx, ws, id)
+	if err != nil || len(jobs) != 1 {
+		o.t.Fatalf("the owner's launch has jobs %v: %v", jobs, err)
+	}
+	if res, err := o.e.db.ReserveJob(ctx, ws, id, jobs[0], false); err != nil || !res.Reserved {
+		o.t.Fatalf("reserving the owner's job: %+v %v", res, err)
+	}
+	run, err := o.e.db.DispatchJob(ctx, ws, id, jobs[0])
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return id, run
 }
 
 func (o *owner) versionToken(taskID string) string {
@@ -246,7 +299,7 @@ func fill(s string, ids map[string]string) string {
 }
 
 func TestIsolationMatrix(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newQuietEnv(t)
 	doc := fetchDocument(t, e)
 	conn := storetest.Conn(t)
 	tables := workspaceTables(t, conn)

@@ -169,7 +169,7 @@ type fuzzer struct {
 }
 
 func newFuzzer(t *testing.T, seed uint64) *fuzzer {
-	e := newEnv(t, nil)
+	e := newQuietEnv(t)
 	f := &fuzzer{t: t, e: e, seed: seed, addr: strings.TrimPrefix(e.base, "http://"), conn: storetest.Conn(t), cache: map[string]string{},
 		reqIDPattern: regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)}
 	f.doc = fetchDocument(t, e)

@@ -21,6 +21,9 @@ type meta struct {
 	NextCursor  *string `json:"nextCursor,omitempty"`
 	HasMore     *bool   `json:"hasMore,omitempty"`
 	Limit       *int    `json:"limit,omitempty" minimum:"1"`
+	// ProjectionStatus says where a read came from (GET /launches/{id}: "current", the
+	// committed state itself).
+	ProjectionStatus *string `json:"projectionStatus,omitempty"`
 }
 
 type envelope struct {

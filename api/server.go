@@ -47,6 +47,12 @@ type Config struct {
 	KeyTouchInterval time.Duration
 	// TaskQueue is the Temporal task queue of the workflows the API starts itself.
 	TaskQueue string
+	// ProposalsPerMinute bounds proposal generations per workspace and minute (default 6,
+	// the specification's).
+	ProposalsPerMinute int
+	// LaunchRunTimeout is how long a launch waits for its runs to be finalised (default
+	// workflows.DefaultRunTimeout).
+	LaunchRunTimeout time.Duration
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
 	// command 15s, long 120s).
 	Deadlines map[DeadlineClass]time.Duration
@@ -130,6 +136,7 @@ type Deps struct {
 	Proposals   ProposalStore
 	Initiatives InitiativeStore
 	Decisions   DecisionStore
+	Launches    LaunchStore
 	Metrics     Metrics
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
@@ -199,7 +206,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.eventOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.eventOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

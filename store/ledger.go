@@ -165,6 +165,8 @@ var aggregateTables = []struct {
 	{accountable.AggregateWorkstream, `SELECT id::text, aggregate_version FROM workstreams WHERE workspace_id = $1`},
 	{accountable.AggregateMilestone, `SELECT id::text, aggregate_version FROM milestones WHERE workspace_id = $1`},
 	{accountable.AggregateDecision, `SELECT id::text, aggregate_version FROM decisions WHERE workspace_id = $1`},
+	{accountable.AggregateLaunch, `SELECT id::text, aggregate_version FROM launches WHERE workspace_id = $1`},
+	{accountable.AggregateRun, `SELECT id::text, aggregate_version FROM runs WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

@@ -13,23 +13,20 @@ import (
 	"github.com/accountablework/accountable"
 )
 
-// Proposal generation is limited per workspace, across every API replica: at most
-// GenerationsPerMinute requests in any minute.
-const (
-	GenerationsPerMinute = 6
-	generationWindow     = time.Minute
-)
+// Proposal generation is limited per workspace, across every API replica: at most a
+// number of requests in any minute (the caller's; the specification says 6).
+const generationWindow = time.Minute
 
 // ClaimProposalGeneration claims the request's idempotency key (nil: none) for a
 // generation run by workflowID and admits it under the workspace's rate limit (429
-// rate_limited with the wait when the last minute holds GenerationsPerMinute requests).
+// rate_limited with the wait when the last minute holds perMinute requests).
 // A replay or an attachment costs no slot.
 func (db *DB) ClaimProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency,
-	workflowID string) (accountable.ProposalClaim, error) {
+	workflowID string, perMinute int) (accountable.ProposalClaim, error) {
 	var out accountable.ProposalClaim
 	claim, err := claimWorkflowOperation[accountable.InitiativeProposal](ctx, db, workspaceID, idem, workflowID,
 		func(ctx context.Context, tx pgx.Tx, now time.Time) error {
-			slot, err := admitGeneration(ctx, tx, workspaceID, now)
+			slot, err := admitGeneration(ctx, tx, workspaceID, now, perMinute)
 			out.Slot = slot
 			return err
 		})
@@ -45,7 +42,7 @@ func (db *DB) ClaimProposalGeneration(ctx context.Context, workspaceID string, i
 
 // admitGeneration takes a rate slot of the workspace, under a per-workspace lock so that
 // replicas count together.
-func admitGeneration(ctx context.Context, tx pgx.Tx, workspaceID string, now time.Time) (string, error) {
+func admitGeneration(ctx context.Context, tx pgx.Tx, workspaceID string, now time.Time, perMinute int) (string, error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/proposal-generation-rate', 0))`,
 		workspaceID); err != nil {
 		return "", err
@@ -61,10 +58,10 @@ func admitGeneration(ctx context.Context, tx pgx.Tx, workspaceID string, now tim
 		workspaceID).Scan(&n, &oldest); err != nil {
 		return "", err
 	}
-	if n >= GenerationsPerMinute && oldest != nil {
+	if n >= perMinute && oldest != nil {
 		wait := oldest.Add(generationWindow).Sub(now)
 		return "", &accountable.Error{Code: accountable.ECodeRateLimited, RetryAfter: max(wait, time.Second),
-			Message: fmt.Sprintf("At most %d proposal generations a minute per workspace; retry after error.retryAfter seconds.", GenerationsPerMinute)}
+			Message: fmt.Sprintf("At most %d proposal generations a minute per workspace; retry after error.retryAfter seconds.", perMinute)}
 	}
 	slot := uuid.Must(uuid.NewV7()).String()
 	_, err := tx.Exec(ctx, `INSERT INTO generation_requests (workspace_id, id, requested_at) VALUES ($1, $2, $3)`, workspaceID, slot, now)

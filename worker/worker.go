@@ -16,6 +16,7 @@ import (
 type Activities struct {
 	Ledger    *activities.Ledger
 	Proposals *activities.Proposals
+	Launches  *activities.Launches
 }
 
 // Worker polls one task queue.
@@ -31,6 +32,8 @@ func New(c client.Client, taskQueue string, acts Activities, interceptors ...int
 	w.RegisterActivity(acts.Ledger)
 	w.RegisterWorkflowWithOptions(workflows.ProposalGeneration, workflow.RegisterOptions{Name: workflows.ProposalGenerationName})
 	w.RegisterActivity(acts.Proposals)
+	w.RegisterWorkflowWithOptions(workflows.LaunchDispatch, workflow.RegisterOptions{Name: workflows.LaunchDispatchName})
+	w.RegisterActivity(acts.Launches)
 	return &Worker{w: w}
 }
 

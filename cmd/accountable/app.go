@@ -126,8 +126,8 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
-		TaskQueue: cfg.TaskQueue,
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Metrics: m,
+		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Metrics: m,
 		MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
@@ -173,6 +173,7 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *M
 	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
 		Ledger:    &activities.Ledger{Store: db},
 		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
+		Launches:  &activities.Launches{Store: db},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

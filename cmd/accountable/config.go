@@ -51,6 +51,8 @@ type Config struct {
 	OpenAIModel          string
 	OpenAIModelBalanced  string
 	OpenAIModelPrecision string
+	// LaunchRunTimeout is how long a launch waits for its runs to be finalised.
+	LaunchRunTimeout time.Duration
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -98,6 +100,7 @@ func LoadConfig() (Config, error) {
 	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)
 	c.RequestTimeout = envDuration("REQUEST_TIMEOUT", 15*time.Second, &errs)
 	c.LongRequestTimeout = envDuration("LONG_REQUEST_TIMEOUT", 120*time.Second, &errs)
+	c.LaunchRunTimeout = envDuration("LAUNCH_RUN_TIMEOUT", workflows.DefaultRunTimeout, &errs)
 	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.DatabaseStatementTimeout = envDuration("DATABASE_STATEMENT_TIMEOUT", 30*time.Second, &errs)
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workflows"
+)
+
+// LaunchStore is what the Launches and Runs areas need.
+type LaunchStore interface {
+	LaunchInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.LaunchInitiative,
+		start func(launchID string) (accountable.WorkflowMessage, error)) (accountable.Launch, bool, error)
+	GetLaunch(ctx context.Context, workspaceID, id string) (accountable.Launch, error)
+	FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
+		signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
+	GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error)
+	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error)
+}
+
+// launchOperations is the Launches and Runs areas.
+func (s *Server) launchOperations() []operation {
+	return []operation{
+		op(Operation{ID: "launchInitiative", Method: fiber.MethodPost, Path: "/initiatives/{initiativeId}/launch", Area: "Launches",
+			Status: fiber.StatusAccepted, Idempotency: OptionalIdempotency,
+			Summary: "Launch an initiative (or one workstream or task): one job per workstream reserves its estimate against cost_ceiling_cents, dispatches a run and settles when the run is finalised; answers the Launch (202) while the LaunchDispatch workflow runs it.",
+			Description: "A job whose reservation would pass the ceiling is blocked (block_code budget_ceiling_exceeded) on a pending budget_approval " +
+				"decision, shown as blocking_decision; approving it reserves the job anyway, declining it cancels the job."},
+			s.launchInitiative),
+		op(Operation{ID: "getLaunch", Method: fiber.MethodGet, Path: "/launches/{launchId}", Area: "Launches",
+			Summary: "Read a launch: jobs, runs, reservation receipts, reserved and settled spend, and the decision blocking it (meta.projectionStatus)."},
+			s.getLaunch),
+		op(Operation{ID: "listRuns", Method: fiber.MethodGet, Path: "/runs", Area: "Runs",
+			Summary: "List runs, newest first; data is {runs}."}, s.listRuns),
+		op(Operation{ID: "getRun", Method: fiber.MethodGet, Path: "/runs/{runId}", Area: "Runs",
+			Summary: "Read a run."}, s.getRun),
+		op(Operation{ID: "finalizeRun", Method: fiber.MethodPost, Path: "/runs/{runId}/finalize", Area: "Runs",
+			Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeInvalidStateTransition},
+			Summary: "Report the end of a run (status succeeded, failed or cancelled; outcome_kind; cost_cents; summary; evidence); its launch settles the run's reservation. A run that has ended is 409 invalid_state_transition."},
+			s.finalizeRun),
+	}
+}
+
+type launchRequest struct {
+	InitiativeID string `json:"-" path:"initiativeId" format:"uuid" description:"The initiative."`
+	accountable.LaunchInitiative
+}
+
+// launchInitiative: POST /initiatives/{initiativeId}/launch.
+func (s *Server) launchInitiative(c *call, in *launchRequest) (accountable.Launch, error) {
+	cmd := in.LaunchInitiative
+	cmd.InitiativeID = accountable.NormalizeUUID(in.InitiativeID)
+	ws := c.principal.WorkspaceID
+	res, dup, err := s.deps.Launches.LaunchInitiative(c.ctx, c.principal, c.idem, cmd, func(launchID string) (accountable.WorkflowMessage, error) {
+		return workflows.LaunchDispatchStart(ws, launchID, s.cfg.LaunchRunTimeout)
+	})
+	c.replayed(dup)
+	return res, err
+}
+
+type launchRef struct {
+	LaunchID string `json:"-" path:"launchId" format:"uuid" description:"The launch."`
+}
+
+// projectionCurrent says a read was made from the committed state itself.
+const projectionCurrent = "current"
+
+// getLaunch: GET /launches/{launchId}.
+func (s *Server) getLaunch(c *call, in *launchRef) (accountable.Launch, error) {
+	status := projectionCurrent
+	c.meta.ProjectionStatus = &status
+	return s.deps.Launches.GetLaunch(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.LaunchID))
+}
+
+type runRef struct {
+	RunID string `json:"-" path:"runId" format:"uuid" description:"The run."`
+}
+
+type finalizeRequest struct {
+	runRef
+	accountable.FinalizeRun
+}
+
+// finalizeRun: POST /runs/{runId}/finalize.
+func (s *Server) finalizeRun(c *call, in *finalizeRequest) (accountable.Run, error) {
+	cmd := in.FinalizeRun
+	cmd.RunID = accountable.NormalizeUUID(in.runRef.RunID)
+	ws := c.principal.WorkspaceID
+	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd, func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error) {
+		return workflows.LaunchSignal(ws, launchID, workflows.RunFinalizedSignal, f)
+	})
+	c.replayed(dup)
+	return res, err
+}
+
+// getRun: GET /runs/{runId}.
+func (s *Server) getRun(c *call, in *runRef) (accountable.Run, error) {
+	return s.deps.Launches.GetRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
+}
+
+type listRunsQuery struct {
+	Limit    *int    `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	LaunchID *string `json:"-" query:"launch_id" format:"uuid" description:"Only the runs of this launch."`
+}
+
+// RunList is the list of the Runs area: {runs}.
+type RunList struct {
+	Runs []accountable.Run `json:"runs"`
+}
+
+// listRuns: GET /runs.
+func (s *Server) listRuns(c *call, in *listRunsQuery) (RunList, error) {
+	limit := accountable.DefaultPageLimit
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	var launch *string
+	if in.LaunchID != nil {
+		id := accountable.NormalizeUUID(*in.LaunchID)
+		launch = &id
+	}
+	runs, err := s.deps.Launches.ListRuns(c.ctx, c.principal.WorkspaceID, launch, limit)
+	if runs == nil {
+		runs = []accountable.Run{}
+	}
+	count := len(runs)
+	c.meta.Count, c.meta.Limit = &count, &limit
+	return RunList{Runs: runs}, err
+}

@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// launchable commits an initiative of two workstreams estimated at 1000 and 500 cents.
+func launchable(t *testing.T, e *env, key string) string {
+	t.Helper()
+	r := propose(e, key, "", map[string]any{"title": "Two lanes", "depth": "workstreams",
+		"generation": map[string]any{"max_workstreams": 2},
+		"workstreams": []any{map[string]any{"name": "Alpha", "expected_budget_usd": 10},
+			map[string]any{"name": "Beta", "expected_budget_usd": 5}}})
+	expect(t, r, http.StatusCreated, "")
+	c := e.do(request{method: "POST", path: "/initiatives", key: key,
+		body: map[string]any{"proposal_id": r.data()["proposal_id"], "proposal_digest": r.data()["proposal_digest"]}})
+	expect(t, c, http.StatusCreated, "")
+	return c.data()["initiative"].(map[string]any)["id"].(string)
+}
+
+func launchIt(t *testing.T, e *env, key, initiative string, ceiling int) map[string]any {
+	t.Helper()
+	r := e.do(request{method: "POST", path: "/initiatives/{initiativeId}/launch", params: map[string]string{"initiativeId": initiative},
+		key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("launch")},
+		body: map[string]any{"model_tier": "balanced", "autonomy": "gated", "cost_ceiling_cents": ceiling}})
+	expect(t, r, http.StatusAccepted, "")
+	return r.data()
+}
+
+// waitLaunch reads the launch until cond holds (the workflow moves it), or fails.
+func waitLaunch(t *testing.T, e *env, key, id, what string, cond func(l map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := e.do(request{method: "GET", path: "/launches/{launchId}", params: map[string]string{"launchId": id}, key: key})
+		expect(t, r, http.StatusOK, "")
+		if cond(r.data()) {
+			if r.meta()["projectionStatus"] != "current" {
+				t.Fatalf("meta %s", r.raw)
+			}
+			return r.data()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s: %s", what, r.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func runsOf(l map[string]any) []any { return l["runs"].([]any) }
+
+func finalize(e *env, key, run string, body map[string]any) response {
+	return e.do(request{method: "POST", path: "/runs/{runId}/finalize", params: map[string]string{"runId": run}, key: key, body: body})
+}
+
+func cost(l map[string]any, k string) float64 { return l["cost"].(map[string]any)[k].(float64) }
+
+func statuses(list []any, k string) map[string]int {
+	out := map[string]int{}
+	for _, x := range list {
+		out[x.(map[string]any)[k].(string)]++
+	}
+	return out
+}
+
+// Propose, commit, launch, finalize the runs: every reservation settles once, the totals
+// are exact, and the ledger verifies.
+func TestLaunchSettles(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	initiative := launchable(t, e, key)
+	l := launchIt(t, e, key, initiative, 2000)
+	if l["state"] != "pending" || len(l["jobs"].([]any)) != 2 || cost(l, "server_estimate_cents") != 1500 ||
+		l["effective_autonomy"] != "gated" || l["model_tier"] != "balanced" || l["blocking_decision"] != nil {
+		t.Fatalf("launch %v", l)
+	}
+	id := l["launch_id"].(string)
+	l = waitLaunch(t, e, key, id, "two runs", func(l map[string]any) bool { return len(runsOf(l)) == 2 && l["state"] == "running" })
+	if cost(l, "reserved_cents") != 1500 || statuses(l["receipts"].([]any), "settlement_status")["reserved"] != 2 {
+		t.Fatalf("reserved %v", l)
+	}
+	runs := e.do(request{method: "GET", path: "/runs", key: key, query: "launch_id=" + id})
+	if len(runs.data()["runs"].([]any)) != 2 {
+		t.Fatalf("runs %s", runs.raw)
+	}
+	alpha, beta := runsOf(l)[0].(map[string]any)["id"].(string), runsOf(l)[1].(map[string]any)["id"].(string)
+	r := finalize(e, key, alpha, map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 800, "summary": "done"})
+	expect(t, r, http.StatusOK, "")
+	if r.data()["status"] != "succeeded" || r.data()["cost_cents"] != 800.0 {
+		t.Fatalf("finalized %s", r.raw)
+	}
+	expect(t, finalize(e, key, alpha, map[string]any{"status": "failed"}), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	expect(t, finalize(e, key, beta, map[string]any{"status": "running"}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, finalize(e, key, beta, map[string]any{"status": "failed", "outcome_kind": "blocked", "cost_cents": 700}), http.StatusOK, "")
+
+	l = waitLaunch(t, e, key, id, "the launch to end", func(l map[string]any) bool { return l["state"] == "completed" })
+	receipts := statuses(l["receipts"].([]any), "settlement_status")
+	jobs := statuses(l["jobs"].([]any), "status")
+	if cost(l, "reserved_cents") != 1500 || cost(l, "settled_cents") != 1500 || receipts["settled"] != 1 || receipts["overrun"] != 1 ||
+		jobs["succeeded"] != 1 || jobs["failed"] != 1 {
+		t.Fatalf("settled %v", l)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+	// Another workspace sees none of it.
+	stranger := storetest.NewTenant(t, e.db)
+	expect(t, e.do(request{method: "GET", path: "/launches/{launchId}", params: map[string]string{"launchId": id}, key: stranger.Key}),
+		http.StatusNotFound, accountable.ECodeNotFound)
+}
+
+// A job that would pass the ceiling waits for its budget decision: approved, it is
+// reserved and runs; declined, it is cancelled.
+func TestLaunchBlockedOnBudget(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	initiative := launchable(t, e, key)
+
+	id := launchIt(t, e, key, initiative, 1200)["launch_id"].(string)
+	l := waitLaunch(t, e, key, id, "the blocked job", func(l map[string]any) bool { return l["state"] == "blocked" })
+	d := l["blocking_decision"].(map[string]any)
+	if d["shape"] != "budget_approval" || d["status"] != "pending" || d["launch_id"] != id || statuses(l["jobs"].([]any), "status")["blocked"] != 1 {
+		t.Fatalf("blocked %v", l)
+	}
+	for _, j := range l["jobs"].([]any) {
+		if j.(map[string]any)["status"] == "blocked" && j.(map[string]any)["block_code"] != "budget_ceiling_exceeded" {
+			t.Fatalf("block code %v", j)
+		}
+	}
+	expect(t, e.do(request{method: "POST", path: "/decisions/{decisionId}/approve", params: map[string]string{"decisionId": d["id"].(string)},
+		key: key, body: map[string]any{"note": "go"}}), http.StatusOK, "")
+	l = waitLaunch(t, e, key, id, "both runs", func(l map[string]any) bool { return len(runsOf(l)) == 2 })
+	if l["blocking_decision"] != nil || cost(l, "reserved_cents") != 1500 {
+		t.Fatalf("approved %v", l)
+	}
+	for _, run := range runsOf(l) {
+		expect(t, finalize(e, key, run.(map[string]any)["id"].(string), map[string]any{"status": "succeeded", "cost_cents": 100}), http.StatusOK, "")
+	}
+	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return l["state"] == "completed" })
+	if cost(l, "settled_cents") != 200 || statuses(l["receipts"].([]any), "settlement_status")["settled"] != 2 {
+		t.Fatalf("settled %v", l)
+	}
+
+	// Declined: the job is cancelled; the other still runs.
+	id = launchIt(t, e, key, initiative, 600)["launch_id"].(string)
+	l = waitLaunch(t, e, key, id, "the blocked job", func(l map[string]any) bool { return l["state"] == "blocked" })
+	d = l["blocking_decision"].(map[string]any)
+	expect(t, e.do(request{method: "POST", path: "/decisions/{decisionId}/decline", params: map[string]string{"decisionId": d["id"].(string)},
+		key: key, body: map[string]any{}}), http.StatusOK, "")
+	l = waitLaunch(t, e, key, id, "the other run", func(l map[string]any) bool { return len(runsOf(l)) == 1 })
+	expect(t, finalize(e, key, runsOf(l)[0].(map[string]any)["id"].(string), map[string]any{"status": "succeeded", "cost_cents": 400}), http.StatusOK, "")
+	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return l["state"] == "completed" })
+	if jobs := statuses(l["jobs"].([]any), "status"); jobs["cancelled"] != 1 || jobs["succeeded"] != 1 || cost(l, "reserved_cents") != 500 ||
+		cost(l, "settled_cents") != 400 {
+		t.Fatalf("declined %v", l)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+}
+
+// Runs not finalised in time fail (abandoned) and their reservations are released.
+func TestLaunchRunsTimeOut(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.LaunchRunTimeout = time.Second })
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	id := launchIt(t, e, key, launchable(t, e, key), 5000)["launch_id"].(string)
+	l := waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return l["state"] == "failed" })
+	receipts := statuses(l["receipts"].([]any), "settlement_status")
+	if receipts["released"] != 2 || cost(l, "settled_cents") != 0 || statuses(runsOf(l), "status")["failed"] != 2 {
+		t.Fatalf("timed out %v", l)
+	}
+	for _, run := range runsOf(l) {
+		if run.(map[string]any)["outcome_kind"] != "abandoned" {
+			t.Fatalf("run %v", run)
+		}
+	}
+}

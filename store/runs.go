@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+const runColumns = `id::text, launch_id::text, job_id::text, initiative_id::text, workstream_id::text, agent_id, status,
+	outcome_kind, cost_cents, summary, evidence::text, created_at, updated_at, finalized_at, aggregate_version`
+
+func scanRun(row pgx.Row) (accountable.Run, error) {
+	var r accountable.Run
+	var status, evidence string
+	var outcome *string
+	err := row.Scan(&r.ID, &r.LaunchID, &r.JobID, &r.InitiativeID, &r.WorkstreamID, &r.AgentID, &status, &outcome, &r.CostCents,
+		&r.Summary, &evidence, &r.CreatedAt, &r.UpdatedAt, &r.FinalizedAt, &r.AggregateVersion)
+	r.Status, r.Evidence = accountable.RunStatus(status), accountable.Object(evidence)
+	if outcome != nil {
+		o := accountable.OutcomeKind(*outcome)
+		r.OutcomeKind = &o
+	}
+	return r, err
+}
+
+// FinalizeRun records the end of a running run as its agent reports it, with its event and
+// the signal that tells the run's launch (signal builds it from the launch id), once: a run
+// that has ended is 409 invalid_state_transition.
+func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
+	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+	cmd := commandOf[accountable.Run](p, idem, in.Causation)
+	ref := aggregate(accountable.AggregateRun, in.RunID)
+	cmd.locks = []aggregateRef{ref}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.RunID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return r, accountable.NotFound("run")
+		}
+		if err != nil {
+			return r, err
+		}
+		if r.Status.Final() {
+			return r, accountable.Errorf(accountable.ECodeInvalidStateTransition, "Run %s has ended (%s).", r.ID, r.Status)
+		}
+		return endRun(tx, p.WorkspaceID, r, in, signal)
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+// endRun moves run r to the status of in, with its event and the launch's signal.
+func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.FinalizeRun,
+	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+	now := accountable.TimeOf(tx.Now())
+	r.Status, r.OutcomeKind, r.Summary, r.UpdatedAt, r.FinalizedAt = in.Status, in.OutcomeKind, in.Summary, now, &now
+	if in.CostCents != nil {
+		r.CostCents = *in.CostCents
+	}
+	if len(in.Evidence) > 0 {
+		r.Evidence = in.Evidence
+	}
+	r.AggregateVersion++
+	if _, err := tx.Append(aggregate(accountable.AggregateRun, r.ID), accountable.EventRunFinalized, runPayload{RunID: r.ID,
+		LaunchID: r.LaunchID, JobID: r.JobID, Status: r.Status, OutcomeKind: r.OutcomeKind, CostCents: r.CostCents,
+		CommandID: in.Causation.CommandID}); err != nil {
+		return r, err
+	}
+	var outcome *string
+	if r.OutcomeKind != nil {
+		o := string(*r.OutcomeKind)
+		outcome = &o
+	}
+	tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, cost_cents = $5, summary = $6, evidence = $7, updated_at = $8,
+			finalized_at = $8, aggregate_version = $9 WHERE workspace_id = $1 AND id = $2`,
+		workspaceID, r.ID, string(r.Status), outcome, r.CostCents, r.Summary, string(r.Evidence), now, r.AggregateVersion)
+	msg, err := signal(r.LaunchID, accountable.RunFinalized{RunID: r.ID, JobID: r.JobID, Status: r.Status, CostCents: r.CostCents})
+	if err != nil {
+		return r, err
+	}
+	tx.Send(msg)
+	return r, nil
+}
+
+// TimeOutRun fails a run its agent did not finalise in time (outcome abandoned, no cost),
+// once; it returns the run as it ended (or had ended).
+func (db *DB) TimeOutRun(ctx context.Context, workspaceID, runID string) (accountable.Run, error) {
+	ref := aggregate(accountable.AggregateRun, runID)
+	cmd := command[accountable.Run]{workspaceID: workspaceID, actor: worker, locks: []aggregateRef{ref}}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, workspaceID, runID))
+		if err != nil || r.Status.Final() {
+			return r, err
+		}
+		abandoned, summary := accountable.OutcomeAbandoned, "The run was not finalised before its timeout."
+		// The workflow that timed it out settles it itself: the signal would only repeat that.
+		none := func(string, accountable.RunFinalized) (accountable.WorkflowMessage, error) {
+			return accountable.WorkflowMessage{}, errNoSignal
+		}
+		r, err = endRun(tx, workspaceID, r, accountable.FinalizeRun{Status: accountable.RunFailed, OutcomeKind: &abandoned, Summary: &summary}, none)
+		if errors.Is(err, errNoSignal) {
+			err = nil
+		}
+		return r, err
+	}
+	r, _, err := runCommand(ctx, db, cmd)
+	return r, err
+}
+
+var errNoSignal = errors.New("store: no signal")
+
+// GetRun reads a run of the workspace.
+func (db *DB) GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error) {
+	r, err := scanRun(db.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, workspaceID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, accountable.NotFound("run")
+	}
+	return r, mapError(err)
+}
+
+// ListRuns reads the workspace's runs, newest first (of one launch when launchID is set).
+func (db *DB) ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND ($2::uuid IS NULL OR launch_id = $2)
+		ORDER BY created_at DESC, id DESC LIMIT $3`, workspaceID, launchID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.Run, error) { return scanRun(row) })
+	return out, mapError(err)
+}
