@@ -278,3 +278,30 @@ type JobReservation struct {
 	Reserved   bool   `json:"reserved"`
 	DecisionID string `json:"decisionId"`
 }
+
+// RunAction is an action on a run (POST /runs/{id}/actions/{action}).
+type RunAction string
+
+// Run actions: pause a running run, resume a paused one, cancel one that has not ended
+// (its launch settles it), roll back one that has ended (its outcome becomes abandoned).
+const (
+	RunPause    RunAction = "pause"
+	RunResume   RunAction = "resume"
+	RunCancel   RunAction = "cancel"
+	RunRollback RunAction = "rollback"
+)
+
+// Enum lists the actions.
+func (RunAction) Enum() []any { return EnumStrings(RunPause, RunResume, RunCancel, RunRollback) }
+
+// EventRunActioned is the event of a run action other than the cancel that ends it.
+const EventRunActioned = "run.actioned"
+
+// RunActionRequest is the body of a run action.
+type RunActionRequest struct {
+	Reason *string `json:"reason,omitzero" maxLength:"4000"`
+	Causation
+}
+
+// Validate checks the bounds.
+func (c RunActionRequest) Validate() error { return CheckFields(c).Err() }

@@ -81,6 +81,21 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 	},
 }
 
+// preparations put the owner's resources in the state an operation needs (after the
+// fixtures made them), so that the owner's own request succeeds.
+var preparations = map[string]func(o *owner, ids map[string]string){
+	"resumeRun": func(o *owner, ids map[string]string) {
+		o.t.Helper()
+		expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/actions/pause", params: map[string]string{"runId": ids["runId"]},
+			key: o.tenant.Key, body: map[string]any{}}), http.StatusOK, "")
+	},
+	"rollbackRun": func(o *owner, ids map[string]string) {
+		o.t.Helper()
+		expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/finalize", params: map[string]string{"runId": ids["runId"]},
+			key: o.tenant.Key, body: map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 1}}), http.StatusOK, "")
+	},
+}
+
 // publicOperations are account-free, so there is no workspace to scope; each is still
 // called with and without B's credential, and must show nothing of the owner's workspace.
 var publicOperations = map[string]string{
@@ -376,6 +391,9 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 				"%q: a func(*owner) string that makes one in the owner's workspace and returns its id.", op, p.Name, p.Name)
 		}
 		ids[p.Name] = fx(o)
+	}
+	if prepare, ok := preparations[op.ID]; ok {
+		prepare(o, ids)
 	}
 	probes := queryProbes[op.ID]
 	for _, q := range op.QueryParams {

@@ -18,6 +18,8 @@ type LaunchStore interface {
 		signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 	GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error)
 	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error)
+	ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
+		in accountable.RunActionRequest, signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 }
 
 // launchOperations is the Launches and Runs areas.
@@ -40,7 +42,35 @@ func (s *Server) launchOperations() []operation {
 			Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeInvalidStateTransition},
 			Summary: "Report the end of a run (status succeeded, failed or cancelled; outcome_kind; cost_cents; summary; evidence); its launch settles the run's reservation. A run that has ended is 409 invalid_state_transition."},
 			s.finalizeRun),
+		s.runActionOperation("pauseRun", accountable.RunPause, "Pause a running run."),
+		s.runActionOperation("resumeRun", accountable.RunResume, "Resume a paused run."),
+		s.runActionOperation("cancelRun", accountable.RunCancel, "Cancel a run that has not ended; its launch settles it (no cost: released)."),
+		s.runActionOperation("rollbackRun", accountable.RunRollback, "Roll back a run that has ended: its outcome becomes abandoned."),
 	}
+}
+
+// runActionOperation declares POST /runs/{runId}/actions/{action}.
+func (s *Server) runActionOperation(id string, action accountable.RunAction, summary string) operation {
+	return op(Operation{ID: id, Method: fiber.MethodPost, Path: "/runs/{runId}/actions/" + string(action), Area: "Runs",
+		Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeInvalidStateTransition},
+		Summary: summary + " Any other status is 409 invalid_state_transition."},
+		func(c *call, in *runActionCall) (accountable.Run, error) { return s.actOnRun(c, in, action) })
+}
+
+type runActionCall struct {
+	runRef
+	accountable.RunActionRequest
+}
+
+// actOnRun: POST /runs/{runId}/actions/{pause|resume|cancel|rollback}.
+func (s *Server) actOnRun(c *call, in *runActionCall, action accountable.RunAction) (accountable.Run, error) {
+	ws := c.principal.WorkspaceID
+	res, dup, err := s.deps.Launches.ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest,
+		func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error) {
+			return workflows.LaunchSignal(ws, launchID, workflows.RunFinalizedSignal, f)
+		})
+	c.replayed(dup)
+	return res, err
 }
 
 type launchRequest struct {

@@ -184,3 +184,44 @@ func TestLaunchRunsTimeOut(t *testing.T) {
 		}
 	}
 }
+
+// Run actions: pause and resume a running run, cancel one (its launch releases the
+// reservation), roll back one that ended; anything else is 409.
+func TestRunActions(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	id := launchIt(t, e, key, launchable(t, e, key), 5000)["launch_id"].(string)
+	l := waitLaunch(t, e, key, id, "two runs", func(l map[string]any) bool { return len(runsOf(l)) == 2 })
+	alpha, beta := runsOf(l)[0].(map[string]any)["id"].(string), runsOf(l)[1].(map[string]any)["id"].(string)
+	act := func(run, action string) response {
+		return e.do(request{method: "POST", path: "/runs/{runId}/actions/" + action, params: map[string]string{"runId": run}, key: key,
+			body: map[string]any{"reason": "testing"}})
+	}
+	expect(t, act(alpha, "resume"), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	expect(t, act(alpha, "rollback"), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	r := act(alpha, "pause")
+	expect(t, r, http.StatusOK, "")
+	if r.data()["status"] != "paused" {
+		t.Fatalf("paused %s", r.raw)
+	}
+	expect(t, act(alpha, "pause"), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	expect(t, act(alpha, "resume"), http.StatusOK, "")
+	expect(t, act(beta, "cancel"), http.StatusOK, "")
+	expect(t, act(beta, "cancel"), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	expect(t, finalize(e, key, alpha, map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 10}), http.StatusOK, "")
+	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return l["state"] == "completed" })
+	receipts := statuses(l["receipts"].([]any), "settlement_status")
+	if receipts["settled"] != 1 || receipts["released"] != 1 || cost(l, "settled_cents") != 10 {
+		t.Fatalf("after a cancel %v", l)
+	}
+	r = act(alpha, "rollback")
+	expect(t, r, http.StatusOK, "")
+	if r.data()["outcome_kind"] != "abandoned" || r.data()["status"] != "succeeded" {
+		t.Fatalf("rolled back %s", r.raw)
+	}
+	expect(t, act(alpha, "rollback"), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+}

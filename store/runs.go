@@ -129,3 +129,77 @@ func (db *DB) ListRuns(ctx context.Context, workspaceID string, launchID *string
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.Run, error) { return scanRun(row) })
 	return out, mapError(err)
 }
+
+// runActionPayload is the payload of run.actioned.
+type runActionPayload struct {
+	RunID     string                `json:"run_id"`
+	Action    accountable.RunAction `json:"action"`
+	Status    accountable.RunStatus `json:"status"`
+	Reason    *string               `json:"reason"`
+	CommandID *string               `json:"command_id"`
+}
+
+// ActOnRun pauses, resumes, cancels or rolls back a run; an action its status does not
+// allow is 409 invalid_state_transition. Cancelling ends the run like a finalisation (its
+// launch settles it, through signal); the others are recorded with a run.actioned event.
+func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
+	in accountable.RunActionRequest, signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+	cmd := commandOf[accountable.Run](p, idem, in.Causation)
+	ref := aggregate(accountable.AggregateRun, runID)
+	cmd.locks = []aggregateRef{ref}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, runID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return r, accountable.NotFound("run")
+		}
+		if err != nil {
+			return r, err
+		}
+		refuse := accountable.Errorf(accountable.ECodeInvalidStateTransition, "A %s run cannot be %s.", r.Status, map[accountable.RunAction]string{
+			accountable.RunPause: "paused", accountable.RunResume: "resumed", accountable.RunCancel: "cancelled", accountable.RunRollback: "rolled back"}[action])
+		var next accountable.RunStatus
+		outcome := r.OutcomeKind
+		switch action {
+		case accountable.RunPause:
+			if r.Status != accountable.RunRunning {
+				return r, refuse
+			}
+			next = accountable.RunPaused
+		case accountable.RunResume:
+			if r.Status != accountable.RunPaused {
+				return r, refuse
+			}
+			next = accountable.RunRunning
+		case accountable.RunCancel:
+			if r.Status.Final() {
+				return r, refuse
+			}
+			abandoned := accountable.OutcomeAbandoned
+			return endRun(tx, p.WorkspaceID, r, accountable.FinalizeRun{Status: accountable.RunCancelled, OutcomeKind: &abandoned,
+				Summary: in.Reason, Causation: in.Causation}, signal)
+		case accountable.RunRollback:
+			if !r.Status.Final() || (r.OutcomeKind != nil && *r.OutcomeKind == accountable.OutcomeAbandoned) {
+				return r, refuse
+			}
+			next = r.Status
+			abandoned := accountable.OutcomeAbandoned
+			outcome = &abandoned
+		}
+		now := accountable.TimeOf(tx.Now())
+		r.Status, r.OutcomeKind, r.UpdatedAt = next, outcome, now
+		r.AggregateVersion++
+		if _, err := tx.Append(ref, accountable.EventRunActioned, runActionPayload{RunID: r.ID, Action: action, Status: next,
+			Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
+			return r, err
+		}
+		var o *string
+		if outcome != nil {
+			s := string(*outcome)
+			o = &s
+		}
+		tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, updated_at = $5, aggregate_version = $6 WHERE workspace_id = $1 AND id = $2`,
+			p.WorkspaceID, r.ID, string(next), o, now, r.AggregateVersion)
+		return r, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
