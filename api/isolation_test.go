@@ -72,12 +72,23 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 	"finalizeRun": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 10, "summary": "done"}
 	},
+	"applyLifecycle": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"level": "task", "id": o.task(), "action": "cancel", "reason": "isolation"}
+	},
 	"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
 	},
 	"completeWork": func(o *owner, ids map[string]string) map[string]any {
 		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
 			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
+	},
+}
+
+// ownBodies make B's own request for an operation whose body names a resource (the
+// owner's body names the owner's, which B is refused).
+var ownBodies = map[string]func(e *env, key string) map[string]any{
+	"applyLifecycle": func(e *env, key string) map[string]any {
+		return map[string]any{"level": "task", "id": createWork(e.t, e, key, "B's task"), "action": "cancel"}
 	},
 }
 
@@ -493,7 +504,11 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	if len(op.PathParams) == 0 {
 		for _, mount := range op.Mounts {
 			for _, p := range append([]string{""}, probes...) {
-				r := call("B's own request "+p, false, mount, nil, fill(p, ids), body, "")
+				own := body
+				if f, ok := ownBodies[op.ID]; ok {
+					own = f(e, m.b.Key)
+				}
+				r := call("B's own request "+p, false, mount, nil, fill(p, ids), own, "")
 				if r.status >= 300 {
 					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
 				}
@@ -527,6 +542,12 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		if len(op.PathParams) > 0 {
 			if d := sameResponse(got, call(what+" (an unknown id)", true, op.Mounts[0], unknown, "", body, "")); d != "" || got.status != http.StatusNotFound {
 				t.Fatalf("%s: %s: %d, or not the answer to an unknown id: %s %s", op, what, got.status, d, got.raw)
+			}
+		} else if _, namesOwners := ownBodies[op.ID]; namesOwners {
+			// The owner's body names the owner's resources: B is refused them, with the
+			// owner's key as with a key of its own.
+			if d := sameResponse(got, call(what+" (B's own key)", true, op.Mounts[0], ids, "", body, "")); d != "" {
+				t.Fatalf("%s: %s differs from B's answer with a key of its own: %s", op, what, d)
 			}
 		} else if got.status != r.status || got.meta()["duplicate"] == true {
 			t.Fatalf("%s: %s: %d (want a first request's %d) %s", op, what, got.status, r.status, got.raw)

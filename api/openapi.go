@@ -376,6 +376,9 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			responses["200"] = map[string]any{"description": "A replay of an earlier request with the same Idempotency-Key (meta.duplicate true).",
 				"content": ok["content"]}
 		}
+		for st, desc := range o.EnvelopeStatuses {
+			responses[strconv.Itoa(st)] = map[string]any{"description": desc, "content": ok["content"]}
+		}
 	}
 	byStatus := map[int][]string{}
 	for _, code := range o.errorCodes() {

@@ -68,6 +68,9 @@ type Operation struct {
 	// Status or with one of BareStatuses.
 	Bare         bool
 	BareStatuses []int
+	// EnvelopeStatuses are other statuses answered with the success envelope (a blocked
+	// lifecycle action: 422 with its result), each with its description.
+	EnvelopeStatuses map[int]string
 	// Root mounts the operation outside the v1 roots: at the site root ("/") or only under
 	// /api/client (ClientRoot). Empty: at /api/v1 and /api/client.
 	Root string

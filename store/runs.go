@@ -148,6 +148,17 @@ func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accou
 	ref := aggregate(accountable.AggregateRun, runID)
 	cmd.locks = []aggregateRef{ref}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
+		return actOnRun(ctx, tx, p.WorkspaceID, runID, action, in, signal)
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+// actOnRun is ActOnRun inside a command that locked the run's head.
+func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action accountable.RunAction, in accountable.RunActionRequest,
+	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+	ref := aggregate(accountable.AggregateRun, runID)
+	p := accountable.Principal{WorkspaceID: workspaceID}
+	{
 		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, runID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return r, accountable.NotFound("run")
@@ -201,5 +212,4 @@ func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accou
 			p.WorkspaceID, r.ID, string(next), o, now, r.AggregateVersion)
 		return r, nil
 	}
-	return runCommand(ctx, db, cmd)
 }
