@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// startServe runs the `serve` app (API and relay, no worker) in-process on its own task
+// queue.
+func startServe(t *testing.T, queue string) Config {
+	t.Helper()
+	t.Setenv("DATABASE_URL", storetest.URL(t))
+	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = freeAddr(t)
+	cfg.SiteURL = "http://" + cfg.HTTPAddr
+	cfg.TaskQueue = queue
+	cfg.LogLevel = slog.LevelWarn
+	app := fx.New(serveOptions(cfg), fx.NopLogger)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		app.Stop(ctx) //nolint:errcheck // the test is over
+	})
+	return cfg
+}
+
+// startWorkerProcess runs `accountable worker` as its own process on queue.
+func startWorkerProcess(t *testing.T, bin, queue string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "worker")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "TEMPORAL_TASK_QUEUE="+queue, "LOG_LEVEL=error")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // it may be dead already
+		cmd.Wait()         //nolint:errcheck
+	})
+	return cmd
+}
+
+// Two worker processes serve a launch; one is killed (SIGKILL) while the launch runs. The
+// other carries it on: every reservation is made and settled exactly once, the totals are
+// exact, and the ledger verifies.
+func TestLaunchSurvivesAKilledWorker(t *testing.T) {
+	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
+	}
+	bin := filepath.Join(t.TempDir(), "accountable")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	queue := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
+	cfg := startServe(t, queue)
+	first := startWorkerProcess(t, bin, queue)
+	startWorkerProcess(t, bin, queue)
+	db := storetest.Open(t)
+	tenant := storetest.NewTenant(t, db)
+	c := apiClient{t: t, base: cfg.SiteURL, key: tenant.Key}
+
+	lanes := []any{}
+	for i, usd := range []float64{4, 3, 2} {
+		lanes = append(lanes, map[string]any{"name": fmt.Sprintf("Lane %d", i), "expected_budget_usd": usd})
+	}
+	status, body := c.call("POST", "/initiatives/proposals", "kill-plan", map[string]any{"title": "Survive a crash", "depth": "workstreams",
+		"generation": map[string]any{"max_workstreams": 3}, "workstreams": lanes})
+	if status != http.StatusCreated {
+		t.Fatalf("propose: %d %v", status, body)
+	}
+	p := body["data"].(map[string]any)
+	status, body = c.call("POST", "/initiatives", "kill-commit", map[string]any{"proposal_id": p["proposal_id"], "proposal_digest": p["proposal_digest"]})
+	if status != http.StatusCreated {
+		t.Fatalf("commit: %d %v", status, body)
+	}
+	initiative := body["data"].(map[string]any)["initiative"].(map[string]any)["id"].(string)
+	status, body = c.call("POST", "/initiatives/"+initiative+"/launch", "kill-launch", map[string]any{"cost_ceiling_cents": 100000})
+	if status != http.StatusAccepted {
+		t.Fatalf("launch: %d %v", status, body)
+	}
+	launch := body["data"].(map[string]any)["launch_id"].(string)
+	read := func() map[string]any {
+		status, body := c.call("GET", "/launches/"+launch, "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("read: %d %v", status, body)
+		}
+		return body["data"].(map[string]any)
+	}
+	// Kill a worker as soon as the launch has begun (a reservation made), in the middle of it.
+	waitFor(t, 60*time.Second, "the launch to begin", func() bool { return read()["cost"].(map[string]any)["reserved_cents"].(float64) > 0 })
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait() //nolint:errcheck // killed
+
+	var l map[string]any
+	waitFor(t, 90*time.Second, "three runs", func() bool { l = read(); return len(l["runs"].([]any)) == 3 })
+	costs := []float64{350, 250, 150} // within the estimates of 400, 300 and 200
+	for i, run := range l["runs"].([]any) {
+		id := run.(map[string]any)["id"].(string)
+		status, body := c.call("POST", "/runs/"+id+"/finalize", fmt.Sprintf("kill-fin-%d", i), map[string]any{"status": "succeeded", "cost_cents": costs[i]})
+		if status != http.StatusOK {
+			t.Fatalf("finalize: %d %v", status, body)
+		}
+		// The same finalisation again (a client retry): a replay, no second signal's effect.
+		if status, _ := c.call("POST", "/runs/"+id+"/finalize", fmt.Sprintf("kill-fin-%d", i), map[string]any{"status": "succeeded", "cost_cents": costs[i]}); status != http.StatusOK {
+			t.Fatalf("finalize replay: %d", status)
+		}
+	}
+	waitFor(t, 90*time.Second, "the launch to settle", func() bool { l = read(); return l["state"] == "completed" })
+	cost := l["cost"].(map[string]any)
+	if cost["reserved_cents"] != 900.0 || cost["settled_cents"] != 750.0 || cost["server_estimate_cents"] != 900.0 {
+		t.Fatalf("totals %v", cost)
+	}
+	for _, r := range l["receipts"].([]any) {
+		if r.(map[string]any)["settlement_status"] != "settled" {
+			t.Fatalf("receipt %v", r)
+		}
+	}
+	// Each job changed exactly three times (reserved, running, settled), once each.
+	changes := 0
+	waitFor(t, 20*time.Second, "the stream serves the launch's events", func() bool {
+		status, body := c.call("GET", "/events/stream?limit=1000&aggregate_type=launch", "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("stream: %d %v", status, body)
+		}
+		changes = 0
+		for _, e := range body["data"].([]any) {
+			if e.(map[string]any)["eventType"] == "launch.job_changed" {
+				changes++
+			}
+		}
+		return changes >= 9
+	})
+	if changes != 9 {
+		t.Fatalf("%d job changes, want 9 (3 jobs × reserved, running, settled)", changes)
+	}
+	status, body = c.call("GET", "/events/verify", "", nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
+		t.Fatalf("verify: %d %v", status, body)
+	}
+}
