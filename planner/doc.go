@@ -97,7 +97,7 @@ var domainProfiles = map[accountable.Domain]domainProfile{
 	},
 	accountable.DomainGrowth: {
 		keywords: []string{"growth", "marketing", "acquisition", "seo", "campaign", "funnel", "retention", "onboarding",
-			"activation", "newsletter", "content"},
+			"activation", "newsletter", "content", "announce", "launch"},
 		lane: "Growth", goal: "Bring the outcome to the people it is for and measure the uptake",
 		deliverables: []string{"Launch plan", "Uptake report"}, hours: 10,
 		milestones: []milestoneTemplate{
