@@ -225,3 +225,43 @@ func TestRunActions(t *testing.T) {
 		t.Fatalf("ledger: %s", v.raw)
 	}
 }
+
+// A launch scoped to one workstream has that workstream's job alone; one scoped to a task
+// has its workstream's job for that task, estimated at the task's share; an unknown scope
+// is a 404, and both scopes at once a 400.
+func TestLaunchScopes(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	r := propose(e, key, "", map[string]any{"title": "Scoped", "depth": "full", "generation": map[string]any{"max_workstreams": 1},
+		"workstreams": []any{map[string]any{"name": "Only", "expected_budget_usd": 6,
+			"milestones": []any{map[string]any{"title": "M", "tasks": []any{"one", "two", "three"}}}}}})
+	expect(t, r, http.StatusCreated, "")
+	c := e.do(request{method: "POST", path: "/initiatives", key: key,
+		body: map[string]any{"proposal_id": r.data()["proposal_id"], "proposal_digest": r.data()["proposal_digest"]}})
+	initiative := c.data()["initiative"].(map[string]any)["id"].(string)
+	tree := e.do(request{method: "GET", path: "/initiatives/{initiativeId}", params: map[string]string{"initiativeId": initiative}, key: key, query: "include=tree"})
+	ws := tree.data()["tree"].(map[string]any)["workstreams"].([]any)[0].(map[string]any)
+	task := ws["milestones"].([]any)[0].(map[string]any)["tasks"].([]any)[0].(map[string]any)["id"].(string)
+	launch := func(body map[string]any) response {
+		return e.do(request{method: "POST", path: "/initiatives/{initiativeId}/launch", params: map[string]string{"initiativeId": initiative}, key: key, body: body})
+	}
+	r = launch(map[string]any{"workstream_id": ws["id"], "cost_ceiling_cents": 10000})
+	expect(t, r, http.StatusAccepted, "")
+	if jobs := r.data()["jobs"].([]any); len(jobs) != 1 || cost(r.data(), "server_estimate_cents") != 600 ||
+		r.data()["scope"].(map[string]any)["workstream_id"] != ws["id"] {
+		t.Fatalf("workstream launch %s", r.raw)
+	}
+	r = launch(map[string]any{"task_id": task, "cost_ceiling_cents": 10000})
+	expect(t, r, http.StatusAccepted, "")
+	if cost(r.data(), "server_estimate_cents") != 200 || r.data()["scope"].(map[string]any)["task_id"] != task {
+		t.Fatalf("task launch %s", r.raw)
+	}
+	unknown := "0190c0de-0000-7000-8000-000000000000"
+	expect(t, launch(map[string]any{"workstream_id": unknown, "cost_ceiling_cents": 1}), http.StatusNotFound, accountable.ECodeNotFound)
+	expect(t, launch(map[string]any{"task_id": unknown, "cost_ceiling_cents": 1}), http.StatusNotFound, accountable.ECodeNotFound)
+	expect(t, launch(map[string]any{"task_id": task, "workstream_id": ws["id"], "cost_ceiling_cents": 1}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, launch(map[string]any{"cost_ceiling_cents": -1}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, e.do(request{method: "POST", path: "/initiatives/{initiativeId}/launch", params: map[string]string{"initiativeId": unknown}, key: key,
+		body: map[string]any{"cost_ceiling_cents": 1}}), http.StatusNotFound, accountable.ECodeNotFound)
+}
