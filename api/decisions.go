@@ -101,13 +101,11 @@ func (s *Server) listDecisions(c *call, in *listDecisionsQuery) (DecisionList, e
 	if in.Limit != nil {
 		f.Limit = *in.Limit
 	}
-	if in.Cursor != nil {
-		cur, ok := accountable.ParseWorkCursor(*in.Cursor)
-		if !ok {
-			return DecisionList{}, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
-		}
-		f.After = &cur
+	after, err := listCursor(in.Cursor)
+	if err != nil {
+		return DecisionList{}, err
 	}
+	f.After = after
 	if in.InitiativeID != nil {
 		id := accountable.NormalizeUUID(*in.InitiativeID)
 		f.InitiativeID = &id
@@ -116,12 +114,7 @@ func (s *Server) listDecisions(c *call, in *listDecisionsQuery) (DecisionList, e
 	if err != nil {
 		return DecisionList{}, err
 	}
-	count, hasMore := len(list), next != nil
-	c.meta.Count, c.meta.HasMore, c.meta.Limit = &count, &hasMore, &f.Limit
-	if next != nil {
-		cur := next.Encode()
-		c.meta.NextCursor = &cur
-	}
+	c.listPage(len(list), f.Limit, next)
 	if list == nil {
 		list = []accountable.Decision{}
 	}

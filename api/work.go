@@ -56,13 +56,11 @@ func (s *Server) listWork(c *call, in *listWorkQuery) ([]accountable.Task, error
 	if in.Limit != nil {
 		f.Limit = *in.Limit
 	}
-	if in.Cursor != nil {
-		cur, ok := accountable.ParseWorkCursor(*in.Cursor)
-		if !ok {
-			return nil, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
-		}
-		f.After = &cur
+	after, err := listCursor(in.Cursor)
+	if err != nil {
+		return nil, err
 	}
+	f.After = after
 	if in.InitiativeID != nil {
 		id := accountable.NormalizeUUID(*in.InitiativeID)
 		f.InitiativeID = &id
@@ -74,12 +72,7 @@ func (s *Server) listWork(c *call, in *listWorkQuery) ([]accountable.Task, error
 	if err != nil {
 		return nil, err
 	}
-	count, hasMore := len(tasks), next != nil
-	c.meta.Count, c.meta.HasMore, c.meta.Limit = &count, &hasMore, &f.Limit
-	if next != nil {
-		cur := next.Encode()
-		c.meta.NextCursor = &cur
-	}
+	c.listPage(len(tasks), f.Limit, next)
 	if tasks == nil {
 		tasks = []accountable.Task{}
 	}
@@ -99,4 +92,26 @@ func (s *Server) completeWork(c *call, in *completeWorkRequest) (accountable.Wor
 	res.Duplicate = dup
 	c.replayed(dup)
 	return res, err
+}
+
+// listCursor decodes the cursor of a newest-first list (nil for its first page).
+func listCursor(cursor *string) (*accountable.WorkCursor, error) {
+	if cursor == nil {
+		return nil, nil
+	}
+	cur, ok := accountable.ParseWorkCursor(*cursor)
+	if !ok {
+		return nil, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
+	}
+	return &cur, nil
+}
+
+// listPage fills the meta of a page of a newest-first list.
+func (c *call) listPage(count, limit int, next *accountable.WorkCursor) {
+	hasMore := next != nil
+	c.meta.Count, c.meta.HasMore, c.meta.Limit = &count, &hasMore, &limit
+	if next != nil {
+		cur := next.Encode()
+		c.meta.NextCursor = &cur
+	}
 }

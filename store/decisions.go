@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -176,11 +175,7 @@ func (db *DB) ListDecisions(ctx context.Context, workspaceID string, f accountab
 		s := string(*f.Status)
 		status = &s
 	}
-	var afterAt *time.Time
-	var afterID *string
-	if f.After != nil {
-		afterAt, afterID = &f.After.CreatedAt, &f.After.ID
-	}
+	afterAt, afterID := keysetAfter(f.After)
 	rows, err := db.pool.Query(ctx, `SELECT `+decisionColumns+` FROM decisions
 		WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::uuid IS NULL OR initiative_id = $3)
 		  AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::uuid))

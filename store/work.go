@@ -101,6 +101,15 @@ func (db *DB) GetWork(ctx context.Context, workspaceID, taskID string) (accounta
 	return t, mapError(err)
 }
 
+// keysetAfter returns the (created_at, id) a newest-first list resumes after, or nils
+// for its first page.
+func keysetAfter(c *accountable.WorkCursor) (*time.Time, *string) {
+	if c == nil {
+		return nil, nil
+	}
+	return &c.CreatedAt, &c.ID
+}
+
 // ListWork reads a page of the workspace's work items, newest first.
 func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.WorkFilter) ([]accountable.Task, *accountable.WorkCursor, error) {
 	limit := f.Limit
@@ -112,11 +121,7 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 		s := string(*f.Status)
 		status = &s
 	}
-	var afterAt *time.Time
-	var afterID *string
-	if f.After != nil {
-		afterAt, afterID = &f.After.CreatedAt, &f.After.ID
-	}
+	afterAt, afterID := keysetAfter(f.After)
 	rows, err := db.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks
 		WHERE workspace_id = $1
 		  AND ($2::text IS NULL OR status = $2)
