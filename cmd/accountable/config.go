@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/workflows"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	OpenAIModelPrecision string
 	// LaunchRunTimeout is how long a launch waits for its runs to be finalised.
 	LaunchRunTimeout time.Duration
+	// ProposalsPerMinute bounds proposal generations per workspace and minute (the
+	// specification's 6 by default; make bench raises it to time generations back to back).
+	ProposalsPerMinute int
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -100,6 +104,7 @@ func LoadConfig() (Config, error) {
 	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)
 	c.RequestTimeout = envDuration("REQUEST_TIMEOUT", 15*time.Second, &errs)
 	c.LongRequestTimeout = envDuration("LONG_REQUEST_TIMEOUT", 120*time.Second, &errs)
+	c.ProposalsPerMinute = envInt("PROPOSALS_PER_MINUTE", api.DefaultProposalsPerMinute, &errs)
 	c.LaunchRunTimeout = envDuration("LAUNCH_RUN_TIMEOUT", workflows.DefaultRunTimeout, &errs)
 	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.DatabaseStatementTimeout = envDuration("DATABASE_STATEMENT_TIMEOUT", 30*time.Second, &errs)

@@ -50,7 +50,7 @@ func (s sample) String() string {
 	if s.Errors > 0 {
 		errs = fmt.Sprintf(", %d errors (first: %s)", s.Errors, s.FirstErr)
 	}
-	return fmt.Sprintf("%.0f/s over %.1fs, p50 %s, p99 %s%s%s", s.Rate, s.Window.Seconds(), ms(s.P50), ms(s.P99), errs, ex)
+	return fmt.Sprintf("%s/s over %.1fs, p50 %s, p99 %s%s%s", rate(s.Rate), s.Window.Seconds(), ms(s.P50), ms(s.P99), errs, ex)
 }
 
 // runLoad drives addr with clients concurrent clients: warmup, then the measured window.

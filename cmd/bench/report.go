@@ -89,8 +89,11 @@ func verdict(r float64) string {
 }
 
 func (l *line) limitUnit() string {
-	if l.ID == "create" || l.ID == "complete" {
+	switch l.ID {
+	case "create", "complete":
 		return "tps"
+	case "proposal":
+		return "workflows/s"
 	}
 	return l.Unit
 }
@@ -206,6 +209,23 @@ func (b *bench) writeReport() error {
 		"[below](#the-pgbench-scripts).\n")
 	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
 		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics).\n")
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
+		p("* **Workflow-backed operations** run on the same Temporal server as their limit (the pinned dev server `scripts/stack.sh` "+
+			"started, persisting to a SQLite file), with the service's workflows on `accountable worker` (task queue `%s`, the planner "+
+			"pointed at a fake OpenAI-compatible server in this harness that answers every request at once with the recorded completion "+
+			"of the planner's tests) and the limit's on a worker inside the harness (task queue `%s`). One caller, closed loop; a run "+
+			"measures every call started after the warm-up (and waits for it), at least %d launches. "+
+			"**POST /initiatives/proposals**: the request through the ProposalGeneration workflow (the planner's activity calling the "+
+			"model with openai-go, the activity storing the proposal with its ledger event) until the handler answers 201, beside an "+
+			"empty workflow round trip (start, run, result). **A launch of %d workstreams**: POST /initiatives/{id}/launch (202, the "+
+			"workflow started through the outbox), then, as an agent would, GET /launches/{id} every %s and POST /runs/{id}/finalize for "+
+			"each run that appears, until the launch is `completed` with every reservation settled to the reported cost (checked); "+
+			"the limit is a workflow of the same shape (an activity listing the jobs, a reservation and a dispatch activity per job, "+
+			"a signal and a settlement activity per run, an ending activity) whose activities do nothing, its runs signalled straight "+
+			"to Temporal as they appear, polled alike. The ratio of the launch line is what the service's database work, outbox and "+
+			"API calls cost beside Temporal's own round trips; with the dev server's SQLite persistence those round trips dominate.\n",
+			serviceTaskQueue, limitTaskQueue, launchMinCount, launchWorkstreams, launchPoll)
+	}
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
@@ -226,7 +246,8 @@ func (b *bench) writeReport() error {
 	p(". With `fsync=on` every commit waits for the disk; the private cluster takes `ACCOUNTABLE_PG_FSYNC=off` when `make bench` starts it.\n")
 	p("* The service: `accountable serve` as built by `make build`, default configuration except `HTTP_ADDR=%s`, "+
 		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
-		"and `RATE_LIMIT_RPS=0`; it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns)
+		"`RATE_LIMIT_RPS=0`, `TEMPORAL_TASK_QUEUE=%s` and `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute); "+
+		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
 		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
 		"Idempotency-Key, every creation its own key. Work items are made through POST /work before they are timed.\n")
@@ -236,13 +257,17 @@ func (b *bench) writeReport() error {
 	p("\n## Commands\n\n")
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
-	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging BENCH_PROFILE=0\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,proposal,launch BENCH_PROFILE=0\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace Bench --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
-	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 accountable serve\n", b.svcAddr, b.s.ServiceConns)
+	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
+		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
+		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
+	}
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
 		if c, ok := b.pgbCommands[k]; ok {

@@ -216,7 +216,8 @@ func (b *bench) run() error {
 	b.svcAddr = "127.0.0.1:" + strconv.Itoa(b.s.ServicePort)
 	b.baseAddr = "127.0.0.1:" + strconv.Itoa(b.s.BaselinePort)
 	svcEnv := []string{"HTTP_ADDR=" + b.svcAddr, "SITE_URL=http://" + b.svcAddr, "DATABASE_URL=" + b.dbURL,
-		"DATABASE_MAX_CONNS=" + strconv.Itoa(b.s.ServiceConns), "RATE_LIMIT_RPS=0", "PPROF_ADDR="}
+		"DATABASE_MAX_CONNS=" + strconv.Itoa(b.s.ServiceConns), "RATE_LIMIT_RPS=0",
+		"TEMPORAL_TASK_QUEUE=" + serviceTaskQueue, "PROPOSALS_PER_MINUTE=1000000", "PPROF_ADDR="}
 	if b.s.Profile {
 		svcEnv[len(svcEnv)-1] = "PPROF_ADDR=127.0.0.1:" + strconv.Itoa(b.s.PprofPort)
 	}
@@ -253,6 +254,11 @@ func (b *bench) run() error {
 		}
 		if err := st.fn(); err != nil {
 			return fmt.Errorf("%s: %w", st.id, err)
+		}
+	}
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
+		if err := b.workflowLines(); err != nil {
+			return err
 		}
 	}
 	if b.s.Profile {

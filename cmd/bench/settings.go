@@ -41,7 +41,7 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "paging"}
+var allLines = []string{"create", "complete", "read", "paging", "proposal", "launch"}
 
 func loadSettings() (settings, error) {
 	var errs []string
