@@ -257,8 +257,9 @@ type Run struct {
 	Encoded          `json:"-"`
 }
 
-// RunFinalized is the signal a finalised run sends its launch.
-type RunFinalized struct {
+// RunChanged is the signal a run sends its launch when its status changes: finalised
+// (run-finalized), or paused and resumed (run-actioned).
+type RunChanged struct {
 	RunID     string    `json:"runId"`
 	JobID     string    `json:"jobId"`
 	Status    RunStatus `json:"status"`

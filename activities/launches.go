@@ -14,7 +14,7 @@ type LaunchStore interface {
 	CancelJob(ctx context.Context, workspaceID, launchID, jobID string) error
 	DispatchJob(ctx context.Context, workspaceID, launchID, jobID string) (string, error)
 	SettleJob(ctx context.Context, workspaceID, launchID, jobID string, status accountable.RunStatus, cost int64) error
-	TimeOutRun(ctx context.Context, workspaceID, runID string) (accountable.Run, error)
+	TimeOutRun(ctx context.Context, workspaceID, runID string, sparePaused bool) (accountable.Run, error)
 	EndLaunch(ctx context.Context, workspaceID, launchID string) (accountable.LaunchState, error)
 }
 
@@ -48,6 +48,9 @@ type Settlement struct {
 type RunRef struct {
 	WorkspaceID string `json:"workspaceId"`
 	RunID       string `json:"runId"`
+	// SparePaused leaves a paused run paused when it is timed out (launches since
+	// pausedRunsVersion wait for it instead).
+	SparePaused bool `json:"sparePaused,omitempty"`
 }
 
 // LaunchJobs lists the launch's jobs in order.
@@ -80,7 +83,7 @@ func (a *Launches) SettleJob(ctx context.Context, in Settlement) error {
 
 // TimeOutRun fails a run that was not finalised in time; it returns how it ended.
 func (a *Launches) TimeOutRun(ctx context.Context, in RunRef) (accountable.Run, error) {
-	r, err := a.Store.TimeOutRun(ctx, in.WorkspaceID, in.RunID)
+	r, err := a.Store.TimeOutRun(ctx, in.WorkspaceID, in.RunID, in.SparePaused)
 	return r, retryable(err)
 }
 

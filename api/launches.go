@@ -15,11 +15,11 @@ type LaunchStore interface {
 		start func(launchID string) (accountable.WorkflowMessage, error)) (accountable.Launch, bool, error)
 	GetLaunch(ctx context.Context, workspaceID, id string) (accountable.Launch, error)
 	FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
-		signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
+		signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 	GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error)
 	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error)
 	ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
-		in accountable.RunActionRequest, signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
+		in accountable.RunActionRequest, signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 }
 
 // launchOperations is the Launches and Runs areas.
@@ -66,8 +66,8 @@ type runActionCall struct {
 func (s *Server) actOnRun(c *call, in *runActionCall, action accountable.RunAction) (accountable.Run, error) {
 	ws := c.principal.WorkspaceID
 	res, dup, err := s.deps.Launches.ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest,
-		func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error) {
-			return workflows.LaunchSignal(ws, launchID, workflows.RunFinalizedSignal, f)
+		func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
+			return workflows.RunChangedSignal(ws, launchID, f)
 		})
 	c.replayed(dup)
 	return res, err
@@ -118,8 +118,8 @@ func (s *Server) finalizeRun(c *call, in *finalizeRequest) (accountable.Run, err
 	cmd := in.FinalizeRun
 	cmd.RunID = accountable.NormalizeUUID(in.runRef.RunID)
 	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd, func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error) {
-		return workflows.LaunchSignal(ws, launchID, workflows.RunFinalizedSignal, f)
+	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd, func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
+		return workflows.RunChangedSignal(ws, launchID, f)
 	})
 	c.replayed(dup)
 	return res, err

@@ -185,6 +185,42 @@ func TestLaunchRunsTimeOut(t *testing.T) {
 	}
 }
 
+// A paused run is not timed out: its launch (told by signal, or finding it paused) waits
+// for it while the other run times out; resumed and finalised, it settles.
+func TestLaunchWaitsForPausedRun(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.LaunchRunTimeout = 3 * time.Second })
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	id := launchIt(t, e, key, launchable(t, e, key), 5000)["launch_id"].(string)
+	l := waitLaunch(t, e, key, id, "two runs", func(l map[string]any) bool { return len(runsOf(l)) == 2 })
+	alpha, beta := runsOf(l)[0].(map[string]any)["id"].(string), runsOf(l)[1].(map[string]any)["id"].(string)
+	act := func(run, action string) response {
+		return e.do(request{method: "POST", path: "/runs/{runId}/actions/" + action, params: map[string]string{"runId": run}, key: key})
+	}
+	expect(t, act(alpha, "pause"), http.StatusOK, "")
+	runStatus := func(l map[string]any, id string) string {
+		for _, r := range runsOf(l) {
+			if r.(map[string]any)["id"] == id {
+				return r.(map[string]any)["status"].(string)
+			}
+		}
+		return ""
+	}
+	l = waitLaunch(t, e, key, id, "beta to time out", func(l map[string]any) bool { return runStatus(l, beta) == "failed" })
+	time.Sleep(500 * time.Millisecond) // the launch has moved on from the timeout
+	l = waitLaunch(t, e, key, id, "the launch", func(map[string]any) bool { return true })
+	if runStatus(l, alpha) != "paused" || l["state"] == "completed" || l["state"] == "failed" || l["state"] == "cancelled" {
+		t.Fatalf("the paused run was not waited for: %v", l)
+	}
+	expect(t, act(alpha, "resume"), http.StatusOK, "")
+	expect(t, finalize(e, key, alpha, map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 900}), http.StatusOK, "")
+	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return statuses(l["receipts"].([]any), "settlement_status")["reserved"] == 0 })
+	receipts := statuses(l["receipts"].([]any), "settlement_status")
+	if receipts["settled"] != 1 || receipts["released"] != 1 || cost(l, "settled_cents") != 900 || runStatus(l, alpha) != "succeeded" {
+		t.Fatalf("after the resumption %v", l)
+	}
+}
+
 // Run actions: pause and resume a running run, cancel one (its launch releases the
 // reservation), roll back one that ended; anything else is 409.
 func TestRunActions(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // LifecycleStore is what the Lifecycle area needs.
 type LifecycleStore interface {
 	ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle,
-		signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error)
+		signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error)
 }
 
 // lifecycleOperations is the Lifecycle area.
@@ -35,8 +35,8 @@ func (s *Server) applyLifecycle(c *call, in *accountable.ApplyLifecycle) (accoun
 	cmd.ID = accountable.NormalizeUUID(cmd.ID)
 	ws := c.principal.WorkspaceID
 	res, dup, err := s.deps.Lifecycle.ApplyLifecycle(c.ctx, c.principal, c.idem, cmd,
-		func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error) {
-			return workflows.LaunchSignal(ws, launchID, workflows.RunFinalizedSignal, f)
+		func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
+			return workflows.RunChangedSignal(ws, launchID, f)
 		})
 	c.replayed(dup)
 	if err == nil && !res.OK {

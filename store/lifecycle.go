@@ -25,7 +25,7 @@ type statusChangedPayload struct {
 // (and the initiative itself), each change with its event. An action that changes nothing
 // is blocked: the result says why, with ok false, and nothing is written.
 func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle,
-	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error) {
+	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error) {
 	res := accountable.LifecycleResult{OK: true, Action: in.Action, Level: in.Level, ID: in.ID, BlockReasons: []string{}}
 	cmd := commandOf[accountable.LifecycleResult](p, idem, in.Causation)
 	// A blocked action is a refusal: its transaction is rolled back and no idempotency

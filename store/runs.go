@@ -30,7 +30,7 @@ func scanRun(row pgx.Row) (accountable.Run, error) {
 // the signal that tells the run's launch (signal builds it from the launch id), once: a run
 // that has ended is 409 invalid_state_transition.
 func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
-	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
 	cmd := commandOf[accountable.Run](p, idem, in.Causation)
 	ref := aggregate(accountable.AggregateRun, in.RunID)
 	cmd.locks = []aggregateRef{ref}
@@ -52,7 +52,7 @@ func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *ac
 
 // endRun moves run r to the status of in, with its event and the launch's signal.
 func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.FinalizeRun,
-	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
 	now := accountable.TimeOf(tx.Now())
 	r.Status, r.OutcomeKind, r.Summary, r.UpdatedAt, r.FinalizedAt = in.Status, in.OutcomeKind, in.Summary, now, &now
 	if in.CostCents != nil {
@@ -75,7 +75,7 @@ func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.Finali
 	tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, cost_cents = $5, summary = $6, evidence = $7, updated_at = $8,
 			finalized_at = $8, aggregate_version = $9 WHERE workspace_id = $1 AND id = $2`,
 		workspaceID, r.ID, string(r.Status), outcome, r.CostCents, r.Summary, string(r.Evidence), now, r.AggregateVersion)
-	msg, err := signal(r.LaunchID, accountable.RunFinalized{RunID: r.ID, JobID: r.JobID, Status: r.Status, CostCents: r.CostCents})
+	msg, err := signal(r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: r.Status, CostCents: r.CostCents})
 	if err != nil {
 		return r, err
 	}
@@ -84,18 +84,19 @@ func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.Finali
 }
 
 // TimeOutRun fails a run its agent did not finalise in time (outcome abandoned, no cost),
-// once; it returns the run as it ended (or had ended).
-func (db *DB) TimeOutRun(ctx context.Context, workspaceID, runID string) (accountable.Run, error) {
+// once; it returns the run as it ended (or had ended). With sparePaused a paused run is
+// left paused (and returned as it is): its launch waits for it to be resumed.
+func (db *DB) TimeOutRun(ctx context.Context, workspaceID, runID string, sparePaused bool) (accountable.Run, error) {
 	ref := aggregate(accountable.AggregateRun, runID)
 	cmd := command[accountable.Run]{workspaceID: workspaceID, actor: worker, locks: []aggregateRef{ref}}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
 		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND id = $2`, workspaceID, runID))
-		if err != nil || r.Status.Final() {
+		if err != nil || r.Status.Final() || (sparePaused && r.Status == accountable.RunPaused) {
 			return r, err
 		}
 		abandoned, summary := accountable.OutcomeAbandoned, "The run was not finalised before its timeout."
 		// The workflow that timed it out settles it itself: the signal would only repeat that.
-		none := func(string, accountable.RunFinalized) (accountable.WorkflowMessage, error) {
+		none := func(string, accountable.RunChanged) (accountable.WorkflowMessage, error) {
 			return accountable.WorkflowMessage{}, errNoSignal
 		}
 		r, err = endRun(tx, workspaceID, r, accountable.FinalizeRun{Status: accountable.RunFailed, OutcomeKind: &abandoned, Summary: &summary}, none)
@@ -141,9 +142,11 @@ type runActionPayload struct {
 
 // ActOnRun pauses, resumes, cancels or rolls back a run; an action its status does not
 // allow is 409 invalid_state_transition. Cancelling ends the run like a finalisation (its
-// launch settles it, through signal); the others are recorded with a run.actioned event.
+// launch settles it, through signal); the others are recorded with a run.actioned event,
+// and a pause or a resumption is signalled to the launch too (it does not time out a
+// paused run).
 func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
-	in accountable.RunActionRequest, signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+	in accountable.RunActionRequest, signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
 	cmd := commandOf[accountable.Run](p, idem, in.Causation)
 	ref := aggregate(accountable.AggregateRun, runID)
 	cmd.locks = []aggregateRef{ref}
@@ -155,7 +158,7 @@ func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accou
 
 // actOnRun is ActOnRun inside a command that locked the run's head.
 func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action accountable.RunAction, in accountable.RunActionRequest,
-	signal func(launchID string, f accountable.RunFinalized) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
 	ref := aggregate(accountable.AggregateRun, runID)
 	p := accountable.Principal{WorkspaceID: workspaceID}
 	{
@@ -210,6 +213,13 @@ func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action acc
 		}
 		tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, updated_at = $5, aggregate_version = $6 WHERE workspace_id = $1 AND id = $2`,
 			p.WorkspaceID, r.ID, string(next), o, now, r.AggregateVersion)
+		if action == accountable.RunPause || action == accountable.RunResume {
+			msg, err := signal(r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: next, CostCents: r.CostCents})
+			if err != nil {
+				return r, err
+			}
+			tx.Send(msg)
+		}
 		return r, nil
 	}
 }

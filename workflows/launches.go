@@ -17,6 +17,7 @@ const LaunchDispatchName = "LaunchDispatch"
 // Signals of LaunchDispatch.
 const (
 	RunFinalizedSignal    = "run-finalized"
+	RunActionedSignal     = "run-actioned" // a run paused or resumed
 	DecisionDecidedSignal = "decision-decided"
 )
 
@@ -53,11 +54,30 @@ func LaunchSignal(workspaceID, launchID, name string, arg any) (accountable.Work
 		WorkflowID: LaunchDispatchID(workspaceID, launchID), SignalName: name, Input: input}, err
 }
 
+// RunChangedSignal is the outbox message that tells a run's launch of its new status:
+// run-finalized when it ended, run-actioned when it was paused or resumed.
+func RunChangedSignal(workspaceID, launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
+	name := RunActionedSignal
+	if f.Status.Final() {
+		name = RunFinalizedSignal
+	}
+	return LaunchSignal(workspaceID, launchID, name, f)
+}
+
+// running is a dispatched job and its run.
+type running struct{ job, run string }
+
+// pausedRunsVersion is the version of LaunchDispatch from which a paused run is not timed
+// out: launches started before it replay as they ran.
+const pausedRunsVersion = 1
+
 // LaunchDispatch runs a launch: each job in turn reserves its estimate against the
 // ceiling (a job that would pass it waits for its budget decision: approved, it reserves
 // anyway; declined, it is cancelled) and dispatches its run; then the launch waits for
 // each run's finalisation (a signal) or the run timeout, settles each reservation against
-// the reported cost, and ends. Activities are idempotent commands, and a run already
+// the reported cost, and ends. A run paused when the run timeout passes is not timed out:
+// the launch waits for it, and a run still unfinalised a run timeout after that is timed
+// out then (when it is not paused again). Activities are idempotent commands, and a run already
 // settled ignores a repeated signal, so retries, worker restarts and duplicate signals
 // keep the totals exact.
 func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.LaunchState, error) {
@@ -75,7 +95,6 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 	decided := workflow.GetSignalChannel(ctx, DecisionDecidedSignal)
 	finalized := workflow.GetSignalChannel(ctx, RunFinalizedSignal)
 
-	type running struct{ job, run string }
 	var runs []running
 	for _, jobID := range jobs {
 		job := activities.JobRef{WorkspaceID: in.WorkspaceID, LaunchID: in.LaunchID, JobID: jobID}
@@ -122,6 +141,71 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 	if timeout <= 0 {
 		timeout = DefaultRunTimeout
 	}
+	if workflow.GetVersion(ctx, "paused-runs", workflow.DefaultVersion, pausedRunsVersion) == workflow.DefaultVersion {
+		if err := awaitRunsV0(ctx, in, runs, settled, settle, timeout, finalized); err != nil {
+			return "", err
+		}
+	} else {
+		actioned := workflow.GetSignalChannel(ctx, RunActionedSignal)
+		// Paused runs (as the last signal or timeout told) are waited for: when the run
+		// timeout passes, the others are timed out and another run timeout starts.
+		paused := map[string]bool{}
+		for len(settled) < len(runs) {
+			timerCtx, cancelTimer := workflow.WithCancel(ctx)
+			timer := workflow.NewTimer(timerCtx, timeout)
+			timedOut := false
+			for len(settled) < len(runs) && !timedOut {
+				var err error
+				sel := workflow.NewSelector(ctx)
+				sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) {
+					var f accountable.RunChanged
+					c.Receive(ctx, &f)
+					for _, r := range runs {
+						if r.run == f.RunID && !settled[r.job] {
+							err = settle(r.job, f.Status, f.CostCents)
+						}
+					}
+				})
+				sel.AddReceive(actioned, func(c workflow.ReceiveChannel, _ bool) {
+					var f accountable.RunChanged
+					c.Receive(ctx, &f)
+					paused[f.RunID] = f.Status == accountable.RunPaused
+				})
+				sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+				sel.Select(ctx)
+				if err != nil {
+					return "", err
+				}
+			}
+			cancelTimer()
+			for _, r := range runs { // the runs not finalised in time, unless paused
+				if settled[r.job] || !timedOut || paused[r.run] {
+					continue
+				}
+				var run accountable.Run
+				if err := workflow.ExecuteActivity(ctx, a.TimeOutRun, activities.RunRef{WorkspaceID: in.WorkspaceID, RunID: r.run, SparePaused: true}).Get(ctx, &run); err != nil {
+					return "", err
+				}
+				if run.Status == accountable.RunPaused {
+					paused[r.run] = true // paused before its signal came: waited for like the others
+					continue
+				}
+				if err := settle(r.job, run.Status, run.CostCents); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	var state accountable.LaunchState
+	err := workflow.ExecuteActivity(ctx, a.EndLaunch, launch).Get(ctx, &state)
+	return state, err
+}
+
+// awaitRunsV0 is how launches before pausedRunsVersion waited for their runs: one run
+// timeout for them all, after which every unfinalised run is timed out.
+func awaitRunsV0(ctx workflow.Context, in LaunchDispatchInput, runs []running, settled map[string]bool,
+	settle func(string, accountable.RunStatus, int64) error, timeout time.Duration, finalized workflow.ReceiveChannel) error {
+	var a *activities.Launches
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	timer := workflow.NewTimer(timerCtx, timeout)
 	timedOut := false
@@ -129,7 +213,7 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 		var err error
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) {
-			var f accountable.RunFinalized
+			var f accountable.RunChanged
 			c.Receive(ctx, &f)
 			for _, r := range runs {
 				if r.run == f.RunID && !settled[r.job] {
@@ -140,7 +224,7 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 		sel.Select(ctx)
 		if err != nil {
-			return "", err
+			return err
 		}
 	}
 	cancelTimer()
@@ -150,13 +234,11 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 		}
 		var run accountable.Run
 		if err := workflow.ExecuteActivity(ctx, a.TimeOutRun, activities.RunRef{WorkspaceID: in.WorkspaceID, RunID: r.run}).Get(ctx, &run); err != nil {
-			return "", err
+			return err
 		}
 		if err := settle(r.job, run.Status, run.CostCents); err != nil {
-			return "", err
+			return err
 		}
 	}
-	var state accountable.LaunchState
-	err := workflow.ExecuteActivity(ctx, a.EndLaunch, launch).Get(ctx, &state)
-	return state, err
+	return nil
 }
