@@ -214,7 +214,9 @@ func TestLaunchWaitsForPausedRun(t *testing.T) {
 	}
 	expect(t, act(alpha, "resume"), http.StatusOK, "")
 	expect(t, finalize(e, key, alpha, map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 900}), http.StatusOK, "")
-	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool { return statuses(l["receipts"].([]any), "settlement_status")["reserved"] == 0 })
+	l = waitLaunch(t, e, key, id, "the end", func(l map[string]any) bool {
+		return statuses(l["receipts"].([]any), "settlement_status")["reserved"] == 0
+	})
 	receipts := statuses(l["receipts"].([]any), "settlement_status")
 	if receipts["settled"] != 1 || receipts["released"] != 1 || cost(l, "settled_cents") != 900 || runStatus(l, alpha) != "succeeded" {
 		t.Fatalf("after the resumption %v", l)
