@@ -39,6 +39,8 @@ var fixtures = map[string]func(o *owner) string{
 	"decisionId":     (*owner).decision,
 	"launchId":       (*owner).launch,
 	"runId":          (*owner).run,
+	"processId":      (*owner).process,
+	"handoffId":      (*owner).handoff,
 }
 
 // queryProbes are queries naming the owner's resources, per operation: {name} is replaced
@@ -78,10 +80,30 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 	"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
 	},
+	"declareOperatingProcess": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"name": "Owner's process", "purpose": "Isolation", "stages": []any{map[string]any{"key": "a", "name": "A"}},
+			"value_recipient_refs": []any{map[string]any{"id": "customers"}}, "tags": []any{"iso"}}
+	},
+	"reviseOperatingProcess": func(o *owner, ids map[string]string) map[string]any {
+		return map[string]any{"stages": []any{map[string]any{"key": "a", "name": "A"}, map[string]any{"key": "b", "name": "B"}},
+			"expected_aggregate_version": o.processVersion(ids["processId"])}
+	},
+	"createHandoff": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"handoff_key": "iso", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff",
+			"sla_minutes": 60, "proof_requirements": []any{map[string]any{"kind": "note", "required": false}}}
+	},
 	"completeWork": func(o *owner, ids map[string]string) map[string]any {
 		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
 			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
 	},
+}
+
+func init() {
+	for _, a := range accountable.ProcessActions {
+		bodies[string(a)+"OperatingProcess"] = func(o *owner, ids map[string]string) map[string]any {
+			return map[string]any{"expected_aggregate_version": o.processVersion(ids["processId"]), "reason": "isolation"}
+		}
+	}
 }
 
 // ownBodies make B's own request for an operation whose body names a resource (the
@@ -100,6 +122,16 @@ var preparations = map[string]func(o *owner, ids map[string]string){
 		expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/actions/pause", params: map[string]string{"runId": ids["runId"]},
 			key: o.tenant.Key, body: map[string]any{}}), http.StatusOK, "")
 	},
+	"proposeOperatingProcess":   func(o *owner, ids map[string]string) { o.discovered(ids["processId"]) },
+	"shadowOperatingProcess":    func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm") },
+	"activateOperatingProcess":  func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm") },
+	"changeOperatingProcess":    func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm", "activate") },
+	"deprecateOperatingProcess": func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm", "activate") },
+	"retireOperatingProcess": func(o *owner, ids map[string]string) {
+		o.moveProcess(ids["processId"], "confirm", "activate", "deprecate")
+	},
+	"fulfillHandoff": func(o *owner, ids map[string]string) { o.moveHandoff(ids["handoffId"], "claim") },
+	"returnHandoff":  func(o *owner, ids map[string]string) { o.moveHandoff(ids["handoffId"], "claim") },
 	"rollbackRun": func(o *owner, ids map[string]string) {
 		o.t.Helper()
 		expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/finalize", params: map[string]string{"runId": ids["runId"]},
@@ -213,6 +245,57 @@ func (o *owner) launchWithRun() (string, string) {
 		o.t.Fatal(err)
 	}
 	return id, run
+}
+
+func (o *owner) process() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/operating-processes", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"name": "Owner's process " + o.marker, "purpose": "Isolation", "stages": []any{map[string]any{"key": "a", "name": "A"}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["process"].(map[string]any)["id"].(string)
+}
+
+func (o *owner) processVersion(id string) float64 {
+	o.t.Helper()
+	r := o.e.do(request{method: "GET", path: "/operating-processes/{processId}", params: map[string]string{"processId": id}, key: o.tenant.Key})
+	expect(o.t, r, http.StatusOK, "")
+	return r.data()["aggregateVersion"].(float64)
+}
+
+func (o *owner) moveProcess(id string, actions ...string) {
+	o.t.Helper()
+	for _, a := range actions {
+		expect(o.t, o.e.do(request{method: "POST", path: "/operating-processes/{processId}/" + a, params: map[string]string{"processId": id},
+			key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+			body: map[string]any{"expected_aggregate_version": o.processVersion(id)}}), http.StatusOK, "")
+	}
+}
+
+// discovered puts the owner's process in the state discovery leaves processes in. Until
+// discovery runs propose candidates (issue 7), SQL does what such a proposal would.
+func (o *owner) discovered(id string) {
+	o.t.Helper()
+	if _, err := o.conn.Exec(context.Background(), `UPDATE operating_processes SET lifecycle_state = 'discovered',
+		doc = jsonb_set(jsonb_set(doc, '{lifecycleState}', '"discovered"'), '{provenanceMode}', '"observed"'), provenance_mode = 'observed'
+		WHERE workspace_id = $1 AND id = $2`, o.tenant.Principal.WorkspaceID, id); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+func (o *owner) handoff() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/handoffs", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"handoff_key": "owner", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff " + o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
+}
+
+func (o *owner) moveHandoff(id string, actions ...string) {
+	o.t.Helper()
+	for _, a := range actions {
+		expect(o.t, o.e.do(request{method: "POST", path: "/handoffs/{handoffId}/" + a, params: map[string]string{"handoffId": id},
+			key: o.tenant.Key, body: map[string]any{}}), http.StatusOK, "")
+	}
 }
 
 func (o *owner) versionToken(taskID string) string {

@@ -84,6 +84,9 @@ var componentNames = map[reflect.Type]string{
 var (
 	calendarTimeType = reflect.TypeFor[accountable.CalendarTime]()
 	objectType       = reflect.TypeFor[accountable.Object]()
+	// openObjectType is implemented by types whose objects may carry members beyond their
+	// fields (a process stage): their schema does not close them.
+	openObjectType = reflect.TypeFor[interface{ OpenObject() }]()
 )
 
 // interceptSchema applies the type-level conventions.
@@ -105,7 +108,7 @@ func interceptSchema(p jsonschema.InterceptSchemaParams) (bool, error) {
 	case t == objectType && p.Processed:
 		p.Schema.AdditionalProperties = nil
 		p.Schema.Type = &jsonschema.Type{SimpleTypes: ptrTo(jsonschema.Object)}
-	case t.Kind() == reflect.Struct && p.Processed && p.Schema.Properties != nil:
+	case t.Kind() == reflect.Struct && p.Processed && p.Schema.Properties != nil && !t.Implements(openObjectType):
 		p.Schema.WithAdditionalProperties(jsonschema.SchemaOrBool{TypeBoolean: ptrTo(false)})
 	}
 	return false, nil

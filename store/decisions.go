@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -71,21 +72,30 @@ func (db *DB) CreateDecision(ctx context.Context, p accountable.Principal, idem 
 		if len(d.Context) == 0 {
 			d.Context = accountable.Object("{}")
 		}
-		if _, err := tx.Append(aggregate(accountable.AggregateDecision, d.ID), accountable.EventDecisionProposed, d); err != nil {
+		if err := proposeDecision(tx, p.WorkspaceID, d); err != nil {
 			return accountable.DecisionEnvelope{}, err
 		}
-		options, err := json.Marshal(d.Options)
-		if err != nil {
-			return accountable.DecisionEnvelope{}, err
-		}
-		tx.Queue(`INSERT INTO decisions (workspace_id, id, title, summary, shape, urgency, status, options, initiative_id,
-				context, due_at, requested_by_type, requested_by_id, created_at, updated_at, aggregate_version)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, 1)`,
-			p.WorkspaceID, d.ID, d.Title, d.Summary, string(d.Shape), string(d.Urgency), string(d.Status), string(options),
-			d.InitiativeID, string(d.Context), d.DueAt, string(d.RequestedBy.Type), d.RequestedBy.ID, now)
 		return accountable.DecisionEnvelope{Decision: d}, nil
 	}
 	return runCommand(ctx, db, cmd)
+}
+
+// proposeDecision writes a new pending decision with its decision.proposed event (the
+// decision is the event's payload).
+func proposeDecision(tx *tx, workspaceID string, d accountable.Decision) error {
+	if _, err := tx.Append(aggregate(accountable.AggregateDecision, d.ID), accountable.EventDecisionProposed, d); err != nil {
+		return err
+	}
+	options, err := json.Marshal(d.Options)
+	if err != nil {
+		return err
+	}
+	tx.Queue(`INSERT INTO decisions (workspace_id, id, title, summary, shape, urgency, status, options, initiative_id, launch_id,
+			job_id, context, due_at, requested_by_type, requested_by_id, created_at, updated_at, aggregate_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, 1)`,
+		workspaceID, d.ID, d.Title, d.Summary, string(d.Shape), string(d.Urgency), string(d.Status), string(options),
+		d.InitiativeID, d.LaunchID, d.JobID, string(d.Context), d.DueAt, string(d.RequestedBy.Type), d.RequestedBy.ID, d.CreatedAt)
+	return nil
 }
 
 // DecideDecision approves or declines a pending decision, once: any other status is 409
@@ -166,32 +176,14 @@ func (db *DB) GetDecision(ctx context.Context, workspaceID, id string) (accounta
 
 // ListDecisions reads a page of the workspace's decisions, newest first.
 func (db *DB) ListDecisions(ctx context.Context, workspaceID string, f accountable.DecisionFilter) ([]accountable.Decision, *accountable.WorkCursor, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = accountable.DefaultPageLimit
-	}
-	var status *string
-	if f.Status != nil {
-		s := string(*f.Status)
-		status = &s
-	}
+	limit := pageLimit(f.Limit)
 	afterAt, afterID := keysetAfter(f.After)
 	rows, err := db.pool.Query(ctx, `SELECT `+decisionColumns+` FROM decisions
 		WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::uuid IS NULL OR initiative_id = $3)
 		  AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::uuid))
-		ORDER BY created_at DESC, id DESC LIMIT $6`, workspaceID, status, f.InitiativeID, afterAt, afterID, limit+1)
+		ORDER BY created_at DESC, id DESC LIMIT $6`, workspaceID, optionalString(f.Status), f.InitiativeID, afterAt, afterID, limit+1)
 	if err != nil {
 		return nil, nil, mapError(err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.Decision, error) { return scanDecision(row) })
-	if err != nil {
-		return nil, nil, mapError(err)
-	}
-	var next *accountable.WorkCursor
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[len(out)-1]
-		next = &accountable.WorkCursor{CreatedAt: last.CreatedAt.Time, ID: last.ID}
-	}
-	return out, next, nil
+	return keysetPage(rows, limit, scanDecision, func(d accountable.Decision) (time.Time, string) { return d.CreatedAt.Time, d.ID })
 }

@@ -315,14 +315,9 @@ func (db *DB) ReserveJob(ctx context.Context, workspaceID, launchID, jobID strin
 				Options: []accountable.DecisionOption{}, InitiativeID: &j.initiative, LaunchID: &launchID, JobID: &jobID,
 				Context:     accountable.Object(fmt.Sprintf(`{"ceiling_cents":%d,"estimate_cents":%d,"reserved_cents":%d}`, j.ceiling, j.estimate, j.reserved)),
 				RequestedBy: worker, CreatedAt: accountable.TimeOf(now), UpdatedAt: accountable.TimeOf(now), AggregateVersion: 1}
-			if _, err := tx.Append(aggregate(accountable.AggregateDecision, decisionID), accountable.EventDecisionProposed, d); err != nil {
+			if err := proposeDecision(tx, workspaceID, d); err != nil {
 				return accountable.JobReservation{}, err
 			}
-			tx.Queue(`INSERT INTO decisions (workspace_id, id, title, summary, shape, urgency, status, options, initiative_id,
-					launch_id, job_id, context, requested_by_type, requested_by_id, created_at, updated_at, aggregate_version)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, '[]', $8, $9, $10, $11, $12, $13, $14, $14, 1)`,
-				workspaceID, decisionID, d.Title, summary, string(d.Shape), string(d.Urgency), string(d.Status), j.initiative,
-				launchID, jobID, string(d.Context), string(worker.Type), worker.ID, now)
 			tx.Queue(`UPDATE launch_jobs SET status = 'blocked', block_code = $4, decision_id = $5 WHERE workspace_id = $1 AND launch_id = $2 AND id = $3`,
 				workspaceID, launchID, jobID, string(code), decisionID)
 			tx.Queue(`UPDATE launches SET state = 'blocked', blocking_decision_id = $3, updated_at = $4, aggregate_version = aggregate_version + 1

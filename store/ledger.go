@@ -167,6 +167,8 @@ var aggregateTables = []struct {
 	{accountable.AggregateDecision, `SELECT id::text, aggregate_version FROM decisions WHERE workspace_id = $1`},
 	{accountable.AggregateLaunch, `SELECT id::text, aggregate_version FROM launches WHERE workspace_id = $1`},
 	{accountable.AggregateRun, `SELECT id::text, aggregate_version FROM runs WHERE workspace_id = $1`},
+	{accountable.AggregateProcess, `SELECT id::text, aggregate_version FROM operating_processes WHERE workspace_id = $1`},
+	{accountable.AggregateHandoff, `SELECT id::text, aggregate_version FROM handoffs WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -108,6 +110,54 @@ func keysetAfter(c *accountable.WorkCursor) (*time.Time, *string) {
 		return nil, nil
 	}
 	return &c.CreatedAt, &c.ID
+}
+
+// keysetPage collects a newest-first page of at most limit rows from rows (queried with
+// LIMIT limit+1) and the cursor of the next page (nil on the last), read from each row's
+// created_at and id by key.
+func keysetPage[T any](rows pgx.Rows, limit int, scan func(pgx.Row) (T, error), key func(T) (time.Time, string)) ([]T, *accountable.WorkCursor, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	if err != nil {
+		return nil, nil, mapError(err)
+	}
+	var next *accountable.WorkCursor
+	if len(out) > limit {
+		out = out[:limit]
+		at, id := key(out[len(out)-1])
+		next = &accountable.WorkCursor{CreatedAt: at, ID: id}
+	}
+	return out, next, nil
+}
+
+// pageLimit is a list's page size: the filter's, or the default.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return accountable.DefaultPageLimit
+	}
+	return limit
+}
+
+// optionalString is the text of an optional enumerated filter (nil: no filter).
+func optionalString[T ~string](v *T) *string {
+	if v == nil {
+		return nil
+	}
+	s := string(*v)
+	return &s
+}
+
+// scanDoc reads a row of one jsonb document (selected as text) into a T; what names it
+// in errors.
+func scanDoc[T any](row pgx.Row, what string) (T, error) {
+	var doc string
+	var v T
+	if err := row.Scan(&doc); err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		return v, fmt.Errorf("store: decode %s: %w", what, err)
+	}
+	return v, nil
 }
 
 // ListWork reads a page of the workspace's work items, newest first.

@@ -17,6 +17,7 @@ type Activities struct {
 	Ledger    *activities.Ledger
 	Proposals *activities.Proposals
 	Launches  *activities.Launches
+	Handoffs  *activities.Handoffs
 }
 
 // Worker polls one task queue.
@@ -34,6 +35,8 @@ func New(c client.Client, taskQueue string, acts Activities, interceptors ...int
 	w.RegisterActivity(acts.Proposals)
 	w.RegisterWorkflowWithOptions(workflows.LaunchDispatch, workflow.RegisterOptions{Name: workflows.LaunchDispatchName})
 	w.RegisterActivity(acts.Launches)
+	w.RegisterWorkflowWithOptions(workflows.HandoffSLA, workflow.RegisterOptions{Name: workflows.HandoffSLAName})
+	w.RegisterActivity(acts.Handoffs)
 	return &Worker{w: w}
 }
 

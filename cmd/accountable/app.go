@@ -127,7 +127,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Metrics: m,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Metrics: m,
 		MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
@@ -174,6 +174,7 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *M
 		Ledger:    &activities.Ledger{Store: db},
 		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
 		Launches:  &activities.Launches{Store: db},
+		Handoffs:  &activities.Handoffs{Store: db},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

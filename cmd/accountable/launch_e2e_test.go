@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,32 @@ func startWorkerProcess(t *testing.T, bin, queue string) *exec.Cmd {
 	return cmd
 }
 
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// buildBinary builds the accountable binary once for the package's tests.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "accountable-e2e-")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "accountable")
+		if out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
 // Two worker processes serve a launch; one is killed (SIGKILL) while the launch runs. The
 // other carries it on: every reservation is made and settled exactly once, the totals are
 // exact, and the ledger verifies.
@@ -68,10 +95,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 	if os.Getenv("TEMPORAL_ADDRESS") == "" {
 		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
 	}
-	bin := filepath.Join(t.TempDir(), "accountable")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	queue := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
 	cfg := startServe(t, queue)
 	first := startWorkerProcess(t, bin, queue)

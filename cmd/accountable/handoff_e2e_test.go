@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// A handoff's SLA timer outlives its worker: the worker is killed before the handoff comes
+// due, nothing escalates it while no worker runs, and the worker started after the due
+// time escalates it, once.
+func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
+	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
+	}
+	bin := buildBinary(t)
+	queue := fmt.Sprintf("e2e-sla-%d", time.Now().UnixNano())
+	cfg := startServe(t, queue)
+	w := startWorkerProcess(t, bin, queue)
+	db := storetest.Open(t)
+	tenant := storetest.NewTenant(t, db)
+	c := apiClient{t: t, base: cfg.SiteURL, key: tenant.Key}
+
+	due := time.Now().Add(4 * time.Second)
+	status, body := c.call("POST", "/handoffs", "sla-create", map[string]any{"handoff_key": "review", "from_stage_key": "build",
+		"to_stage_key": "review", "title": "Review before the deadline", "due_at": due.UTC().Format(time.RFC3339Nano)})
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, body)
+	}
+	id := body["data"].(map[string]any)["id"].(string)
+	read := func() string {
+		status, body := c.call("GET", "/handoffs/"+id, "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("read: %d %v", status, body)
+		}
+		return body["data"].(map[string]any)["status"].(string)
+	}
+	// The timer is started (by the relay) before the worker goes.
+	conn := storetest.Conn(t)
+	waitFor(t, 30*time.Second, "the handoff's timer to start", func() bool {
+		var n int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE workspace_id = $1`,
+			tenant.Principal.WorkspaceID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	w.Wait() //nolint:errcheck // killed
+	time.Sleep(time.Until(due) + 2*time.Second)
+	if s := read(); s != "proposed" {
+		t.Fatalf("escalated with no worker running: %s", s)
+	}
+	startWorkerProcess(t, bin, queue)
+	waitFor(t, 60*time.Second, "the restarted worker to escalate the handoff", func() bool { return read() == "escalated" })
+	status, body = c.call("GET", "/events/stream?event_type=handoff.sla_breached", "", nil)
+	if status != http.StatusOK || len(body["data"].([]any)) != 1 {
+		t.Fatalf("breaches: %d %v", status, body)
+	}
+	status, body = c.call("GET", "/events/verify", "", nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
+		t.Fatalf("verify: %d %v", status, body)
+	}
+}
