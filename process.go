@@ -416,3 +416,23 @@ func ProcessVersionConflict(id string, current, expected int64) *Error {
 	return Errorf(ECodeVersionConflict, "Operating process %s is at version %d, not %d.", id, current, expected).
 		WithDetails(map[string]any{"current_aggregate_version": current})
 }
+
+// ProposeDiscoveredProcess is the command that turns a discovery run's candidate into a
+// process for review (POST /discovery-runs/{runId}/propose; no extra properties).
+type ProposeDiscoveredProcess struct {
+	RunID              string `json:"-"`
+	ProcessCandidateID string `json:"process_candidate_id" format:"uuid"`
+}
+
+// Validate checks the command's fields.
+func (c ProposeDiscoveredProcess) Validate() error { return CheckFields(c).Err() }
+
+// DiscoveredProcessProposal is the specification's answer to a discovery proposal.
+type DiscoveredProcessProposal struct {
+	Process            OperatingProcess    `json:"process"`
+	Revision           ProcessSpecRevision `json:"revision"`
+	DiscoveryRunID     string              `json:"discoveryRunId" format:"uuid"`
+	ProcessCandidateID string              `json:"processCandidateId" format:"uuid"`
+	Ledger             ProcessLedgerResult `json:"ledger"`
+	Encoded            `json:"-"`
+}

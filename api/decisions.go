@@ -97,26 +97,13 @@ type DecisionList struct {
 
 // listDecisions: GET /decisions.
 func (s *Server) listDecisions(c *call, in *listDecisionsQuery) (DecisionList, error) {
-	f := accountable.DecisionFilter{Limit: accountable.DefaultPageLimit, Status: in.Status}
-	if in.Limit != nil {
-		f.Limit = *in.Limit
-	}
-	after, err := listCursor(in.Cursor)
-	if err != nil {
-		return DecisionList{}, err
-	}
-	f.After = after
-	if in.InitiativeID != nil {
-		id := accountable.NormalizeUUID(*in.InitiativeID)
-		f.InitiativeID = &id
-	}
-	list, next, err := s.deps.Decisions.ListDecisions(c.ctx, c.principal.WorkspaceID, f)
-	if err != nil {
-		return DecisionList{}, err
-	}
-	c.listPage(len(list), f.Limit, next)
-	if list == nil {
-		list = []accountable.Decision{}
-	}
-	return DecisionList{Decisions: list}, nil
+	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Decision, *accountable.WorkCursor, error) {
+		f := accountable.DecisionFilter{Limit: limit, After: after, Status: in.Status}
+		if in.InitiativeID != nil {
+			id := accountable.NormalizeUUID(*in.InitiativeID)
+			f.InitiativeID = &id
+		}
+		return s.deps.Decisions.ListDecisions(c.ctx, c.principal.WorkspaceID, f)
+	})
+	return DecisionList{Decisions: list}, err
 }

@@ -96,22 +96,8 @@ type HandoffList struct {
 
 // listHandoffs: GET /handoffs.
 func (s *Server) listHandoffs(c *call, in *listHandoffsQuery) (HandoffList, error) {
-	f := accountable.HandoffFilter{Limit: accountable.DefaultPageLimit, Status: in.Status}
-	if in.Limit != nil {
-		f.Limit = *in.Limit
-	}
-	after, err := listCursor(in.Cursor)
-	if err != nil {
-		return HandoffList{}, err
-	}
-	f.After = after
-	list, next, err := s.deps.Handoffs.ListHandoffs(c.ctx, c.principal.WorkspaceID, f)
-	if err != nil {
-		return HandoffList{}, err
-	}
-	c.listPage(len(list), f.Limit, next)
-	if list == nil {
-		list = []accountable.Handoff{}
-	}
-	return HandoffList{Handoffs: list}, nil
+	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Handoff, *accountable.WorkCursor, error) {
+		return s.deps.Handoffs.ListHandoffs(c.ctx, c.principal.WorkspaceID, accountable.HandoffFilter{Limit: limit, After: after, Status: in.Status})
+	})
+	return HandoffList{Handoffs: list}, err
 }

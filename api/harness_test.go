@@ -111,11 +111,11 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
-	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db},
+	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
 		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -41,6 +41,24 @@ var fixtures = map[string]func(o *owner) string{
 	"runId":          (*owner).run,
 	"processId":      (*owner).process,
 	"handoffId":      (*owner).handoff,
+	"discoveryRunId": (*owner).discoveryRun,
+	"episodeId":      (*owner).episode,
+}
+
+// resourceKey names the resource a path parameter refers to: its name, but for the
+// parameters whose name means another resource under some paths (the specification's
+// runId of a discovery run).
+func resourceKey(path, name string) string {
+	if name == "runId" && strings.HasPrefix(path, "/discovery-runs/") {
+		return "discoveryRunId"
+	}
+	return name
+}
+
+// fixtureFor is the fixture of a path parameter of path.
+func fixtureFor(path, name string) (func(o *owner) string, bool) {
+	fx, ok := fixtures[resourceKey(path, name)]
+	return fx, ok
 }
 
 // queryProbes are queries naming the owner's resources, per operation: {name} is replaced
@@ -50,6 +68,7 @@ var queryProbes = map[string][]string{
 	"listWork":      {"initiative_id={initiativeId}"},
 	"listDecisions": {"initiative_id={initiativeId}"},
 	"listRuns":      {"launch_id={launchId}"},
+	"listEpisodes":  {"process_id={processId}"},
 	"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
 		"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
 }
@@ -88,6 +107,16 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 		return map[string]any{"stages": []any{map[string]any{"key": "a", "name": "A"}, map[string]any{"key": "b", "name": "B"}},
 			"expected_aggregate_version": o.processVersion(ids["processId"])}
 	},
+	"startDiscoveryRun": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"mode": "bounded_sync", "query": "isolation", "observations": ownerObservations()}
+	},
+	"proposeDiscoveredProcess": func(o *owner, ids map[string]string) map[string]any {
+		return map[string]any{"workspace_id": o.tenant.Principal.WorkspaceID, "process_candidate_id": o.candidate(ids["runId"])}
+	},
+	"recordEpisode": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"process_id": o.process(), "started_at": "2026-11-01T09:00:00Z", "ended_at": "2026-11-01T10:00:00Z",
+			"stages": []any{map[string]any{"key": "a", "at": "2026-11-01T09:10:00Z"}}, "evidence": map[string]any{"note": "iso"}}
+	},
 	"createHandoff": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"handoff_key": "iso", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff",
 			"sla_minutes": 60, "proof_requirements": []any{map[string]any{"kind": "note", "required": false}}}
@@ -111,6 +140,12 @@ func init() {
 var ownBodies = map[string]func(e *env, key string) map[string]any{
 	"applyLifecycle": func(e *env, key string) map[string]any {
 		return map[string]any{"level": "task", "id": createWork(e.t, e, key, "B's task"), "action": "cancel"}
+	},
+	"recordEpisode": func(e *env, key string) map[string]any {
+		r := e.do(request{method: "POST", path: "/operating-processes", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("b")},
+			body: map[string]any{"name": "B's process", "purpose": "B's", "stages": []any{map[string]any{"key": "a", "name": "A"}}}})
+		expect(e.t, r, http.StatusCreated, "")
+		return map[string]any{"process_id": r.data()["process"].(map[string]any)["id"], "started_at": "2026-11-01T09:00:00Z"}
 	},
 }
 
@@ -280,6 +315,41 @@ func (o *owner) discovered(id string) {
 		WHERE workspace_id = $1 AND id = $2`, o.tenant.Principal.WorkspaceID, id); err != nil {
 		o.t.Fatal(err)
 	}
+}
+
+func ownerObservations() []any {
+	var obs []any
+	for c := range 2 {
+		for i, st := range []string{"draft", "review"} {
+			obs = append(obs, map[string]any{"case_id": "case-" + strconv.Itoa(c), "stage": st, "at": "2026-11-0" + strconv.Itoa(c+1) + "T0" + strconv.Itoa(i) + ":00:00Z"})
+		}
+	}
+	return obs
+}
+
+// discoveryRun is a finished run of the owner's with one candidate.
+func (o *owner) discoveryRun() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/discovery-runs", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"observations": ownerObservations(), "query": o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["run"].(map[string]any)["id"].(string)
+}
+
+func (o *owner) candidate(runID string) string {
+	o.t.Helper()
+	r := o.e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": runID}, key: o.tenant.Key})
+	expect(o.t, r, http.StatusOK, "")
+	return r.data()["processCards"].([]any)[0].(map[string]any)["id"].(string)
+}
+
+func (o *owner) episode() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/episodes", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"process_id": o.process(), "case_id": "case-" + o.marker, "started_at": "2026-11-01T09:00:00Z",
+			"stages": []any{map[string]any{"key": "a"}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
 }
 
 func (o *owner) handoff() string {
@@ -479,7 +549,7 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	o := &owner{t: t, e: e, tenant: m.a, conn: m.conn, marker: "owner-" + uuid.NewString()}
 	ids := map[string]string{}
 	for _, p := range op.PathParams {
-		fx, ok := fixtures[p.Name]
+		fx, ok := fixtureFor(op.Path, p.Name)
 		if !ok {
 			t.Fatalf("%s: no fixture for the path parameter %q. Add a line to fixtures in api/isolation_test.go: "+
 				"%q: a func(*owner) string that makes one in the owner's workspace and returns its id.", op, p.Name, p.Name)

@@ -40,6 +40,9 @@ type documentBuilder struct {
 	// closed says which of them refuse unknown members (Operation.ClosedBody).
 	scopedBodies []string
 	closed       map[string]bool
+	// workspaceRequired are the bodies whose workspace_id is required
+	// (Operation.BodyWorkspaceRequired).
+	workspaceRequired map[string]bool
 }
 
 func newDocumentBuilder() *documentBuilder {
@@ -198,6 +201,9 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 	for _, name := range b.scopedBodies {
 		openBody(schemas[name].(map[string]any), b.closed[name])
 		addWorkspaceProperty(schemas[name].(map[string]any))
+		if b.workspaceRequired[name] {
+			requireWorkspace(schemas[name].(map[string]any))
+		}
 	}
 	meta := schemas["Meta"].(map[string]any)
 	meta["properties"].(map[string]any)["apiVersion"] = map[string]any{"const": accountable.APIVersion}
@@ -246,6 +252,14 @@ func addWorkspaceProperty(s map[string]any) {
 	}
 	props["workspace_id"] = map[string]any{"type": []any{"string", "null"}, "format": "uuid",
 		"description": "Selects another of the caller's workspaces (as the workspace_id query parameter does)."}
+}
+
+// requireWorkspace makes a body's workspace_id required (and not null).
+func requireWorkspace(s map[string]any) {
+	s["properties"].(map[string]any)["workspace_id"] = map[string]any{"type": "string", "format": "uuid",
+		"description": "The workspace the request acts in: one of the caller's."}
+	req, _ := s["required"].([]any)
+	s["required"] = append(req, "workspace_id")
 }
 
 func areaTags(ops []operation) []any {
@@ -337,9 +351,18 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 				b.closed = map[string]bool{}
 			}
 			b.closed[name] = b.closed[name] || o.ClosedBody
+			if o.BodyWorkspaceRequired {
+				if b.workspaceRequired == nil {
+					b.workspaceRequired = map[string]bool{}
+				}
+				b.workspaceRequired[name] = true
+			}
 		} else {
 			openBody(s, o.ClosedBody)
 			addWorkspaceProperty(s)
+			if o.BodyWorkspaceRequired {
+				requireWorkspace(s)
+			}
 		}
 	}
 	if !o.hasBody && o.Method != "GET" {

@@ -50,6 +50,9 @@ type Operation struct {
 	// caller-supplied user_id ("never used; the authenticated identity is used") and the
 	// fields of newer clients require.
 	ClosedBody bool
+	// BodyWorkspaceRequired requires the body's workspace_id (the specification's
+	// discovery proposal); elsewhere it is optional.
+	BodyWorkspaceRequired bool
 	// Status answers a first request (201 created, 202 accepted); 200 when zero. Replays
 	// always answer 200.
 	Status int
@@ -291,6 +294,9 @@ func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 	ws, err := decodeJSONBody(body, d.scoped, dst, d.ClosedBody)
 	if err != nil {
 		return err
+	}
+	if ws == nil && d.BodyWorkspaceRequired {
+		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "is required"})
 	}
 	if ws == nil || c.principal.UserID == "" {
 		return nil

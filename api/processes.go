@@ -130,22 +130,9 @@ type ProcessList struct {
 
 // listProcesses: GET /operating-processes.
 func (s *Server) listProcesses(c *call, in *listProcessesQuery) (ProcessList, error) {
-	f := accountable.ProcessFilter{Limit: accountable.DefaultPageLimit, LifecycleState: in.LifecycleState, ProvenanceMode: in.ProvenanceMode}
-	if in.Limit != nil {
-		f.Limit = *in.Limit
-	}
-	after, err := listCursor(in.Cursor)
-	if err != nil {
-		return ProcessList{}, err
-	}
-	f.After = after
-	list, next, err := s.deps.Processes.ListProcesses(c.ctx, c.principal.WorkspaceID, f)
-	if err != nil {
-		return ProcessList{}, err
-	}
-	c.listPage(len(list), f.Limit, next)
-	if list == nil {
-		list = []accountable.OperatingProcess{}
-	}
-	return ProcessList{Processes: list}, nil
+	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.OperatingProcess, *accountable.WorkCursor, error) {
+		return s.deps.Processes.ListProcesses(c.ctx, c.principal.WorkspaceID, accountable.ProcessFilter{Limit: limit, After: after,
+			LifecycleState: in.LifecycleState, ProvenanceMode: in.ProvenanceMode})
+	})
+	return ProcessList{Processes: list}, err
 }

@@ -215,14 +215,15 @@ func newFuzzer(t *testing.T, seed uint64) *fuzzer {
 		for i := range 3 {
 			ids := map[string]string{}
 			for _, p := range op.PathParams {
-				ids[p.Name] = f.ids[p.Name][i%len(f.ids[p.Name])]
+				pool := f.ids[resourceKey(op.Path, p.Name)]
+				ids[p.Name] = pool[i%len(pool)]
 			}
 			f.valid[op.ID] = append(f.valid[op.ID], validBody{ids, line(o, ids)})
 		}
 	}
 	for _, op := range f.ops {
 		for _, m := range op.Mounts {
-			f.requestTargets = append(f.requestTargets, strings.TrimSuffix(m, "/")+op.pathOf(f.pick(rand.New(rand.NewPCG(seed, 0)), f.ids)))
+			f.requestTargets = append(f.requestTargets, strings.TrimSuffix(m, "/")+op.pathOf(f.pick(rand.New(rand.NewPCG(seed, 0)), op, f.ids)))
 		}
 	}
 
@@ -264,15 +265,16 @@ func (f *fuzzer) resources(o *owner, n int) map[string][]string {
 	out := map[string][]string{}
 	for _, op := range f.ops {
 		for _, p := range op.PathParams {
-			if _, done := out[p.Name]; done {
+			key := resourceKey(op.Path, p.Name)
+			if _, done := out[key]; done {
 				continue
 			}
-			fx, ok := fixtures[p.Name]
+			fx, ok := fixtures[key]
 			if !ok {
 				f.t.Fatalf("%s: no fixture for the path parameter %q: add one to fixtures in api/isolation_test.go", op, p.Name)
 			}
 			for range n {
-				out[p.Name] = append(out[p.Name], fx(o))
+				out[key] = append(out[key], fx(o))
 			}
 		}
 	}
@@ -687,13 +689,12 @@ func (f *fuzzer) cached(key string, make func() string) string {
 
 func pickOf[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
 
-// pick chooses one id of pool per path parameter.
-func (f *fuzzer) pick(r *rand.Rand, pool map[string][]string) map[string]string {
+// pick chooses one id of pool per path parameter of op.
+func (f *fuzzer) pick(r *rand.Rand, op docOperation, pool map[string][]string) map[string]string {
 	out := map[string]string{}
-	names := slices.Sorted(maps.Keys(pool))
-	for _, k := range names {
-		ids := pool[k]
-		out[k] = ids[r.IntN(len(ids))]
+	for _, p := range op.PathParams {
+		ids := pool[resourceKey(op.Path, p.Name)]
+		out[p.Name] = ids[r.IntN(len(ids))]
 	}
 	return out
 }
@@ -756,7 +757,7 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 		q.note("ids of F2")
 		q.kind(kindOther)
 	}
-	params := f.pick(r, pool)
+	params := f.pick(r, op, pool)
 	if r.IntN(20) == 0 {
 		for k := range params {
 			params[k] = uuid.Must(uuid.NewV7()).String()

@@ -24,6 +24,8 @@ type meta struct {
 	// ProjectionStatus says where a read came from (GET /launches/{id}: "current", the
 	// committed state itself).
 	ProjectionStatus *string `json:"projectionStatus,omitempty"`
+	// RequiresConfirmation is true on a discovery proposal: people confirm it.
+	RequiresConfirmation *bool `json:"requiresConfirmation,omitempty"`
 }
 
 type envelope struct {

@@ -52,31 +52,17 @@ type listWorkQuery struct {
 
 // listWork: GET /work.
 func (s *Server) listWork(c *call, in *listWorkQuery) ([]accountable.Task, error) {
-	f := accountable.WorkFilter{Limit: accountable.DefaultPageLimit, Status: in.Status}
-	if in.Limit != nil {
-		f.Limit = *in.Limit
-	}
-	after, err := listCursor(in.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	f.After = after
-	if in.InitiativeID != nil {
-		id := accountable.NormalizeUUID(*in.InitiativeID)
-		f.InitiativeID = &id
-	}
-	if in.UpdatedSince != nil {
-		f.UpdatedSince = &in.UpdatedSince.Time
-	}
-	tasks, next, err := s.deps.Work.ListWork(c.ctx, c.principal.WorkspaceID, f)
-	if err != nil {
-		return nil, err
-	}
-	c.listPage(len(tasks), f.Limit, next)
-	if tasks == nil {
-		tasks = []accountable.Task{}
-	}
-	return tasks, nil
+	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Task, *accountable.WorkCursor, error) {
+		f := accountable.WorkFilter{Limit: limit, After: after, Status: in.Status}
+		if in.InitiativeID != nil {
+			id := accountable.NormalizeUUID(*in.InitiativeID)
+			f.InitiativeID = &id
+		}
+		if in.UpdatedSince != nil {
+			f.UpdatedSince = &in.UpdatedSince.Time
+		}
+		return s.deps.Work.ListWork(c.ctx, c.principal.WorkspaceID, f)
+	})
 }
 
 type completeWorkRequest struct {
@@ -104,6 +90,28 @@ func listCursor(cursor *string) (*accountable.WorkCursor, error) {
 		return nil, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
 	}
 	return &cur, nil
+}
+
+// newestFirst reads one page of a newest-first list: the page size (default 100) and
+// cursor of the request, read by the store's list, the page's meta filled, never nil.
+func newestFirst[T any](c *call, limit *int, cursor *string, list func(limit int, after *accountable.WorkCursor) ([]T, *accountable.WorkCursor, error)) ([]T, error) {
+	n := accountable.DefaultPageLimit
+	if limit != nil {
+		n = *limit
+	}
+	after, err := listCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	out, next, err := list(n, after)
+	if err != nil {
+		return nil, err
+	}
+	c.listPage(len(out), n, next)
+	if out == nil {
+		out = []T{}
+	}
+	return out, nil
 }
 
 // listPage fills the meta of a page of a newest-first list.

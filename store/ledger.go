@@ -169,6 +169,8 @@ var aggregateTables = []struct {
 	{accountable.AggregateRun, `SELECT id::text, aggregate_version FROM runs WHERE workspace_id = $1`},
 	{accountable.AggregateProcess, `SELECT id::text, aggregate_version FROM operating_processes WHERE workspace_id = $1`},
 	{accountable.AggregateHandoff, `SELECT id::text, aggregate_version FROM handoffs WHERE workspace_id = $1`},
+	{accountable.AggregateDiscoveryRun, `SELECT id::text, aggregate_version FROM discovery_runs WHERE workspace_id = $1`},
+	{accountable.AggregateEpisode, `SELECT id::text, aggregate_version FROM episodes WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

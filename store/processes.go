@@ -73,6 +73,84 @@ func createProcess(tx *tx, workspaceID string, proc accountable.OperatingProcess
 	return accountable.ProcessChanged{Process: proc, Revision: rev, AggregateVersion: 1, Ledger: ledgerResult(ev)}, nil
 }
 
+// ProposeDiscoveredProcess turns a candidate of a finished discovery run into a process in
+// state discovered (provenance observed, the candidate's confidence) with revision 1 of its
+// stages and an operating_process.discovered event citing the run. A candidate of another
+// run or workspace is a 404; a candidate proposed before is 409 invalid_state_transition
+// naming its process.
+func (db *DB) ProposeDiscoveredProcess(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
+	in accountable.ProposeDiscoveredProcess) (accountable.DiscoveredProcessProposal, bool, error) {
+	runRef := aggregate(accountable.AggregateDiscoveryRun, in.RunID)
+	cmd := commandOf[accountable.DiscoveredProcessProposal](p, idem, accountable.Causation{})
+	cmd.locks = []aggregateRef{runRef} // proposals of one run, one at a time
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.DiscoveredProcessProposal, error) {
+		var zero accountable.DiscoveredProcessProposal
+		var cards string
+		err := tx.QueryRow(ctx, `SELECT cards::text FROM discovery_runs WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.RunID).Scan(&cards)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return zero, accountable.NotFound("discovery run")
+		}
+		if err != nil {
+			return zero, err
+		}
+		var list []accountable.ProcessCard
+		if err := json.Unmarshal([]byte(cards), &list); err != nil {
+			return zero, fmt.Errorf("store: decode discovery candidates: %w", err)
+		}
+		var card *accountable.ProcessCard
+		for i := range list {
+			if list[i].ID == in.ProcessCandidateID {
+				card = &list[i]
+			}
+		}
+		if card == nil {
+			return zero, accountable.NotFound("process candidate")
+		}
+		var existing string
+		err = tx.QueryRow(ctx, `SELECT id::text FROM operating_processes WHERE workspace_id = $1 AND discovery_candidate_id = $2`,
+			p.WorkspaceID, card.ID).Scan(&existing)
+		if err == nil {
+			return zero, accountable.Errorf(accountable.ECodeInvalidStateTransition, "Candidate %s was proposed before, as operating process %s.",
+				card.ID, existing).WithDetails(map[string]any{"process_id": existing})
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return zero, err
+		}
+		now := accountable.TimeOf(tx.Now())
+		proc := accountable.OperatingProcess{SchemaVersion: accountable.SchemaVersion, ID: uuid.Must(uuid.NewV7()).String(),
+			WorkspaceID: p.WorkspaceID, Name: card.Name, Purpose: card.Purpose, ValueRecipientRefs: []accountable.ProcessRef{},
+			LifecycleState: accountable.ProcessDiscovered, ProvenanceMode: accountable.ProvenanceObserved, Confidence: card.Confidence,
+			Tags: []string{"discovered"}, CreatedAt: now, UpdatedAt: now}
+		stages := make([]accountable.ProcessStage, len(card.Stages))
+		for i, s := range card.Stages {
+			stages[i] = accountable.ProcessStage{Key: s.Key, Name: s.Name}
+		}
+		provenance, err := json.Marshal(map[string]any{"discoveryRunId": in.RunID, "processCandidateId": card.ID, "support": card.Support,
+			"technique": accountable.DiscoveryTechnique, "citations": card.Citations})
+		if err != nil {
+			return zero, err
+		}
+		content := accountable.RevisionContent{Stages: stages, Limitations: card.Limitations}
+		if content.Provenance, err = accountable.CanonicalizeJSON(provenance); err != nil {
+			return zero, err
+		}
+		rev, err := newRevision(p.WorkspaceID, proc.ID, 1, p.Actor(), content)
+		if err != nil {
+			return zero, err
+		}
+		change, err := createProcess(tx, p.WorkspaceID, proc, rev, accountable.EventProcessDiscovered,
+			processCreatedPayload{DiscoveryRunID: &in.RunID, ProcessCandidate: &card.ID})
+		if err != nil {
+			return zero, err
+		}
+		tx.Queue(`UPDATE operating_processes SET discovery_run_id = $3, discovery_candidate_id = $4 WHERE workspace_id = $1 AND id = $2`,
+			p.WorkspaceID, proc.ID, in.RunID, card.ID)
+		return accountable.DiscoveredProcessProposal{Process: change.Process, Revision: change.Revision, DiscoveryRunID: in.RunID,
+			ProcessCandidateID: card.ID, Ledger: change.Ledger}, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
+
 func queueProcess(tx *tx, proc accountable.OperatingProcess, version int64, insert bool) error {
 	doc, err := json.Marshal(proc)
 	if err != nil {

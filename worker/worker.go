@@ -18,6 +18,7 @@ type Activities struct {
 	Proposals *activities.Proposals
 	Launches  *activities.Launches
 	Handoffs  *activities.Handoffs
+	Discovery *activities.Discovery
 }
 
 // Worker polls one task queue.
@@ -37,6 +38,8 @@ func New(c client.Client, taskQueue string, acts Activities, interceptors ...int
 	w.RegisterActivity(acts.Launches)
 	w.RegisterWorkflowWithOptions(workflows.HandoffSLA, workflow.RegisterOptions{Name: workflows.HandoffSLAName})
 	w.RegisterActivity(acts.Handoffs)
+	w.RegisterWorkflowWithOptions(workflows.DiscoveryRun, workflow.RegisterOptions{Name: workflows.DiscoveryRunName})
+	w.RegisterActivity(acts.Discovery)
 	return &Worker{w: w}
 }
 

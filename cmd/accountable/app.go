@@ -127,7 +127,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Metrics: m,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Metrics: m,
 		MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
@@ -175,6 +175,7 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *M
 		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
 		Launches:  &activities.Launches{Store: db},
 		Handoffs:  &activities.Handoffs{Store: db},
+		Discovery: &activities.Discovery{Store: db},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -1,0 +1,111 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/accountablework/accountable"
+)
+
+// DiscoveryStore is what the discovery activities need.
+type DiscoveryStore interface {
+	DiscoveryRequest(ctx context.Context, workspaceID, id string) (accountable.StartDiscoveryRun, accountable.DiscoveryStatus, error)
+	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
+	TaskStages(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.TaskStage, error)
+	DiscoveryProgress(ctx context.Context, workspaceID, id string, counts accountable.DiscoveryCounts, cards []accountable.ProcessCard) error
+	FinishDiscoveryRun(ctx context.Context, workspaceID, id string, status accountable.DiscoveryStatus, counts accountable.DiscoveryCounts,
+		cards []accountable.ProcessCard, failure *string) (accountable.DiscoveryRun, error)
+}
+
+// Discovery holds the discovery activities.
+type Discovery struct {
+	Store DiscoveryStore
+	// ProgressEvery is how often a run records its counts and candidates so far (default 2 s).
+	ProgressEvery time.Duration
+}
+
+// DiscoveryRef names a discovery run.
+type DiscoveryRef struct {
+	WorkspaceID string `json:"workspaceId"`
+	RunID       string `json:"runId"`
+}
+
+// Discovery bounds: the page of ledger events read at a time, and the events a
+// bounded_sync run reads at most (beyond, it ends partial; deep_search reads them all).
+const (
+	discoveryPage       = 2000
+	boundedSyncMaxEvent = 200000
+)
+
+// MineDiscoveryRun mines the run's sources and records its result (see accountable.Mine).
+// It heartbeats after every page; a retry (a worker restarted) mines again from the
+// start, which gives the same result. A run already finished is left as it is.
+func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (accountable.DiscoveryStatus, error) {
+	req, status, err := a.Store.DiscoveryRequest(ctx, in.WorkspaceID, in.RunID)
+	if err != nil || status.Finished() {
+		return status, retryable(err)
+	}
+	every := a.ProgressEvery
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	var events []accountable.TraceEvent
+	counts := accountable.DiscoveryCounts{Observations: len(req.Observations)}
+	if req.Mines(accountable.SourceObservations) {
+		events = accountable.ObservationEvents(req.Observations)
+	}
+	final := accountable.DiscoverySucceeded
+	ledger := req.Mines(accountable.SourceWork) || req.Mines(accountable.SourceHandoffs)
+	last := time.Now()
+	f := accountable.EventFilter{EventTypes: accountable.DiscoveryEventTypes, Limit: discoveryPage}
+	for pos := int64(0); ledger; {
+		page, err := a.Store.StreamEvents(ctx, in.WorkspaceID, f)
+		if err != nil {
+			return "", retryable(err)
+		}
+		var taskIDs []string
+		for _, e := range page.Events {
+			if e.EventType == accountable.EventWorkCompleted {
+				taskIDs = append(taskIDs, e.AggregateID)
+			}
+		}
+		stages, err := a.Store.TaskStages(ctx, in.WorkspaceID, taskIDs)
+		if err != nil {
+			return "", retryable(err)
+		}
+		events = append(events, accountable.TraceEventsOf(page.Events, stages, pos, req.Mines)...)
+		pos += int64(len(page.Events))
+		counts.EventsRead += len(page.Events)
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, counts)
+		}
+		if !page.HasMore || len(page.Events) == 0 {
+			break
+		}
+		if req.ModeOr() == accountable.DiscoveryBoundedSync && counts.EventsRead >= boundedSyncMaxEvent {
+			final = accountable.DiscoveryPartial
+			break
+		}
+		f.After = page.Next
+		if time.Since(last) >= every {
+			cards, cases := accountable.Mine(in.RunID, events)
+			counts.Cases, counts.Candidates = cases, len(cards)
+			if err := a.Store.DiscoveryProgress(ctx, in.WorkspaceID, in.RunID, counts, cards); err != nil {
+				return "", retryable(err)
+			}
+			last = time.Now()
+		}
+	}
+	cards, cases := accountable.Mine(in.RunID, events)
+	counts.Cases, counts.Candidates = cases, len(cards)
+	run, err := a.Store.FinishDiscoveryRun(ctx, in.WorkspaceID, in.RunID, final, counts, cards, nil)
+	return run.Status, retryable(err)
+}
+
+// FailDiscoveryRun records that a run could not be mined.
+func (a *Discovery) FailDiscoveryRun(ctx context.Context, in DiscoveryRef, reason string) error {
+	_, err := a.Store.FinishDiscoveryRun(ctx, in.WorkspaceID, in.RunID, accountable.DiscoveryFailed, accountable.DiscoveryCounts{}, nil, &reason)
+	return retryable(err)
+}

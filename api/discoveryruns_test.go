@@ -1,0 +1,183 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func stageKeys(card map[string]any) []string {
+	var out []string
+	for _, s := range card["stages"].([]any) {
+		out = append(out, s.(map[string]any)["key"].(string))
+	}
+	return out
+}
+
+// seedProcessLedger gives a workspace a ledger with a known answer: three tickets handed
+// intake → triage → fix, two intake → triage → close, and two orders whose work items
+// (tagged with process_stage and case_id) were completed pack then ship.
+func seedProcessLedger(t *testing.T, e *env, key string) {
+	t.Helper()
+	handoff := func(ticket, from, to string) {
+		expect(t, e.do(request{method: "POST", path: "/handoffs", key: key, body: map[string]any{"handoff_key": ticket,
+			"from_stage_key": from, "to_stage_key": to, "title": ticket + ": " + from + " to " + to}}), http.StatusCreated, "")
+	}
+	for i := range 3 {
+		handoff(fmt.Sprintf("ticket-fix-%d", i), "intake", "triage")
+		handoff(fmt.Sprintf("ticket-fix-%d", i), "triage", "fix")
+	}
+	for i := range 2 {
+		handoff(fmt.Sprintf("ticket-close-%d", i), "intake", "triage")
+		handoff(fmt.Sprintf("ticket-close-%d", i), "triage", "close")
+	}
+	for i := range 2 {
+		for _, stage := range []string{"pack", "ship"} {
+			r := e.do(request{method: "POST", path: "/work", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("seed")},
+				body: map[string]any{"title": stage, "metadata": map[string]any{"process_stage": stage, "case_id": fmt.Sprintf("order-%d", i),
+					"process_stage_name": map[string]string{"pack": "Pack the order", "ship": "Ship it"}[stage]}}})
+			expect(t, r, http.StatusCreated, "")
+			id := r.data()["taskId"].(string)
+			token := getWork(t, e, key, id)["concurrency"].(map[string]any)["version_token"]
+			expect(t, e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id},
+				key: key, body: map[string]any{"version_token": token, "summary": "done"}}), http.StatusOK, "")
+		}
+	}
+	// Noise: a one-off handoff and a completed work item without a stage.
+	handoff("ticket-odd", "triage", "intake")
+	createWork(t, e, key, "untagged")
+}
+
+// Discovery on a seeded ledger finds the known processes (bounded_sync answers the finished
+// result); a candidate is proposed exactly as the specification says and then confirmed.
+func TestDiscoveryRunFindsAndProposes(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key, ws := tenant.Key, tenant.Principal.WorkspaceID
+	seedProcessLedger(t, e, key)
+
+	r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"mode": "bounded_sync"}})
+	expect(t, r, http.StatusCreated, "")
+	run := r.data()["run"].(map[string]any)
+	cards := r.data()["processCards"].([]any)
+	if run["status"] != "succeeded" || len(cards) != 3 || run["counts"].(map[string]any)["candidates"] != 3.0 {
+		t.Fatalf("run %s", r.raw)
+	}
+	want := [][]string{{"intake", "triage", "fix"}, {"intake", "triage", "close"}, {"pack", "ship"}}
+	got := [][]string{stageKeys(cards[0].(map[string]any)), stageKeys(cards[1].(map[string]any)), stageKeys(cards[2].(map[string]any))}
+	// Ordered by support, then by stages: close before pack (both 2).
+	if !slices.EqualFunc(got, want, func(a, b []string) bool { return slices.Equal(a, b) }) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	fix, ship := cards[0].(map[string]any), cards[2].(map[string]any)
+	if fix["support"] != 3.0 || ship["stages"].([]any)[0].(map[string]any)["name"] != "Pack the order" || len(fix["citations"].([]any)) == 0 {
+		t.Fatalf("cards %s", r.raw)
+	}
+	runID := run["id"].(string)
+
+	// The same ledger, the same candidates (another run, other ids).
+	again := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{}})
+	expect(t, again, http.StatusCreated, "")
+	if c := again.data()["processCards"].([]any); len(c) != 3 || c[0].(map[string]any)["confidence"] != fix["confidence"] {
+		t.Fatalf("again %s", again.raw)
+	}
+
+	propose := func(run, candidate, idem string, body map[string]any) response {
+		if body == nil {
+			body = map[string]any{"workspace_id": ws, "process_candidate_id": candidate}
+		}
+		req := request{method: "POST", path: "/discovery-runs/{runId}/propose", params: map[string]string{"runId": run}, key: key, body: body,
+			headers: map[string]string{}}
+		if idem != "" {
+			req.headers["Idempotency-Key"] = idem
+		}
+		return e.do(req)
+	}
+	candidate := fix["id"].(string)
+	idem := uniqueKey("propose")
+	p := propose(runID, candidate, idem, nil)
+	expect(t, p, http.StatusCreated, "")
+	proc, rev := p.data()["process"].(map[string]any), p.data()["revision"].(map[string]any)
+	checkProcessShapes(t, ws, proc, rev, p.data()["ledger"].(map[string]any))
+	if p.meta()["requiresConfirmation"] != true || proc["lifecycleState"] != "discovered" || proc["provenanceMode"] != "observed" ||
+		rev["revisionNumber"] != 1.0 || p.data()["discoveryRunId"] != runID || p.data()["processCandidateId"] != candidate ||
+		len(rev["stages"].([]any)) != 3 || proc["confidence"] != fix["confidence"] || !slices.Equal(keysOf(p.data()),
+		[]string{"discoveryRunId", "ledger", "process", "processCandidateId", "revision"}) {
+		t.Fatalf("proposal %s", p.raw)
+	}
+	replay := propose(runID, candidate, idem, nil)
+	expect(t, replay, http.StatusOK, "")
+	if replay.meta()["duplicate"] != true || replay.meta()["requiresConfirmation"] != true || replay.data()["ledger"].(map[string]any)["duplicate"] != true ||
+		replay.data()["process"].(map[string]any)["id"] != proc["id"] {
+		t.Fatalf("replay %s", replay.raw)
+	}
+	other := cards[1].(map[string]any)["id"].(string)
+	expect(t, propose(runID, other, idem, nil), http.StatusConflict, accountable.ECodeIdempotencyKeyReused)
+	expect(t, propose(runID, candidate, uniqueKey("again"), nil), http.StatusConflict, accountable.ECodeInvalidStateTransition)
+	expect(t, propose(runID, candidate, "", nil), http.StatusBadRequest, accountable.ECodeIdempotencyKeyRequired)
+	expect(t, propose(runID, other, uniqueKey("x"), map[string]any{"process_candidate_id": other}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, propose(runID, other, uniqueKey("x"), map[string]any{"workspace_id": ws, "process_candidate_id": other, "note": "x"}),
+		http.StatusBadRequest, accountable.ECodeValidationFailed)
+	// A candidate of another run (the second run's ids differ) is a 404.
+	otherRun := again.data()["processCards"].([]any)[1].(map[string]any)["id"].(string)
+	expect(t, propose(runID, otherRun, uniqueKey("x"), nil), http.StatusNotFound, accountable.ECodeNotFound)
+	// Another workspace: its key, or naming this workspace, is a 404.
+	stranger := storetest.NewTenant(t, e.db)
+	r = e.do(request{method: "POST", path: "/discovery-runs/{runId}/propose", params: map[string]string{"runId": runID}, key: stranger.Key,
+		headers: map[string]string{"Idempotency-Key": uniqueKey("s")}, body: map[string]any{"workspace_id": stranger.Principal.WorkspaceID, "process_candidate_id": other}})
+	expect(t, r, http.StatusNotFound, accountable.ECodeNotFound)
+
+	// The discovered process is confirmed, then activated.
+	params := map[string]string{"processId": proc["id"].(string)}
+	r = e.do(request{method: "POST", path: "/operating-processes/{processId}/confirm", params: params, key: key,
+		headers: map[string]string{"Idempotency-Key": uniqueKey("c")}, body: map[string]any{"expected_aggregate_version": 1}})
+	expect(t, r, http.StatusOK, "")
+	if r.data()["process"].(map[string]any)["lifecycleState"] != "confirmed" {
+		t.Fatalf("confirmed %s", r.raw)
+	}
+	g := e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": runID}, key: key})
+	if refs := g.data()["confirmedProcessRefs"].([]any); len(refs) != 1 || refs[0].(map[string]any)["id"] != proc["id"] {
+		t.Fatalf("confirmed refs %s", g.raw)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+}
+
+// Other modes answer 202 at once; the run is read until it has finished. Observations
+// alone (source_kinds) find their own process.
+func TestDiscoveryRunObservationsAsync(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	var obs []any
+	for c := range 3 {
+		for i, st := range []string{"draft", "legal_review", "sign"} {
+			obs = append(obs, map[string]any{"case_id": fmt.Sprintf("contract-%d", c), "stage": st, "at": t0.Add(time.Duration(c*10+i) * time.Hour)})
+		}
+	}
+	r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"mode": "deep_search",
+		"source_kinds": []any{"observations"}, "observations": obs, "query": "contracts"}})
+	expect(t, r, http.StatusAccepted, "")
+	id := r.data()["run"].(map[string]any)["id"].(string)
+	var got response
+	waitUntil(t, 30*time.Second, "the run to finish", func() bool {
+		got = e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": id}, key: key})
+		return got.data()["run"].(map[string]any)["status"] == "succeeded"
+	})
+	cards := got.data()["processCards"].([]any)
+	if len(cards) != 1 || !slices.Equal(stageKeys(cards[0].(map[string]any)), []string{"draft", "legal_review", "sign"}) ||
+		cards[0].(map[string]any)["stages"].([]any)[1].(map[string]any)["name"] != "Legal review" || len(got.data()["observations"].([]any)) != 9 {
+		t.Fatalf("run %s", got.raw)
+	}
+	l := e.do(request{method: "GET", path: "/discovery-runs", key: key})
+	if runs := l.data()["runs"].([]any); len(runs) != 1 || runs[0].(map[string]any)["id"] != id {
+		t.Fatalf("list %s", l.raw)
+	}
+}

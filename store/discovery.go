@@ -1,0 +1,241 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+type discoveryRequestedPayload struct {
+	RunID        string                    `json:"run_id"`
+	Mode         accountable.DiscoveryMode `json:"mode"`
+	Query        *string                   `json:"query"`
+	SourceKinds  []accountable.SourceKind  `json:"source_kinds"`
+	Observations int                       `json:"observations"`
+	WorkflowID   string                    `json:"workflow_id"`
+	CommandID    *string                   `json:"command_id"`
+}
+
+type discoveryCompletedPayload struct {
+	RunID      string                      `json:"run_id"`
+	Status     accountable.DiscoveryStatus `json:"status"`
+	Counts     accountable.DiscoveryCounts `json:"counts"`
+	Candidates []string                    `json:"candidate_ids"`
+	Error      *string                     `json:"error,omitzero"`
+}
+
+// StartDiscoveryRun records a queued discovery run with its discovery_run.requested event
+// and the message that starts its DiscoveryRun workflow, in one transaction.
+func (db *DB) StartDiscoveryRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string,
+	in accountable.StartDiscoveryRun, start accountable.WorkflowMessage) (accountable.DiscoveryRun, bool, error) {
+	cmd := commandOf[accountable.DiscoveryRun](p, idem, in.Causation)
+	cmd.blind = true
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.DiscoveryRun, error) {
+		now := accountable.TimeOf(tx.Now())
+		kinds := in.SourceKinds
+		if len(kinds) == 0 {
+			kinds = accountable.SourceKinds
+		}
+		run := accountable.DiscoveryRun{ID: id, WorkspaceID: p.WorkspaceID, Mode: in.ModeOr(), Status: accountable.DiscoveryQueued,
+			Query: in.Query, SourceKinds: kinds, Technique: accountable.DiscoveryTechnique, CreatedAt: now, UpdatedAt: now,
+			AggregateVersion: 1, WorkflowID: start.WorkflowID, Counts: accountable.DiscoveryCounts{Observations: len(in.Observations)}}
+		if _, err := tx.Append(aggregate(accountable.AggregateDiscoveryRun, id), accountable.EventDiscoveryRunRequested,
+			discoveryRequestedPayload{RunID: id, Mode: run.Mode, Query: in.Query, SourceKinds: kinds, Observations: len(in.Observations),
+				WorkflowID: start.WorkflowID, CommandID: in.Causation.CommandID}); err != nil {
+			return run, err
+		}
+		doc, err := json.Marshal(run)
+		if err != nil {
+			return run, err
+		}
+		request, err := json.Marshal(in)
+		if err != nil {
+			return run, err
+		}
+		tx.Queue(`INSERT INTO discovery_runs (workspace_id, id, status, created_at, aggregate_version, doc, request) VALUES ($1, $2, $3, $4, 1, $5, $6)`,
+			p.WorkspaceID, id, string(run.Status), now, string(doc), string(request))
+		tx.Send(start)
+		return run, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+func scanDiscovery(row pgx.Row) (accountable.DiscoveryResult, error) {
+	var doc, request, cards string
+	var res accountable.DiscoveryResult
+	if err := row.Scan(&doc, &request, &cards); err != nil {
+		return res, err
+	}
+	var in accountable.StartDiscoveryRun
+	if err := errors.Join(json.Unmarshal([]byte(doc), &res.Run), json.Unmarshal([]byte(request), &in),
+		json.Unmarshal([]byte(cards), &res.ProcessCards)); err != nil {
+		return res, fmt.Errorf("store: decode discovery run: %w", err)
+	}
+	res.Observations = in.Observations
+	if res.Observations == nil {
+		res.Observations = []accountable.Observation{}
+	}
+	if res.ProcessCards == nil {
+		res.ProcessCards = []accountable.ProcessCard{}
+	}
+	res.ConfirmedProcessRefs = []accountable.ProcessRef{}
+	return res, nil
+}
+
+// GetDiscoveryRun reads a run of the workspace with its candidates (so far).
+func (db *DB) GetDiscoveryRun(ctx context.Context, workspaceID, id string) (accountable.DiscoveryResult, error) {
+	res, err := scanDiscovery(db.pool.QueryRow(ctx, `SELECT doc::text, request::text, cards::text FROM discovery_runs
+		WHERE workspace_id = $1 AND id = $2`, workspaceID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, accountable.NotFound("discovery run")
+	}
+	if err != nil {
+		return res, mapError(err)
+	}
+	// The processes proposed from this run's candidates that people have confirmed since.
+	rows, err := db.pool.Query(ctx, `SELECT id::text FROM operating_processes WHERE workspace_id = $1 AND discovery_run_id = $2
+		AND lifecycle_state NOT IN ('discovered', 'proposed') ORDER BY created_at, id`, workspaceID, id)
+	if err != nil {
+		return res, mapError(err)
+	}
+	confirmed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return res, mapError(err)
+	}
+	res.ConfirmedProcessRefs = accountable.Refs(workspaceID, refInputs(confirmed))
+	return res, nil
+}
+
+func refInputs(ids []string) []accountable.RefInput {
+	out := make([]accountable.RefInput, len(ids))
+	for i, id := range ids {
+		out[i] = accountable.RefInput{ID: id}
+	}
+	return out
+}
+
+// ListDiscoveryRuns reads a page of the workspace's runs (without their results), newest first.
+func (db *DB) ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryRun, *accountable.WorkCursor, error) {
+	limit = pageLimit(limit)
+	afterAt, afterID := keysetAfter(after)
+	rows, err := db.pool.Query(ctx, `SELECT doc::text FROM discovery_runs WHERE workspace_id = $1
+		  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $4`, workspaceID, afterAt, afterID, limit+1)
+	if err != nil {
+		return nil, nil, mapError(err)
+	}
+	scan := func(row pgx.Row) (accountable.DiscoveryRun, error) {
+		return scanDoc[accountable.DiscoveryRun](row, "discovery run")
+	}
+	return keysetPage(rows, limit, scan, func(r accountable.DiscoveryRun) (time.Time, string) { return r.CreatedAt.Time, r.ID })
+}
+
+// DiscoveryRequest returns what a run was asked (for its workflow's activity).
+func (db *DB) DiscoveryRequest(ctx context.Context, workspaceID, id string) (accountable.StartDiscoveryRun, accountable.DiscoveryStatus, error) {
+	var request, status string
+	var in accountable.StartDiscoveryRun
+	err := db.pool.QueryRow(ctx, `SELECT request::text, status FROM discovery_runs WHERE workspace_id = $1 AND id = $2`, workspaceID, id).
+		Scan(&request, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return in, "", accountable.NotFound("discovery run")
+	}
+	if err != nil {
+		return in, "", mapError(err)
+	}
+	return in, accountable.DiscoveryStatus(status), json.Unmarshal([]byte(request), &in)
+}
+
+// DiscoveryProgress records how far a running run got (its counts and candidates so far):
+// progress of a projection, not a command, so no event; a finished run is left alone.
+func (db *DB) DiscoveryProgress(ctx context.Context, workspaceID, id string, counts accountable.DiscoveryCounts, cards []accountable.ProcessCard) error {
+	c, err := json.Marshal(counts)
+	if err != nil {
+		return err
+	}
+	cj, err := json.Marshal(cards)
+	if err != nil {
+		return err
+	}
+	_, err = db.pool.Exec(ctx, `UPDATE discovery_runs SET status = 'running', cards = $4,
+			doc = jsonb_set(jsonb_set(jsonb_set(doc, '{status}', '"running"'), '{counts}', $3::jsonb), '{updatedAt}', to_jsonb(now()))
+		WHERE workspace_id = $1 AND id = $2 AND status IN ('queued', 'running')`, workspaceID, id, string(c), string(cj))
+	return mapError(err)
+}
+
+// FinishDiscoveryRun records a run's result (succeeded, partial or failed) with its
+// discovery_run.completed (or .failed) event, once: a finished run is returned as it is.
+func (db *DB) FinishDiscoveryRun(ctx context.Context, workspaceID, id string, status accountable.DiscoveryStatus,
+	counts accountable.DiscoveryCounts, cards []accountable.ProcessCard, failure *string) (accountable.DiscoveryRun, error) {
+	ref := aggregate(accountable.AggregateDiscoveryRun, id)
+	cmd := command[accountable.DiscoveryRun]{workspaceID: workspaceID, actor: worker, locks: []aggregateRef{ref}}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.DiscoveryRun, error) {
+		run, err := scanDoc[accountable.DiscoveryRun](tx.QueryRow(ctx, `SELECT doc::text FROM discovery_runs WHERE workspace_id = $1 AND id = $2`,
+			workspaceID, id), "discovery run")
+		if err != nil || run.Status.Finished() {
+			return run, err
+		}
+		now := accountable.TimeOf(tx.Now())
+		run.Status, run.Counts, run.Error, run.UpdatedAt, run.CompletedAt = status, counts, failure, now, &now
+		run.AggregateVersion++
+		ids := make([]string, len(cards))
+		for i, c := range cards {
+			ids[i] = c.ID
+		}
+		event := accountable.EventDiscoveryRunCompleted
+		if status == accountable.DiscoveryFailed {
+			event = accountable.EventDiscoveryRunFailed
+		}
+		if _, err := tx.Append(ref, event, discoveryCompletedPayload{RunID: id, Status: status, Counts: counts, Candidates: ids,
+			Error: failure}); err != nil {
+			return run, err
+		}
+		doc, err := json.Marshal(run)
+		if err != nil {
+			return run, err
+		}
+		if cards == nil {
+			cards = []accountable.ProcessCard{}
+		}
+		cj, err := json.Marshal(cards)
+		if err != nil {
+			return run, err
+		}
+		tx.Queue(`UPDATE discovery_runs SET status = $3, aggregate_version = $4, doc = $5, cards = $6 WHERE workspace_id = $1 AND id = $2`,
+			workspaceID, id, string(status), run.AggregateVersion, string(doc), string(cj))
+		return run, nil
+	}
+	run, _, err := runCommand(ctx, db, cmd)
+	return run, err
+}
+
+// TaskStages returns the process stages the metadata of the given work items name.
+func (db *DB) TaskStages(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.TaskStage, error) {
+	out := map[string]accountable.TaskStage{}
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id::text, metadata->>'case_id', metadata->>'process_stage', coalesce(metadata->>'process_stage_name', '')
+		FROM tasks WHERE workspace_id = $1 AND id = ANY ($2::uuid[])
+		  AND jsonb_typeof(metadata->'process_stage') = 'string' AND jsonb_typeof(metadata->'case_id') = 'string'`, workspaceID, taskIDs)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var st accountable.TaskStage
+		if err := rows.Scan(&id, &st.CaseID, &st.Stage, &st.StageName); err != nil {
+			return nil, mapError(err)
+		}
+		if st.CaseID != "" && st.Stage != "" {
+			out[id] = st
+		}
+	}
+	return out, mapError(rows.Err())
+}

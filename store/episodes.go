@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+func scanEpisode(row pgx.Row) (accountable.Episode, error) {
+	return scanDoc[accountable.Episode](row, "episode")
+}
+
+// RecordEpisode records an observed execution of a process of the workspace (404 for
+// another) with its episode.recorded event (the episode is the payload).
+func (db *DB) RecordEpisode(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RecordEpisode) (accountable.Episode, bool, error) {
+	cmd := commandOf[accountable.Episode](p, idem, in.Causation)
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.Episode, error) {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM operating_processes WHERE workspace_id = $1 AND id = $2)`,
+			p.WorkspaceID, in.ProcessID).Scan(&exists); err != nil {
+			return accountable.Episode{}, err
+		}
+		if !exists {
+			return accountable.Episode{}, accountable.NotFound("operating process")
+		}
+		now := accountable.TimeOf(tx.Now())
+		e := accountable.Episode{SchemaVersion: accountable.SchemaVersion, ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID,
+			ProcessRef: accountable.ProcessRef{ID: in.ProcessID, WorkspaceID: p.WorkspaceID}, StartedAt: accountable.TimeOf(in.StartedAt.Time),
+			EndedAt: in.EndedAt, Outcome: in.OutcomeOr(), Stages: in.Stages, Evidence: in.Evidence, RecordedBy: p.Actor(),
+			CreatedAt: now, AggregateVersion: 1}
+		e.CaseID = e.ID
+		if in.CaseID != nil {
+			e.CaseID = *in.CaseID
+		}
+		if in.Summary != nil {
+			e.Summary = *in.Summary
+		}
+		if e.Stages == nil {
+			e.Stages = []accountable.EpisodeStage{}
+		}
+		if len(e.Evidence) == 0 {
+			e.Evidence = accountable.Object("{}")
+		}
+		if _, err := tx.Append(aggregate(accountable.AggregateEpisode, e.ID), accountable.EventEpisodeRecorded, e); err != nil {
+			return e, err
+		}
+		doc, err := json.Marshal(e)
+		if err != nil {
+			return e, err
+		}
+		tx.Queue(`INSERT INTO episodes (workspace_id, id, process_id, created_at, aggregate_version, doc) VALUES ($1, $2, $3, $4, 1, $5)`,
+			p.WorkspaceID, e.ID, in.ProcessID, now, string(doc))
+		return e, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+// GetEpisode reads an episode of the workspace.
+func (db *DB) GetEpisode(ctx context.Context, workspaceID, id string) (accountable.Episode, error) {
+	e, err := scanEpisode(db.pool.QueryRow(ctx, `SELECT doc::text FROM episodes WHERE workspace_id = $1 AND id = $2`, workspaceID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, accountable.NotFound("episode")
+	}
+	return e, mapError(err)
+}
+
+// ListEpisodes reads a page of the workspace's episodes (of one process when asked), newest first.
+func (db *DB) ListEpisodes(ctx context.Context, workspaceID string, f accountable.EpisodeFilter) ([]accountable.Episode, *accountable.WorkCursor, error) {
+	limit := pageLimit(f.Limit)
+	afterAt, afterID := keysetAfter(f.After)
+	rows, err := db.pool.Query(ctx, `SELECT doc::text FROM episodes
+		WHERE workspace_id = $1 AND ($2::uuid IS NULL OR process_id = $2)
+		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $5`, workspaceID, f.ProcessID, afterAt, afterID, limit+1)
+	if err != nil {
+		return nil, nil, mapError(err)
+	}
+	return keysetPage(rows, limit, scanEpisode, func(e accountable.Episode) (time.Time, string) { return e.CreatedAt.Time, e.ID })
+}
+
+// OperatingMap derives the workspace's operating map from its processes (and their current
+// revisions), episodes and handoffs, in one snapshot.
+func (db *DB) OperatingMap(ctx context.Context, workspaceID string) (accountable.OperatingMap, error) {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return accountable.OperatingMap{}, mapError(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	rows, err := tx.Query(ctx, `SELECT p.doc::text, coalesce(r.doc::text, '{}'),
+			(SELECT count(*) FROM episodes e WHERE e.workspace_id = p.workspace_id AND e.process_id = p.id)
+		FROM operating_processes p
+		LEFT JOIN process_revisions r ON r.workspace_id = p.workspace_id AND r.id = (p.doc->'currentRevisionRef'->>'id')::uuid
+		WHERE p.workspace_id = $1 ORDER BY p.created_at, p.id`, workspaceID)
+	if err != nil {
+		return accountable.OperatingMap{}, mapError(err)
+	}
+	var procs []accountable.MapProcess
+	recipients, domains := map[string][]string{}, map[string][]string{}
+	for rows.Next() {
+		var pdoc, rdoc string
+		var episodes int
+		if err := rows.Scan(&pdoc, &rdoc, &episodes); err != nil {
+			rows.Close()
+			return accountable.OperatingMap{}, mapError(err)
+		}
+		var proc accountable.OperatingProcess
+		var rev accountable.ProcessSpecRevision
+		if err := errors.Join(json.Unmarshal([]byte(pdoc), &proc), json.Unmarshal([]byte(rdoc), &rev)); err != nil {
+			rows.Close()
+			return accountable.OperatingMap{}, err
+		}
+		mp := accountable.MapProcess{ID: proc.ID, Name: proc.Name, LifecycleState: proc.LifecycleState, ProvenanceMode: proc.ProvenanceMode,
+			DomainRef: proc.DomainRef, Stages: []accountable.CandidateStage{}, Episodes: episodes}
+		for _, s := range rev.Stages {
+			mp.Stages = append(mp.Stages, accountable.CandidateStage{Key: s.Key, Name: s.Name})
+		}
+		for _, r := range proc.ValueRecipientRefs {
+			recipients[r.ID] = append(recipients[r.ID], proc.ID)
+		}
+		if proc.DomainRef != nil {
+			domains[proc.DomainRef.ID] = append(domains[proc.DomainRef.ID], proc.ID)
+		}
+		procs = append(procs, mp)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return accountable.OperatingMap{}, mapError(err)
+	}
+	erows, err := tx.Query(ctx, `SELECT doc->>'fromStageKey', doc->>'toStageKey', count(*),
+			count(*) FILTER (WHERE status NOT IN ('fulfilled', 'cancelled')), count(sla_breached_at)
+		FROM handoffs WHERE workspace_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, workspaceID)
+	if err != nil {
+		return accountable.OperatingMap{}, mapError(err)
+	}
+	edges, err := pgx.CollectRows(erows, func(row pgx.CollectableRow) (accountable.HandoffEdge, error) {
+		var e accountable.HandoffEdge
+		err := row.Scan(&e.FromStageKey, &e.ToStageKey, &e.Handoffs, &e.Open, &e.Breached)
+		return e, err
+	})
+	if err != nil {
+		return accountable.OperatingMap{}, mapError(err)
+	}
+	return accountable.BuildOperatingMap(procs, recipients, domains, edges), nil
+}
