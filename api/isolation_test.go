@@ -45,6 +45,11 @@ var fixtures = map[string]func(o *owner) string{
 	"episodeId":      (*owner).episode,
 }
 
+// pathValues are path parameters that name no resource of a workspace (every workspace
+// has its engineering controller): the matrix sends them as they are, and treats their
+// operations as a workspace's own (B's answers must show nothing of A).
+var pathValues = map[string]string{"domain": "engineering"}
+
 // resourceKey names the resource a path parameter refers to: its name, but for the
 // parameters whose name means another resource under some paths (the specification's
 // runId of a discovery run).
@@ -116,6 +121,9 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 	"recordEpisode": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"process_id": o.process(), "started_at": "2026-11-01T09:00:00Z", "ended_at": "2026-11-01T10:00:00Z",
 			"stages": []any{map[string]any{"key": "a", "at": "2026-11-01T09:10:00Z"}}, "evidence": map[string]any{"note": "iso"}}
+	},
+	"reconcileController": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"idempotency_key": uniqueKey("reconcile"), "mode": "shadow", "protocol_version": "svc.controller.v1"}
 	},
 	"createHandoff": func(o *owner, _ map[string]string) map[string]any {
 		return map[string]any{"handoff_key": "iso", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff",
@@ -379,7 +387,9 @@ func (o *owner) secrets() []string {
 	o.t.Helper()
 	p := o.tenant.Principal
 	out := []string{p.WorkspaceID, p.UserID, p.UserEmail, p.KeyPrefix, o.marker}
-	rows, err := o.conn.Query(context.Background(), `SELECT id::text, aggregate_id, event_hash FROM ledger_events WHERE workspace_id = $1
+	// A controller's aggregate id is its domain, the same in every workspace: not a secret.
+	rows, err := o.conn.Query(context.Background(), `SELECT id::text, CASE WHEN aggregate_type = 'controller' THEN '' ELSE aggregate_id END, event_hash
+		FROM ledger_events WHERE workspace_id = $1
 		UNION SELECT id::text, id::text, id::text FROM api_keys WHERE workspace_id = $1`, p.WorkspaceID)
 	if err != nil {
 		o.t.Fatal(err)
@@ -548,7 +558,13 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 
 	o := &owner{t: t, e: e, tenant: m.a, conn: m.conn, marker: "owner-" + uuid.NewString()}
 	ids := map[string]string{}
+	resourceParams := 0
 	for _, p := range op.PathParams {
+		if v, ok := pathValues[p.Name]; ok {
+			ids[p.Name] = v
+			continue
+		}
+		resourceParams++
 		fx, ok := fixtureFor(op.Path, p.Name)
 		if !ok {
 			t.Fatalf("%s: no fixture for the path parameter %q. Add a line to fixtures in api/isolation_test.go: "+
@@ -584,6 +600,9 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	unknown := map[string]string{}
 	for k, v := range ids {
 		unknown[k] = sameShape(v)
+		if _, fixed := pathValues[k]; fixed {
+			unknown[k] = v
+		}
 	}
 	body := m.bodyFor(t, op, o, ids)
 	secrets := o.secrets()
@@ -634,7 +653,7 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		return c
 	}
 	for _, mount := range op.Mounts {
-		if len(op.PathParams) > 0 {
+		if resourceParams > 0 {
 			same("B with A's ids", http.StatusNotFound, accountable.ECodeNotFound, mount, ids, unknown, "", "", body, body)
 			same("B with A's ids upper-cased", http.StatusNotFound, accountable.ECodeNotFound, mount, upper(ids), upper(unknown), "", "", body, body)
 		}
@@ -654,14 +673,14 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	}
 
 	// B's own calls (lists, streams, reads of everything, creates): nothing of A.
-	if len(op.PathParams) == 0 {
+	if resourceParams == 0 {
 		for _, mount := range op.Mounts {
 			for _, p := range append([]string{""}, probes...) {
 				own := body
 				if f, ok := ownBodies[op.ID]; ok {
 					own = f(e, m.b.Key)
 				}
-				r := call("B's own request "+p, false, mount, nil, fill(p, ids), own, "")
+				r := call("B's own request "+p, false, mount, ids, fill(p, ids), own, "")
 				if r.status >= 300 {
 					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
 				}
@@ -691,8 +710,8 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		secrets = o.secrets()
 		beforeA, beforeB = m.state(t, e, m.a), m.state(t, e, m.b)
 		what := "B with the owner's request and Idempotency-Key"
-		got := call(what, len(op.PathParams) > 0, op.Mounts[0], ids, "", body, key)
-		if len(op.PathParams) > 0 {
+		got := call(what, resourceParams > 0, op.Mounts[0], ids, "", body, key)
+		if resourceParams > 0 {
 			if d := sameResponse(got, call(what+" (an unknown id)", true, op.Mounts[0], unknown, "", body, "")); d != "" || got.status != http.StatusNotFound {
 				t.Fatalf("%s: %s: %d, or not the answer to an unknown id: %s %s", op, what, got.status, d, got.raw)
 			}

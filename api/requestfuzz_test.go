@@ -269,6 +269,10 @@ func (f *fuzzer) resources(o *owner, n int) map[string][]string {
 			if _, done := out[key]; done {
 				continue
 			}
+			if v, ok := pathValues[p.Name]; ok {
+				out[key] = []string{v}
+				continue
+			}
 			fx, ok := fixtures[key]
 			if !ok {
 				f.t.Fatalf("%s: no fixture for the path parameter %q: add one to fixtures in api/isolation_test.go", op, p.Name)
@@ -689,6 +693,11 @@ func (f *fuzzer) cached(key string, make func() string) string {
 
 func pickOf[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
 
+// hasResourceParams reports whether a path parameter of op names a workspace's resource.
+func hasResourceParams(op docOperation) bool {
+	return slices.ContainsFunc(op.PathParams, func(p docParam) bool { _, fixed := pathValues[p.Name]; return !fixed })
+}
+
 // pick chooses one id of pool per path parameter of op.
 func (f *fuzzer) pick(r *rand.Rand, op docOperation, pool map[string][]string) map[string]string {
 	out := map[string]string{}
@@ -744,7 +753,7 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 	// Path parameters: mostly F's ids, sometimes F2's, the bystander's or never issued.
 	pool := f.ids
 	switch n := r.IntN(20); {
-	case n < 2 && len(op.PathParams) > 0:
+	case n < 2 && hasResourceParams(op):
 		pool = f.foreign
 		q.note("ids of the bystander's workspace")
 		if op.Body == nil || len(f.valid[op.ID]) > 0 {
@@ -752,7 +761,7 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 		} else {
 			q.kind(kindOther)
 		}
-	case n < 3 && len(op.PathParams) > 0:
+	case n < 3 && hasResourceParams(op):
 		pool = f.ids2
 		q.note("ids of F2")
 		q.kind(kindOther)

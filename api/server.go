@@ -142,6 +142,7 @@ type Deps struct {
 	Handoffs    HandoffStore
 	Discovery   DiscoveryStore
 	Episodes    EpisodeStore
+	Controllers ControllerStore
 	Metrics     Metrics
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
@@ -211,7 +212,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.eventOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.eventOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

@@ -1,0 +1,228 @@
+package accountable
+
+import (
+	"sort"
+	"strings"
+)
+
+// Domain controllers watch one signal each in a workspace's projections and, in shadow
+// mode, propose what a person might do about it: a proposal is admitted as a pending human
+// Decision with its decision.proposed event and a neutral reconciliation receipt, in one
+// transaction; nothing is dispatched. Without a signal worth a proposal the run is a
+// no-op with its reason. The signals (README "Controllers"):
+//
+//	engineering  work items blocked, or past their due date and not completed
+//	operations   handoffs escalated by their SLA, or open and untouched for 24 hours
+//	product      initiative proposals not committed that expire within 48 hours
+//	growth       launch jobs blocked on their budget decision
+//	sales        pending decisions past their due time
+//	design       processes discovered from the ledger and still awaiting confirmation
+
+// Ledger vocabulary of controllers.
+const (
+	AggregateController      = "controller"
+	EventControllerReconcile = "controller.reconciled"
+	ControllerProtocol       = "svc.controller.v1"
+	ControllerModeShadow     = "shadow"
+	controllerSpecSchema     = "controller-spec/1"
+)
+
+// ControllerStatus is a controller's health.
+type ControllerStatus string
+
+// Controller statuses (CONTRACT.md).
+const (
+	ControllerNeverRun ControllerStatus = "never_run"
+	ControllerRunning  ControllerStatus = "running"
+	ControllerHealthy  ControllerStatus = "healthy"
+	ControllerDegraded ControllerStatus = "degraded"
+	ControllerFailed   ControllerStatus = "failed"
+)
+
+// Enum lists the statuses.
+func (ControllerStatus) Enum() []any {
+	return EnumStrings(ControllerNeverRun, ControllerRunning, ControllerHealthy, ControllerDegraded, ControllerFailed)
+}
+
+// NoopReason says why a reconcile proposed nothing.
+type NoopReason string
+
+// No-op reasons (CONTRACT.md).
+const (
+	NoopBelowThreshold       NoopReason = "below_threshold"
+	NoopSignalCleared        NoopReason = "signal_cleared"
+	NoopCooldownActive       NoopReason = "cooldown_active"
+	NoopStaleInput           NoopReason = "stale_input"
+	NoopInsufficientEvidence NoopReason = "insufficient_evidence"
+	NoopSourceUnavailable    NoopReason = "source_unavailable"
+	NoopTruncatedInput       NoopReason = "truncated_input"
+	NoopStoppedByPolicy      NoopReason = "stopped_by_policy"
+)
+
+// SourceHealthState says how a controller's input looked.
+type SourceHealthState string
+
+// Source health states (CONTRACT.md).
+const (
+	SourceHealthy      SourceHealthState = "healthy"
+	SourceStale        SourceHealthState = "stale"
+	SourceInsufficient SourceHealthState = "insufficient_evidence"
+	SourceUnavailable  SourceHealthState = "unavailable"
+	SourceTruncated    SourceHealthState = "truncated"
+)
+
+// ControllerSpec is a domain controller's configuration; its canonical JSON's digest is
+// the controller's spec_revision.
+type ControllerSpec struct {
+	Schema     string `json:"schema"`
+	Domain     Domain `json:"domain"`
+	Signal     string `json:"signal"`
+	Threshold  int    `json:"threshold"`   // records the signal needs for a proposal
+	MaxRecords int    `json:"max_records"` // records read at most (beyond: truncated)
+	Shape      string `json:"decision_shape"`
+	Action     string `json:"proposal_type"`
+}
+
+// ControllerSpecs are the six controllers' specs.
+var ControllerSpecs = map[Domain]ControllerSpec{
+	DomainEngineering: {Signal: "work items blocked, or past their due date and not completed", Shape: string(ShapePlanAdjust), Action: "engineering.unblock_work"},
+	DomainOperations:  {Signal: "handoffs escalated by their SLA, or open and untouched for 24 hours", Shape: string(ShapeHandoffRoute), Action: "operations.reroute_handoffs"},
+	DomainProduct:     {Signal: "initiative proposals not committed that expire within 48 hours", Shape: string(ShapeGeneric), Action: "product.review_expiring_proposals"},
+	DomainGrowth:      {Signal: "launch jobs blocked on their budget decision", Shape: string(ShapeBudgetApproval), Action: "growth.review_blocked_budgets"},
+	DomainSales:       {Signal: "pending decisions past their due time", Shape: string(ShapeGeneric), Action: "sales.chase_overdue_decisions"},
+	DomainDesign:      {Signal: "processes discovered from the ledger and still awaiting confirmation", Shape: string(ShapeGeneric), Action: "design.review_discovered_processes"},
+}
+
+func init() {
+	for d, s := range ControllerSpecs {
+		s.Schema, s.Domain, s.Threshold, s.MaxRecords = controllerSpecSchema, d, 1, 500
+		ControllerSpecs[d] = s
+	}
+}
+
+// SpecRevision is the controller's spec_revision: controller_spec_revision:<hex sha256 of
+// the spec's canonical JSON>.
+func (s ControllerSpec) SpecRevision() string {
+	d, err := CanonicalDigest(s)
+	if err != nil {
+		panic(err) // a spec is plain data
+	}
+	return "controller_spec_revision:" + strings.TrimPrefix(d, "sha256:")
+}
+
+// Reconcile is the body of POST /controllers/{domain}/reconcile.
+type Reconcile struct {
+	Domain             Domain  `json:"-"`
+	IdempotencyKey     string  `json:"idempotency_key" minLength:"1" maxLength:"200"`
+	Mode               string  `json:"mode" enum:"shadow"`
+	ProtocolVersion    string  `json:"protocol_version" enum:"svc.controller.v1"`
+	SpecRevision       *string `json:"spec_revision,omitzero" pattern:"^controller_spec_revision:[a-f0-9]{64}$"`
+	InputCursor        *string `json:"input_cursor,omitzero" minLength:"1" maxLength:"512"`
+	MaxInputAgeSeconds *int64  `json:"max_input_age_seconds,omitzero" minimum:"1" maximum:"604800"`
+}
+
+// Validate checks the body: the bounds, mode shadow and the protocol version.
+func (c Reconcile) Validate() error {
+	is := CheckFields(c)
+	if c.Mode != ControllerModeShadow {
+		is.Add("/mode", "must be %q (shadow mode only: controllers propose, people decide)", ControllerModeShadow)
+	}
+	if c.ProtocolVersion != ControllerProtocol {
+		is.Add("/protocol_version", "must be %q", ControllerProtocol)
+	}
+	return is.Err()
+}
+
+// RunID is the run's id: controller_run:<hex sha256 of the canonical {workspace, domain,
+// idempotency_key}>; the same request names the same run.
+func (c Reconcile) RunID(workspaceID string) string {
+	d, err := CanonicalDigest(map[string]string{"workspace_id": workspaceID, "domain": string(c.Domain), "idempotency_key": c.IdempotencyKey})
+	if err != nil {
+		panic(err)
+	}
+	return "controller_run:" + strings.TrimPrefix(d, "sha256:")
+}
+
+// SourceHealth is how a controller's input looked.
+type SourceHealth struct {
+	State              SourceHealthState `json:"state"`
+	ObservedAt         Time              `json:"observedAt"`
+	FreshnessWatermark *Time             `json:"freshnessWatermark"`
+	SourceCursor       *string           `json:"sourceCursor"`
+	RecordCount        int               `json:"recordCount"`
+	Limitations        []string          `json:"limitations"`
+}
+
+// ControllerResult is the specification's Controller reconcile result.
+type ControllerResult struct {
+	ControllerID     string           `json:"controller_id"`
+	Domain           Domain           `json:"domain"`
+	SpecRevision     string           `json:"spec_revision" pattern:"^controller_spec_revision:[a-f0-9]{64}$"`
+	RunID            string           `json:"run_id" pattern:"^controller_run:[a-f0-9]{64}$"`
+	LastRunID        string           `json:"last_run_id" pattern:"^controller_run:[a-f0-9]{64}$"`
+	Status           ControllerStatus `json:"status"`
+	Result           string           `json:"result"`
+	LastResult       string           `json:"last_result"`
+	LastSignalID     *string          `json:"last_signal_id"`
+	LastSignalState  *string          `json:"last_signal_state"`
+	LastErrorCode    *string          `json:"last_error_code"`
+	EventIDs         []string         `json:"event_ids"`
+	ProjectionCursor string           `json:"projection_cursor"`
+	DecisionID       *string          `json:"decision_id"`
+	DecisionEventID  *string          `json:"decision_event_id"`
+	ReceiptID        *string          `json:"receipt_id"`
+	LastReceiptID    *string          `json:"last_receipt_id"`
+	Duplicate        bool             `json:"duplicate"`
+	ProtocolVersion  string           `json:"protocol_version"`
+	Mode             string           `json:"mode"`
+	Proposal         *Object          `json:"proposal"`
+	LearningProposal *Object          `json:"learning_proposal"`
+	NoopReason       string           `json:"noop_reason"`
+	SourceHealth     SourceHealth     `json:"source_health"`
+	Limitations      []string         `json:"limitations"`
+	Encoded          `json:"-"`
+}
+
+// ControllerState is GET /controllers/{domain}: the controller, its spec and its last run.
+type ControllerState struct {
+	ControllerID    string           `json:"controller_id"`
+	Domain          Domain           `json:"domain"`
+	Status          ControllerStatus `json:"status"`
+	SpecRevision    string           `json:"spec_revision"`
+	Spec            ControllerSpec   `json:"spec"`
+	ProtocolVersion string           `json:"protocol_version"`
+	Mode            string           `json:"mode"`
+	LastRunID       *string          `json:"last_run_id"`
+	LastResult      *string          `json:"last_result"`
+	LastSignalID    *string          `json:"last_signal_id"`
+	LastSignalState *string          `json:"last_signal_state"`
+	LastErrorCode   *string          `json:"last_error_code"`
+	LastReceiptID   *string          `json:"last_receipt_id"`
+	LastRunAt       *Time            `json:"last_run_at"`
+}
+
+// ControllerID names a domain's controller.
+func ControllerID(d Domain) string { return "domain." + string(d) }
+
+// SignalRecord is one record a controller's signal found (a work item, a handoff, ...).
+type SignalRecord struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Title     string `json:"title"`
+	Reason    string `json:"reason"`
+	UpdatedAt Time   `json:"updated_at"`
+}
+
+// SignalID names a signal by the records it found: the same records, the same signal.
+func SignalID(d Domain, records []SignalRecord) string {
+	ids := make([]string, len(records))
+	for i, r := range records {
+		ids[i] = r.Kind + ":" + r.ID
+	}
+	sort.Strings(ids)
+	dg, err := CanonicalDigest(map[string]any{"domain": d, "records": ids})
+	if err != nil {
+		panic(err)
+	}
+	return "controller_signal:" + strings.TrimPrefix(dg, "sha256:")
+}

@@ -1,0 +1,286 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+// signalQueries read each domain controller's signal: the records it finds, newest first,
+// at most $2 of them.
+var signalQueries = map[accountable.Domain]string{
+	accountable.DomainEngineering: `SELECT id::text, 'work_item', title,
+			CASE WHEN status = 'blocked' THEN 'blocked' ELSE 'overdue' END, updated_at
+		FROM tasks WHERE workspace_id = $1
+		  AND (status = 'blocked' OR (due_date < now() AND status NOT IN ('completed', 'cancelled')))
+		ORDER BY updated_at DESC, id LIMIT $2`,
+	accountable.DomainOperations: `SELECT id::text, 'handoff', doc->>'title',
+			CASE WHEN sla_breached_at IS NOT NULL THEN 'sla_breached' ELSE 'stalled' END, (doc->>'updatedAt')::timestamptz
+		FROM handoffs WHERE workspace_id = $1 AND status NOT IN ('fulfilled', 'cancelled')
+		  AND (sla_breached_at IS NOT NULL OR (doc->>'updatedAt')::timestamptz < now() - interval '24 hours')
+		ORDER BY 5 DESC, id LIMIT $2`,
+	accountable.DomainProduct: `SELECT id::text, 'initiative_proposal', request_title, 'expires_soon', created_at
+		FROM initiative_proposals WHERE workspace_id = $1 AND status = 'proposed'
+		  AND expires_at BETWEEN now() AND now() + interval '48 hours'
+		ORDER BY created_at DESC, id LIMIT $2`,
+	accountable.DomainGrowth: `SELECT j.id::text, 'launch_job', coalesce(d.title, 'a launch job'), 'budget_blocked', coalesce(d.created_at, now())
+		FROM launch_jobs j LEFT JOIN decisions d ON d.workspace_id = j.workspace_id AND d.id = j.decision_id
+		WHERE j.workspace_id = $1 AND j.status = 'blocked' AND j.block_code = 'budget_ceiling_exceeded'
+		ORDER BY 5 DESC, 1 LIMIT $2`,
+	accountable.DomainSales: `SELECT id::text, 'decision', title, 'overdue', updated_at
+		FROM decisions WHERE workspace_id = $1 AND status = 'pending' AND due_at < now()
+		ORDER BY updated_at DESC, id LIMIT $2`,
+	accountable.DomainDesign: `SELECT id::text, 'operating_process', doc->>'name', 'awaiting_confirmation', created_at
+		FROM operating_processes WHERE workspace_id = $1 AND lifecycle_state = 'discovered'
+		ORDER BY created_at DESC, id LIMIT $2`,
+}
+
+type controllerReconciledPayload struct {
+	RunID        string                   `json:"run_id"`
+	Domain       accountable.Domain       `json:"domain"`
+	SpecRevision string                   `json:"spec_revision"`
+	Result       string                   `json:"result"`
+	NoopReason   string                   `json:"noop_reason"`
+	SignalID     *string                  `json:"signal_id"`
+	DecisionID   *string                  `json:"decision_id"`
+	ReceiptID    *string                  `json:"receipt_id"`
+	SourceHealth accountable.SourceHealth `json:"source_health"`
+}
+
+func (db *DB) lastControllerRun(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, workspaceID string, d accountable.Domain) (*accountable.ControllerResult, error) {
+	var raw string
+	err := q.QueryRow(ctx, `SELECT result::text FROM controller_runs WHERE workspace_id = $1 AND domain = $2
+		ORDER BY created_at DESC, run_id DESC LIMIT 1`, workspaceID, string(d)).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r accountable.ControllerResult
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil, fmt.Errorf("store: decode controller run: %w", err)
+	}
+	return &r, nil
+}
+
+// ControllerState reads a domain controller of the workspace: its spec and its last run.
+func (db *DB) ControllerState(ctx context.Context, workspaceID string, d accountable.Domain) (accountable.ControllerState, error) {
+	spec := accountable.ControllerSpecs[d]
+	st := accountable.ControllerState{ControllerID: accountable.ControllerID(d), Domain: d, Status: accountable.ControllerNeverRun,
+		SpecRevision: spec.SpecRevision(), Spec: spec, ProtocolVersion: accountable.ControllerProtocol, Mode: accountable.ControllerModeShadow}
+	last, err := db.lastControllerRun(ctx, db.pool, workspaceID, d)
+	if err != nil || last == nil {
+		return st, mapError(err)
+	}
+	var at time.Time
+	if err := db.pool.QueryRow(ctx, `SELECT created_at FROM controller_runs WHERE workspace_id = $1 AND run_id = $2`, workspaceID, last.RunID).Scan(&at); err != nil {
+		return st, mapError(err)
+	}
+	runAt := accountable.TimeOf(at)
+	st.Status, st.LastRunID, st.LastResult, st.LastSignalID, st.LastSignalState = last.Status, &last.RunID, &last.Result, last.LastSignalID, last.LastSignalState
+	st.LastErrorCode, st.LastReceiptID, st.LastRunAt = last.LastErrorCode, last.LastReceiptID, &runAt
+	return st, nil
+}
+
+// Reconcile runs a domain controller once in shadow mode: it reads its signal, and either
+// admits a proposal as a pending human decision (decision.proposed) with a neutral
+// receipt, or records a no-op with its reason; either way a controller.reconciled event,
+// all in one transaction. The same request (the same idempotency_key) answers the same
+// result again, with duplicate true.
+func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in accountable.Reconcile) (accountable.ControllerResult, error) {
+	spec := accountable.ControllerSpecs[in.Domain]
+	runID := in.RunID(p.WorkspaceID)
+	ref := aggregate(accountable.AggregateController, string(in.Domain))
+	cmd := command[accountable.ControllerResult]{workspaceID: p.WorkspaceID, actor: accountable.Actor{Type: accountable.ActorService,
+		ID: accountable.ControllerID(in.Domain)}, locks: []aggregateRef{ref}}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.ControllerResult, error) {
+		var stored string
+		err := tx.QueryRow(ctx, `SELECT result::text FROM controller_runs WHERE workspace_id = $1 AND run_id = $2`, p.WorkspaceID, runID).Scan(&stored)
+		if err == nil {
+			var r accountable.ControllerResult
+			if err := json.Unmarshal([]byte(stored), &r); err != nil {
+				return r, fmt.Errorf("store: decode controller run: %w", err)
+			}
+			r.Duplicate = true
+			return r, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return accountable.ControllerResult{}, err
+		}
+		if in.SpecRevision != nil && *in.SpecRevision != spec.SpecRevision() {
+			return accountable.ControllerResult{}, accountable.Errorf(accountable.ECodeVersionConflict,
+				"The %s controller's spec is at %s, not %s.", in.Domain, spec.SpecRevision(), *in.SpecRevision).
+				WithDetails(map[string]any{"current_spec_revision": spec.SpecRevision()})
+		}
+		last, err := db.lastControllerRun(ctx, tx, p.WorkspaceID, in.Domain)
+		if err != nil {
+			return accountable.ControllerResult{}, err
+		}
+		now := accountable.TimeOf(tx.Now())
+		res := accountable.ControllerResult{ControllerID: accountable.ControllerID(in.Domain), Domain: in.Domain, SpecRevision: spec.SpecRevision(),
+			RunID: runID, LastRunID: runID, Status: accountable.ControllerHealthy, ProtocolVersion: accountable.ControllerProtocol,
+			Mode: accountable.ControllerModeShadow, EventIDs: []string{},
+			Limitations: []string{"Shadow mode: the proposal grants no execution or policy authority; nothing is dispatched."}}
+		if last != nil {
+			res.LastReceiptID = last.LastReceiptID
+		}
+
+		// The input: where the ledger is, how fresh, and the signal's records.
+		health := accountable.SourceHealth{State: accountable.SourceHealthy, ObservedAt: now, SourceCursor: in.InputCursor, Limitations: []string{}}
+		var pos, seq int64
+		var newest time.Time
+		err = tx.QueryRow(ctx, `SELECT stream_position, seq, recorded_at FROM ledger_events WHERE workspace_id = $1
+			ORDER BY stream_position DESC, seq DESC LIMIT 1`, p.WorkspaceID).Scan(&pos, &seq, &newest)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return res, err
+		default:
+			w := accountable.TimeOf(newest)
+			health.FreshnessWatermark = &w
+		}
+		res.ProjectionCursor = accountable.StreamPosition{Position: pos, Seq: seq}.Encode()
+		rows, err := tx.Query(ctx, signalQueries[in.Domain], p.WorkspaceID, spec.MaxRecords+1)
+		if err != nil {
+			return res, err
+		}
+		records, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.SignalRecord, error) {
+			var r accountable.SignalRecord
+			var at time.Time
+			err := row.Scan(&r.ID, &r.Kind, &r.Title, &r.Reason, &at)
+			r.UpdatedAt = accountable.TimeOf(at)
+			return r, err
+		})
+		if err != nil {
+			return res, err
+		}
+		health.RecordCount = len(records)
+
+		var noop accountable.NoopReason
+		var signalID *string
+		switch {
+		case in.MaxInputAgeSeconds != nil && health.FreshnessWatermark != nil &&
+			now.Sub(health.FreshnessWatermark.Time) > time.Duration(*in.MaxInputAgeSeconds)*time.Second:
+			noop, health.State = accountable.NoopStaleInput, accountable.SourceStale
+			health.Limitations = append(health.Limitations, fmt.Sprintf("The newest ledger event is older than max_input_age_seconds (%d).", *in.MaxInputAgeSeconds))
+		case len(records) > spec.MaxRecords:
+			noop, health.State = accountable.NoopTruncatedInput, accountable.SourceTruncated
+			health.Limitations = append(health.Limitations, fmt.Sprintf("More than %d records match: too many to propose on at once.", spec.MaxRecords))
+		case len(records) < spec.Threshold:
+			noop = accountable.NoopBelowThreshold
+			if last != nil && last.LastSignalState != nil && *last.LastSignalState == "active" {
+				noop = accountable.NoopSignalCleared
+			}
+		default:
+			id := accountable.SignalID(in.Domain, records)
+			signalID = &id
+			var pending string
+			err := tx.QueryRow(ctx, `SELECT id::text FROM decisions WHERE workspace_id = $1 AND status = 'pending'
+				AND context->>'signal_id' = $2 LIMIT 1`, p.WorkspaceID, id).Scan(&pending)
+			if err == nil {
+				noop = accountable.NoopCooldownActive
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return res, err
+			}
+		}
+		if health.State != accountable.SourceHealthy {
+			res.Status = accountable.ControllerDegraded
+		}
+		res.SourceHealth = health
+		res.LastSignalID = signalID
+		state := "cleared"
+		if signalID != nil {
+			state = "active"
+		}
+		if noop == accountable.NoopStaleInput || noop == accountable.NoopTruncatedInput {
+			res.LastSignalID, state = nil, "unknown"
+		}
+		res.LastSignalState = &state
+
+		if noop == "" {
+			shown := records[:min(len(records), 20)]
+			proposal, err := json.Marshal(map[string]any{"type": spec.Action, "domain": in.Domain, "signal": spec.Signal, "signal_id": *signalID,
+				"record_count": len(records), "records": shown, "suggested_action": suggestedAction(in.Domain, len(records))})
+			if err != nil {
+				return res, err
+			}
+			canon, err := accountable.CanonicalizeJSON(proposal)
+			if err != nil {
+				return res, err
+			}
+			obj := accountable.Object(canon)
+			res.Proposal = &obj
+			decisionContext, err := json.Marshal(map[string]any{"controller_id": res.ControllerID, "run_id": runID, "signal_id": *signalID,
+				"spec_revision": res.SpecRevision, "proposal": json.RawMessage(canon)})
+			if err != nil {
+				return res, err
+			}
+			summary := suggestedAction(in.Domain, len(records))
+			d := accountable.Decision{ID: uuid.Must(uuid.NewV7()).String(), Title: decisionTitle(in.Domain, len(records)), Summary: &summary,
+				Shape: accountable.DecisionShape(spec.Shape), Urgency: accountable.UrgencyStandard, Status: accountable.DecisionPending,
+				Options: []accountable.DecisionOption{}, Context: accountable.Object(decisionContext),
+				RequestedBy: accountable.Actor{Type: accountable.ActorService, ID: res.ControllerID}, CreatedAt: now, UpdatedAt: now, AggregateVersion: 1}
+			if d.Context, err = accountable.CanonicalizeJSON(decisionContext); err != nil {
+				return res, err
+			}
+			if err := proposeDecision(tx, p.WorkspaceID, d); err != nil {
+				return res, err
+			}
+			ev := tx.events[len(tx.events)-1]
+			receipt := uuid.Must(uuid.NewV7()).String()
+			res.Result, res.DecisionID, res.DecisionEventID, res.ReceiptID, res.LastReceiptID = "proposal", &d.ID, &ev.ID, &receipt, &receipt
+			res.EventIDs = append(res.EventIDs, ev.ID)
+		} else {
+			res.Result, res.NoopReason = "noop", string(noop)
+		}
+		res.LastResult = res.Result
+		ev, err := tx.Append(ref, accountable.EventControllerReconcile, controllerReconciledPayload{RunID: runID, Domain: in.Domain,
+			SpecRevision: res.SpecRevision, Result: res.Result, NoopReason: res.NoopReason, SignalID: signalID, DecisionID: res.DecisionID,
+			ReceiptID: res.ReceiptID, SourceHealth: health})
+		if err != nil {
+			return res, err
+		}
+		res.EventIDs = append(res.EventIDs, ev.ID)
+		doc, err := json.Marshal(res)
+		if err != nil {
+			return res, err
+		}
+		tx.Queue(`INSERT INTO controller_runs (workspace_id, run_id, domain, created_at, result) VALUES ($1, $2, $3, $4, $5)`,
+			p.WorkspaceID, runID, string(in.Domain), now, string(doc))
+		return res, nil
+	}
+	res, _, err := runCommand(ctx, db, cmd)
+	return res, err
+}
+
+func decisionTitle(d accountable.Domain, n int) string {
+	return fmt.Sprintf(map[accountable.Domain]string{
+		accountable.DomainEngineering: "Engineering: %d work items blocked or overdue",
+		accountable.DomainOperations:  "Operations: %d handoffs breached or stalled",
+		accountable.DomainProduct:     "Product: %d proposals expire within 48 hours",
+		accountable.DomainGrowth:      "Growth: %d launch jobs wait for their budget",
+		accountable.DomainSales:       "Sales: %d decisions past their due time",
+		accountable.DomainDesign:      "Design: %d discovered processes await confirmation",
+	}[d], n)
+}
+
+func suggestedAction(d accountable.Domain, n int) string {
+	return fmt.Sprintf(map[accountable.Domain]string{
+		accountable.DomainEngineering: "Review the %d blocked or overdue work items: unblock, re-plan or cancel each.",
+		accountable.DomainOperations:  "Reroute or reassign the %d breached or stalled handoffs.",
+		accountable.DomainProduct:     "Commit or let go of the %d proposals before they expire.",
+		accountable.DomainGrowth:      "Approve or decline the budgets the %d blocked launch jobs wait for.",
+		accountable.DomainSales:       "Chase the %d overdue decisions with the people who own them.",
+		accountable.DomainDesign:      "Confirm or retire the %d processes discovery proposed.",
+	}[d], n)
+}
