@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -193,4 +194,19 @@ func sqlState(err error) string {
 func uniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// snapshot runs read in one read-only transaction at REPEATABLE READ: a read of several
+// rows of an aggregate (a launch with its jobs, runs and receipts) sees one committed
+// state, never half of a command.
+func (db *DB) snapshot(ctx context.Context, read func(q pgx.Tx) error) error {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return mapError(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	if err := read(tx); err != nil {
+		return err
+	}
+	return mapError(tx.Commit(ctx))
 }

@@ -87,11 +87,16 @@ func (db *DB) ListEpisodes(ctx context.Context, workspaceID string, f accountabl
 // OperatingMap derives the workspace's operating map from its processes (and their current
 // revisions), episodes and handoffs, in one snapshot.
 func (db *DB) OperatingMap(ctx context.Context, workspaceID string) (accountable.OperatingMap, error) {
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return accountable.OperatingMap{}, mapError(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	var m accountable.OperatingMap
+	err := db.snapshot(ctx, func(tx pgx.Tx) error {
+		var err error
+		m, err = operatingMap(ctx, tx, workspaceID)
+		return err
+	})
+	return m, err
+}
+
+func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountable.OperatingMap, error) {
 	rows, err := tx.Query(ctx, `SELECT p.doc::text, coalesce(r.doc::text, '{}'),
 			(SELECT count(*) FROM episodes e WHERE e.workspace_id = p.workspace_id AND e.process_id = p.id)
 		FROM operating_processes p

@@ -167,9 +167,19 @@ func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, ide
 // blocking it.
 func (db *DB) GetLaunch(ctx context.Context, workspaceID, id string) (accountable.Launch, error) {
 	var l accountable.Launch
+	err := db.snapshot(ctx, func(q pgx.Tx) error {
+		var err error
+		l, err = getLaunch(ctx, q, workspaceID, id)
+		return err
+	})
+	return l, err
+}
+
+func getLaunch(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountable.Launch, error) {
+	var l accountable.Launch
 	var state, tier, autonomy string
 	var blocking *string
-	err := db.pool.QueryRow(ctx, `SELECT id::text, initiative_id::text, state, aggregate_version, created_at, model_tier,
+	err := q.QueryRow(ctx, `SELECT id::text, initiative_id::text, state, aggregate_version, created_at, model_tier,
 			effective_autonomy, scope_workstream_id::text, scope_task_id::text, server_estimate_cents, cost_ceiling_cents,
 			reserved_cents, settled_cents, blocking_decision_id::text
 		FROM launches WHERE workspace_id = $1 AND id = $2`, workspaceID, id).Scan(&l.LaunchID, &l.InitiativeID, &state,
@@ -182,7 +192,7 @@ func (db *DB) GetLaunch(ctx context.Context, workspaceID, id string) (accountabl
 		return l, mapError(err)
 	}
 	l.State, l.ModelTier, l.EffectiveAutonomy = accountable.LaunchState(state), accountable.ModelTier(tier), accountable.Autonomy(autonomy)
-	rows, err := db.pool.Query(ctx, `SELECT workstream_id::text, id::text, status, block_code FROM launch_jobs
+	rows, err := q.Query(ctx, `SELECT workstream_id::text, id::text, status, block_code FROM launch_jobs
 		WHERE workspace_id = $1 AND launch_id = $2 ORDER BY position`, workspaceID, id)
 	if err != nil {
 		return l, mapError(err)
@@ -201,7 +211,7 @@ func (db *DB) GetLaunch(ctx context.Context, workspaceID, id string) (accountabl
 	}); err != nil {
 		return l, mapError(err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT id::text, status, outcome_kind, cost_cents FROM runs
+	rows, err = q.Query(ctx, `SELECT id::text, status, outcome_kind, cost_cents FROM runs
 		WHERE workspace_id = $1 AND launch_id = $2 ORDER BY created_at, id`, workspaceID, id)
 	if err != nil {
 		return l, mapError(err)
@@ -220,7 +230,7 @@ func (db *DB) GetLaunch(ctx context.Context, workspaceID, id string) (accountabl
 	}); err != nil {
 		return l, mapError(err)
 	}
-	rows, err = db.pool.Query(ctx, `SELECT id::text, cost_estimate_cents, settlement_status FROM reservations
+	rows, err = q.Query(ctx, `SELECT id::text, cost_estimate_cents, settlement_status FROM reservations
 		WHERE workspace_id = $1 AND launch_id = $2 ORDER BY created_at, id`, workspaceID, id)
 	if err != nil {
 		return l, mapError(err)
@@ -235,9 +245,9 @@ func (db *DB) GetLaunch(ctx context.Context, workspaceID, id string) (accountabl
 		return l, mapError(err)
 	}
 	if blocking != nil {
-		d, err := db.GetDecision(ctx, workspaceID, *blocking)
+		d, err := scanDecision(q.QueryRow(ctx, `SELECT `+decisionColumns+` FROM decisions WHERE workspace_id = $1 AND id = $2`, workspaceID, *blocking))
 		if err != nil {
-			return l, err
+			return l, mapError(err)
 		}
 		l.BlockingDecision = &d
 	}

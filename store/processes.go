@@ -333,7 +333,17 @@ func (db *DB) TransitionProcess(ctx context.Context, p accountable.Principal, id
 
 // GetProcess reads a process of the workspace with every revision, oldest first.
 func (db *DB) GetProcess(ctx context.Context, workspaceID, id string) (accountable.ProcessDetail, error) {
-	proc, version, err := scanProcess(db.pool.QueryRow(ctx, `SELECT doc::text, aggregate_version FROM operating_processes
+	var d accountable.ProcessDetail
+	err := db.snapshot(ctx, func(q pgx.Tx) error {
+		var err error
+		d, err = getProcess(ctx, q, workspaceID, id)
+		return err
+	})
+	return d, err
+}
+
+func getProcess(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountable.ProcessDetail, error) {
+	proc, version, err := scanProcess(q.QueryRow(ctx, `SELECT doc::text, aggregate_version FROM operating_processes
 		WHERE workspace_id = $1 AND id = $2`, workspaceID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accountable.ProcessDetail{}, accountable.NotFound("operating process")
@@ -341,7 +351,7 @@ func (db *DB) GetProcess(ctx context.Context, workspaceID, id string) (accountab
 	if err != nil {
 		return accountable.ProcessDetail{}, mapError(err)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT doc::text FROM process_revisions WHERE workspace_id = $1 AND process_id = $2
+	rows, err := q.Query(ctx, `SELECT doc::text FROM process_revisions WHERE workspace_id = $1 AND process_id = $2
 		ORDER BY revision_number`, workspaceID, id)
 	if err != nil {
 		return accountable.ProcessDetail{}, mapError(err)
