@@ -257,16 +257,16 @@ func (b *bench) pagingLine() error {
 	b.lines = append(b.lines, l)
 	logf("paging %d events at limit %d", b.s.PagingEvents, b.s.PageLimit)
 	return b.measure(l, func() (sample, error) {
-		return b.pageRun(b.svcAddr, "/api/v1/events/stream", fasthttp.HeaderAuthorization, "Bearer "+b.paging.Key)
+		return b.pageRun(b.svcAddr, "/api/v1/events/stream", fasthttp.HeaderAuthorization, "Bearer "+b.paging.Key, b.s.PagingEvents, b.s.Warmup)
 	}, func() (sample, error) {
-		return b.pageRun(b.baseAddr, "/events/stream", "X-Workspace-Id", b.paging.WorkspaceID)
+		return b.pageRun(b.baseAddr, "/events/stream", "X-Workspace-Id", b.paging.WorkspaceID, b.s.PagingEvents, b.s.Warmup)
 	})
 }
 
-// pageRun reads the stream from its start, following meta.nextCursor, until PagingEvents
-// events were read (one pass); passes repeat through the warm-up and then the window
-// (at least one measured pass). The rate is events per second of the measured passes.
-func (b *bench) pageRun(addr, path, header, value string) (sample, error) {
+// pageRun reads the stream from its start, following meta.nextCursor, until events events
+// were read (one pass); passes repeat through warmup and then the window (at least one
+// measured pass). The rate is events per second of the measured passes.
+func (b *bench) pageRun(addr, path, header, value string, events int, warmup time.Duration) (sample, error) {
 	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 1, ReadTimeout: time.Minute, WriteTimeout: time.Minute,
 		NoDefaultUserAgentHeader: true, DisablePathNormalizing: true}
 	defer hc.CloseIdleConnections()
@@ -277,7 +277,7 @@ func (b *bench) pageRun(addr, path, header, value string) (sample, error) {
 	var lat []time.Duration
 	pass := func(record bool) (int, error) {
 		cursor, read := "", 0
-		for read < b.s.PagingEvents {
+		for read < events {
 			req.Reset()
 			uri := base
 			if cursor != "" {
@@ -307,7 +307,7 @@ func (b *bench) pageRun(addr, path, header, value string) (sample, error) {
 		}
 		return read, nil
 	}
-	warmEnd := time.Now().Add(b.s.Warmup)
+	warmEnd := time.Now().Add(warmup)
 	for time.Now().Before(warmEnd) {
 		if _, err := pass(false); err != nil {
 			return sample{}, err
@@ -315,8 +315,8 @@ func (b *bench) pageRun(addr, path, header, value string) (sample, error) {
 	}
 	start := time.Now()
 	end := start.Add(b.s.Duration)
-	events := 0
-	for events == 0 || time.Now().Before(end) {
+	total := 0
+	for total == 0 || time.Now().Before(end) {
 		if b.ctx.Err() != nil {
 			return sample{}, b.ctx.Err()
 		}
@@ -324,10 +324,10 @@ func (b *bench) pageRun(addr, path, header, value string) (sample, error) {
 		if err != nil {
 			return sample{}, err
 		}
-		events += n
+		total += n
 	}
-	s := sample{Count: events, Window: time.Since(start)}
-	s.Rate = float64(events) / s.Window.Seconds()
+	s := sample{Count: total, Window: time.Since(start)}
+	s.Rate = float64(total) / s.Window.Seconds()
 	s.P50, s.P99 = percentiles(lat)
 	return s, nil
 }

@@ -226,6 +226,13 @@ func (b *bench) writeReport() error {
 			"API calls cost beside Temporal's own round trips; with the dev server's SQLite persistence those round trips dominate.\n",
 			serviceTaskQueue, limitTaskQueue, launchMinCount, launchWorkstreams, launchPoll)
 	}
+	if b.s.Lines["discovery"] {
+		p("* **Discovery**: a workspace seeded through POST /handoffs with %d handoffs (one `handoff.proposed` event each, cases "+
+			"intake → triage → fix or close), then `bounded_sync` discovery runs over all of them (the DiscoveryRun workflow reading the "+
+			"ledger in pages of 2,000, mining, recording the result; each run is checked: succeeded, every event read, at least the 2 seeded variants found); the rate is events "+
+			"mined per second (events per run over the run's time, at least %d runs), p50/p99 per run. The limit is the bare Fiber + pgx "+
+			"server paging the same events (per page of %d).\n", b.s.DiscoveryEvents, launchMinCount, b.s.PageLimit)
+	}
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
@@ -257,7 +264,7 @@ func (b *bench) writeReport() error {
 	p("\n## Commands\n\n")
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
-	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,proposal,launch BENCH_PROFILE=0\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,proposal,launch,discovery BENCH_PROFILE=0\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)

@@ -37,8 +37,8 @@ type bench struct {
 	baseAddr                  string
 	accountable               string // the accountable binary
 
-	main, paging keyInfo
-	pgb          *pgbench
+	main, paging, discovery keyInfo
+	pgb                     *pgbench
 
 	// The work items the service completes: made through POST /work (by the create line
 	// and, when those are not enough, by seeding), handed out in order.
@@ -183,7 +183,7 @@ func (b *bench) run() error {
 	for _, k := range []struct {
 		into *keyInfo
 		ws   string
-	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}} {
+	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}} {
 		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
 			"--user", "bench@example.com", "--json")
 		if err != nil {
@@ -256,7 +256,7 @@ func (b *bench) run() error {
 			return fmt.Errorf("%s: %w", st.id, err)
 		}
 	}
-	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
 		if err := b.workflowLines(); err != nil {
 			return err
 		}

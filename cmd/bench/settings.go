@@ -21,7 +21,9 @@ type settings struct {
 	Lines           map[string]bool // which lines to measure (all by default)
 
 	PagingEvents int // events the paging line reads per pass
-	PageLimit    int
+	// DiscoveryEvents is the size of the ledger the discovery line mines.
+	DiscoveryEvents int
+	PageLimit       int
 
 	ServicePort  int
 	BaselinePort int
@@ -41,7 +43,7 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "paging", "proposal", "launch"}
+var allLines = []string{"create", "complete", "read", "paging", "proposal", "launch", "discovery"}
 
 func loadSettings() (settings, error) {
 	var errs []string
@@ -53,6 +55,7 @@ func loadSettings() (settings, error) {
 		CreateClients:   envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
 		ReadClients:     envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
 		PagingEvents:    envInt("BENCH_PAGING_EVENTS", 10000, &errs),
+		DiscoveryEvents: envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
 		PageLimit:       envInt("BENCH_PAGE_LIMIT", 500, &errs),
 		ServicePort:     envInt("BENCH_HTTP_PORT", 18080, &errs),
 		BaselinePort:    envInt("BENCH_BASELINE_PORT", 18081, &errs),

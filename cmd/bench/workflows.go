@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -85,7 +86,94 @@ func (b *bench) workflowLines() error {
 			return fmt.Errorf("launch: %w", err)
 		}
 	}
+	if b.s.Lines["discovery"] {
+		if err := b.discoveryLine(wb); err != nil {
+			return fmt.Errorf("discovery: %w", err)
+		}
+	}
 	return nil
+}
+
+// --- a discovery run over a ledger of DiscoveryEvents events ----------------------------
+
+// discoveryLine seeds a workspace with DiscoveryEvents handoffs (one handoff.proposed event
+// each: cases intake → triage → fix or close), then times bounded_sync discovery runs over
+// it, beside the bare Fiber + pgx server paging the same events.
+func (b *bench) discoveryLine(wb *workflowBench) error {
+	var have int
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1`, b.discovery.WorkspaceID).Scan(&have); err != nil {
+		return err
+	}
+	if missing := b.s.DiscoveryEvents - have; missing > 0 {
+		logf("seeding %d handoffs in the discovery workspace through POST /handoffs", missing)
+		uri, auth := "http://"+b.svcAddr+"/api/v1/handoffs", "Bearer "+b.discovery.Key
+		stages := [][2]string{{"intake", "triage"}, {"triage", "fix"}, {"intake", "triage"}, {"triage", "close"}}
+		s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
+			prepare: func(i int, req *fasthttp.Request) bool {
+				if i >= missing {
+					return false
+				}
+				st := stages[i%4]
+				req.Header.SetMethod(fasthttp.MethodPost)
+				req.SetRequestURI(uri)
+				req.Header.Set(fasthttp.HeaderAuthorization, auth)
+				req.Header.SetContentType("application/json")
+				req.SetBodyRaw(fmt.Appendf(nil, `{"handoff_key":"case-%d","from_stage_key":%q,"to_stage_key":%q,"title":"Case %d: %s to %s"}`,
+					i/2, st[0], st[1], i/2, st[0], st[1]))
+				return true
+			},
+			ok: func(status int) bool { return status == fasthttp.StatusCreated },
+		})
+		if s.Errors > 0 || s.Count < missing {
+			return fmt.Errorf("seeding the discovery workspace: %d of %d created, %d errors (first: %s)", s.Count, missing, s.Errors, s.FirstErr)
+		}
+	}
+	if err := b.analyze(); err != nil {
+		return err
+	}
+	var handoffs int
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1 AND event_type = 'handoff.proposed'`,
+		b.discovery.WorkspaceID).Scan(&handoffs); err != nil {
+		return err
+	}
+	l := &line{ID: "discovery", Name: fmt.Sprintf("POST /discovery-runs (bounded_sync) over %d events", b.s.DiscoveryEvents), Clients: 1,
+		Unit: "events/s", Latency: "run / page",
+		LimitName: "bare Fiber + pgx paging the same events"}
+	b.lines = append(b.lines, l)
+	logf("discovery runs over %d events, beside paging them", b.s.DiscoveryEvents)
+	return b.measure(l, func() (sample, error) {
+		var read int
+		s := runCalls(b.ctx, b.s.Warmup, b.s.Duration, launchMinCount, func(int) error {
+			raw, err := wb.call(http.MethodPost, "http://"+b.svcAddr+"/api/v1/discovery-runs", b.discovery.Key, "", `{"mode":"bounded_sync"}`, http.StatusCreated)
+			if err != nil {
+				return err
+			}
+			var res struct {
+				Run struct {
+					Status string `json:"status"`
+					Counts struct {
+						EventsRead int `json:"eventsRead"`
+					} `json:"counts"`
+				} `json:"run"`
+				Cards []json.RawMessage `json:"processCards"`
+			}
+			if err := decodeData(raw, &res); err != nil {
+				return err
+			}
+			// (Concurrent seeding may create a case's two handoffs in either order: more
+			// variants than the two seeded are possible, fewer are not.)
+			if res.Run.Status != "succeeded" || len(res.Cards) < 2 || res.Run.Counts.EventsRead != handoffs {
+				return fmt.Errorf("a discovery run ended %s with %d candidates over %d events", res.Run.Status, len(res.Cards), res.Run.Counts.EventsRead)
+			}
+			read = res.Run.Counts.EventsRead
+			return nil
+		})
+		// The rate in events mined per second: runs per second × events per run.
+		s.Rate *= float64(read)
+		return s, nil
+	}, func() (sample, error) {
+		return b.pageRun(b.baseAddr, "/events/stream", "X-Workspace-Id", b.discovery.WorkspaceID, b.s.DiscoveryEvents, b.s.Warmup)
+	})
 }
 
 func (b *bench) startWorkflowBench() (*workflowBench, error) {
