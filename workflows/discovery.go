@@ -37,7 +37,7 @@ func DiscoveryRunStart(workspaceID, runID string) (accountable.WorkflowMessage, 
 func DiscoveryRun(ctx workflow.Context, in DiscoveryRunInput) (accountable.DiscoveryStatus, error) {
 	mineCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    30 * time.Minute,
-		HeartbeatTimeout:       30 * time.Second,
+		HeartbeatTimeout:       10 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Hour,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})

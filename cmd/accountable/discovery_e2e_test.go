@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// A discovery run outlives the worker that took it: the worker is killed (SIGKILL) right
+// after the run is accepted (before or while it mines), another worker finishes the run,
+// once, with the seeded ledger's known candidates.
+func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
+	if os.Getenv("TEMPORAL_ADDRESS") == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
+	}
+	bin := buildBinary(t)
+	queue := fmt.Sprintf("e2e-discovery-%d", time.Now().UnixNano())
+	cfg := startServe(t, queue)
+	first := startWorkerProcess(t, bin, queue)
+	db := storetest.Open(t)
+	tenant := storetest.NewTenant(t, db)
+	c := apiClient{t: t, base: cfg.SiteURL, key: tenant.Key}
+	for i := range 40 {
+		for _, st := range [][2]string{{"intake", "triage"}, {"triage", "fix"}} {
+			status, body := c.call("POST", "/handoffs", "", map[string]any{"handoff_key": fmt.Sprintf("case-%d", i), "from_stage_key": st[0],
+				"to_stage_key": st[1], "title": "seed"})
+			if status != http.StatusCreated {
+				t.Fatalf("seed: %d %v", status, body)
+			}
+		}
+	}
+	status, body := c.call("POST", "/discovery-runs", "", map[string]any{"mode": "deep_search"})
+	if status != http.StatusAccepted {
+		t.Fatalf("start: %d %v", status, body)
+	}
+	run := body["data"].(map[string]any)["run"].(map[string]any)["id"].(string)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait() //nolint:errcheck // killed
+	startWorkerProcess(t, bin, queue)
+	var result map[string]any
+	waitFor(t, 90*time.Second, "the run to finish on the second worker", func() bool {
+		status, body := c.call("GET", "/discovery-runs/"+run, "", nil)
+		if status != http.StatusOK {
+			t.Fatalf("read: %d %v", status, body)
+		}
+		result = body["data"].(map[string]any)
+		return result["run"].(map[string]any)["status"] != "queued" && result["run"].(map[string]any)["status"] != "running"
+	})
+	cards := result["processCards"].([]any)
+	if result["run"].(map[string]any)["status"] != "succeeded" || len(cards) != 1 || cards[0].(map[string]any)["support"] != 40.0 {
+		t.Fatalf("run %v", result)
+	}
+	status, body = c.call("GET", "/events/stream?event_type=discovery_run.completed", "", nil)
+	if status != http.StatusOK || len(body["data"].([]any)) != 1 {
+		t.Fatalf("completions: %d %v", status, body)
+	}
+	status, body = c.call("GET", "/events/verify", "", nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
+		t.Fatalf("verify: %d %v", status, body)
+	}
+}
