@@ -11,9 +11,9 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
-// A discovery run outlives the worker that took it: the worker is killed (SIGKILL) right
-// after the run is accepted (before or while it mines), another worker finishes the run,
-// once, with the seeded ledger's known candidates.
+// A discovery run outlives the worker that took it: the worker is killed (SIGKILL) as soon
+// as the run's workflow has started (as it takes the run or mines it), another worker
+// finishes the run, once, with the seeded ledger's known candidates.
 func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 	if os.Getenv("TEMPORAL_ADDRESS") == "" {
 		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
@@ -39,6 +39,20 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 		t.Fatalf("start: %d %v", status, body)
 	}
 	run := body["data"].(map[string]any)["run"].(map[string]any)["id"].(string)
+	// Kill the worker once the run's workflow has been started (its outbox message
+	// delivered: a relay killed while holding a message's lease would leave it for the
+	// lease's 30 s), as it takes the run or mines it.
+	conn := storetest.Conn(t)
+	outbox := func() (int, string) {
+		var n int
+		var kinds string
+		if err := conn.QueryRow(t.Context(), `SELECT count(*), coalesce(string_agg(kind || ' ' || workflow_name, '; '), '')
+			FROM outbox WHERE workspace_id = $1`, tenant.Principal.WorkspaceID).Scan(&n, &kinds); err != nil {
+			t.Fatal(err)
+		}
+		return n, kinds
+	}
+	waitFor(t, 20*time.Second, "the run's workflow to start", func() bool { n, _ := outbox(); return n == 0 })
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +74,9 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 	status, body = c.call("GET", "/events/stream?event_type=discovery_run.completed", "", nil)
 	if status != http.StatusOK || len(body["data"].([]any)) != 1 {
 		t.Fatalf("completions: %d %v", status, body)
+	}
+	if n, kinds := outbox(); n != 0 {
+		t.Fatalf("left in the outbox: %s", kinds)
 	}
 	status, body = c.call("GET", "/events/verify", "", nil)
 	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
