@@ -54,9 +54,7 @@ type controllerReconciledPayload struct {
 	SourceHealth accountable.SourceHealth `json:"source_health"`
 }
 
-func (db *DB) lastControllerRun(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}, workspaceID string, d accountable.Domain) (*accountable.ControllerResult, error) {
+func (db *DB) lastControllerRun(ctx context.Context, q querier, workspaceID string, d accountable.Domain) (*accountable.ControllerResult, error) {
 	var raw string
 	err := q.QueryRow(ctx, `SELECT result::text FROM controller_runs WHERE workspace_id = $1 AND domain = $2
 		ORDER BY created_at DESC, run_id DESC LIMIT 1`, workspaceID, string(d)).Scan(&raw)

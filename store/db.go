@@ -196,6 +196,12 @@ func uniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
+// querier is what reads need of the pool, a snapshot's transaction or a command's tx.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // snapshot runs read in one read-only transaction at REPEATABLE READ: a read of several
 // rows of an aggregate (a launch with its jobs, runs and receipts) sees one committed
 // state, never half of a command.

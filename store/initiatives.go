@@ -193,7 +193,20 @@ func scanInitiative(row pgx.Row) (accountable.Initiative, error) {
 // GetInitiative reads an initiative of the workspace, with its tree (workstreams,
 // milestones, tasks) when tree is set.
 func (db *DB) GetInitiative(ctx context.Context, workspaceID, id string, tree bool) (accountable.Initiative, error) {
-	in, err := scanInitiative(db.pool.QueryRow(ctx, `SELECT `+initiativeColumns+` FROM initiatives WHERE workspace_id = $1 AND id = $2`,
+	if !tree {
+		return getInitiative(ctx, db.pool, workspaceID, id, false)
+	}
+	var in accountable.Initiative
+	err := db.snapshot(ctx, func(q pgx.Tx) error {
+		var err error
+		in, err = getInitiative(ctx, q, workspaceID, id, true)
+		return err
+	})
+	return in, err
+}
+
+func getInitiative(ctx context.Context, q querier, workspaceID, id string, tree bool) (accountable.Initiative, error) {
+	in, err := scanInitiative(q.QueryRow(ctx, `SELECT `+initiativeColumns+` FROM initiatives WHERE workspace_id = $1 AND id = $2`,
 		workspaceID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return in, accountable.NotFound("initiative")
@@ -201,13 +214,13 @@ func (db *DB) GetInitiative(ctx context.Context, workspaceID, id string, tree bo
 	if err != nil || !tree {
 		return in, mapError(err)
 	}
-	in.Tree, err = db.initiativeTree(ctx, workspaceID, id)
+	in.Tree, err = initiativeTree(ctx, q, workspaceID, id)
 	return in, mapError(err)
 }
 
-func (db *DB) initiativeTree(ctx context.Context, workspaceID, id string) (*accountable.InitiativeTree, error) {
+func initiativeTree(ctx context.Context, q querier, workspaceID, id string) (*accountable.InitiativeTree, error) {
 	tree := &accountable.InitiativeTree{Workstreams: []accountable.Workstream{}}
-	rows, err := db.pool.Query(ctx, `SELECT id, name, goal, domain, agent_id, agent_name, confidence, rationale, expected_tokens,
+	rows, err := q.Query(ctx, `SELECT id, name, goal, domain, agent_id, agent_name, confidence, rationale, expected_tokens,
 			expected_duration_hours, expected_budget_usd, position
 		FROM workstreams WHERE workspace_id = $1 AND initiative_id = $2 ORDER BY position`, workspaceID, id)
 	if err != nil {
@@ -228,7 +241,7 @@ func (db *DB) initiativeTree(ctx context.Context, workspaceID, id string) (*acco
 	for i := range streams {
 		index[streams[i].ID] = &streams[i]
 	}
-	rows, err = db.pool.Query(ctx, `SELECT id, workstream_id, title, position FROM milestones
+	rows, err = q.Query(ctx, `SELECT id, workstream_id, title, position FROM milestones
 		WHERE workspace_id = $1 AND initiative_id = $2 ORDER BY workstream_id, position`, workspaceID, id)
 	if err != nil {
 		return nil, err
@@ -246,7 +259,7 @@ func (db *DB) initiativeTree(ctx context.Context, workspaceID, id string) (*acco
 	if err != nil {
 		return nil, err
 	}
-	rows, err = db.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE workspace_id = $1 AND initiative_id = $2
+	rows, err = q.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE workspace_id = $1 AND initiative_id = $2
 		ORDER BY created_at, id`, workspaceID, id)
 	if err != nil {
 		return nil, err

@@ -241,9 +241,7 @@ func scanRevision(row pgx.Row) (accountable.ProcessSpecRevision, error) {
 	return scanDoc[accountable.ProcessSpecRevision](row, "process revision")
 }
 
-func currentRevision(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}, proc accountable.OperatingProcess) (accountable.ProcessSpecRevision, error) {
+func currentRevision(ctx context.Context, q querier, proc accountable.OperatingProcess) (accountable.ProcessSpecRevision, error) {
 	if proc.CurrentRevisionRef == nil {
 		return accountable.ProcessSpecRevision{}, fmt.Errorf("store: operating process %s has no current revision", proc.ID)
 	}
