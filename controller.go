@@ -81,16 +81,25 @@ type ControllerSpec struct {
 	MaxRecords int    `json:"max_records"` // records read at most (beyond: truncated)
 	Shape      string `json:"decision_shape"`
 	Action     string `json:"proposal_type"`
+	// Title and Suggestion phrase a proposal's decision (%d: the records found).
+	Title      string `json:"-"`
+	Suggestion string `json:"-"`
 }
 
 // ControllerSpecs are the six controllers' specs.
 var ControllerSpecs = map[Domain]ControllerSpec{
-	DomainEngineering: {Signal: "work items blocked, or past their due date and not completed", Shape: string(ShapePlanAdjust), Action: "engineering.unblock_work"},
-	DomainOperations:  {Signal: "handoffs escalated by their SLA, or open and untouched for 24 hours", Shape: string(ShapeHandoffRoute), Action: "operations.reroute_handoffs"},
-	DomainProduct:     {Signal: "initiative proposals not committed that expire within 48 hours", Shape: string(ShapeGeneric), Action: "product.review_expiring_proposals"},
-	DomainGrowth:      {Signal: "launch jobs blocked on their budget decision", Shape: string(ShapeBudgetApproval), Action: "growth.review_blocked_budgets"},
-	DomainSales:       {Signal: "pending decisions past their due time", Shape: string(ShapeGeneric), Action: "sales.chase_overdue_decisions"},
-	DomainDesign:      {Signal: "processes discovered from the ledger and still awaiting confirmation", Shape: string(ShapeGeneric), Action: "design.review_discovered_processes"},
+	DomainEngineering: {Signal: "work items blocked, or past their due date and not completed", Shape: string(ShapePlanAdjust), Action: "engineering.unblock_work",
+		Title: "Engineering: %d work items blocked or overdue", Suggestion: "Review the %d blocked or overdue work items: unblock, re-plan or cancel each."},
+	DomainOperations: {Signal: "handoffs escalated by their SLA, or open and untouched for 24 hours", Shape: string(ShapeHandoffRoute), Action: "operations.reroute_handoffs",
+		Title: "Operations: %d handoffs breached or stalled", Suggestion: "Reroute or reassign the %d breached or stalled handoffs."},
+	DomainProduct: {Signal: "initiative proposals not committed that expire within 48 hours", Shape: string(ShapeGeneric), Action: "product.review_expiring_proposals",
+		Title: "Product: %d proposals expire within 48 hours", Suggestion: "Commit or let go of the %d proposals before they expire."},
+	DomainGrowth: {Signal: "launch jobs blocked on their budget decision", Shape: string(ShapeBudgetApproval), Action: "growth.review_blocked_budgets",
+		Title: "Growth: %d launch jobs wait for their budget", Suggestion: "Approve or decline the budgets the %d blocked launch jobs wait for."},
+	DomainSales: {Signal: "pending decisions past their due time", Shape: string(ShapeGeneric), Action: "sales.chase_overdue_decisions",
+		Title: "Sales: %d decisions past their due time", Suggestion: "Chase the %d overdue decisions with the people who own them."},
+	DomainDesign: {Signal: "processes discovered from the ledger and still awaiting confirmation", Shape: string(ShapeGeneric), Action: "design.review_discovered_processes",
+		Title: "Design: %d discovered processes await confirmation", Suggestion: "Confirm or retire the %d processes discovery proposed."},
 }
 
 func init() {

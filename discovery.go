@@ -39,10 +39,9 @@ const (
 
 // Discovery bounds.
 const (
-	MinCaseSupport       = 2  // cases a variant needs to be a candidate
-	MaxCandidates        = 50 // candidates a run keeps (the best supported)
-	MaxCitations         = 20 // citations a candidate keeps
-	MaxObservations      = 10000
+	MinCaseSupport       = 2   // cases a variant needs to be a candidate
+	MaxCandidates        = 50  // candidates a run keeps (the best supported)
+	MaxCitations         = 20  // citations a candidate keeps
 	MaxStagesPerTrace    = 100 // longer traces are cut
 	discoveryDefaultMode = DiscoveryBoundedSync
 )

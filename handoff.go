@@ -23,9 +23,7 @@ const (
 	EventHandoffCancelled    = "handoff.cancelled"
 	EventHandoffSLABreached  = "handoff.sla_breached"
 	DefaultHandoffPriority   = HandoffNormal
-	maxHandoffSLAMinutes     = 525600 // a year
 	maxHandoffProofs         = 100
-	maxHandoffRequirements   = 20
 	handoffResultProofsField = "proofs"
 )
 

@@ -250,8 +250,9 @@ type ProcessSpecRevision struct {
 // Digest is the revision's contentDigest: sha256 of the canonical JSON of its content.
 func (c RevisionContent) Digest() (string, error) { return CanonicalDigest(c) }
 
-// RevisionInput is a revision's content as a request gives it (snake_case members); it
-// converts to RevisionContent, so the two cannot drift apart.
+// RevisionInput is a revision's content as a request gives it (snake_case members, and
+// references by id alone); Content makes the RevisionContent of it, and a test holds the
+// two to the same fields.
 type RevisionInput struct {
 	Stages                    []ProcessStage `json:"stages" minItems:"1" maxItems:"100"`
 	RatifiedBy                []Object       `json:"ratified_by,omitzero" maxItems:"100"`

@@ -208,7 +208,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		if noop == "" {
 			shown := records[:min(len(records), 20)]
 			proposal, err := json.Marshal(map[string]any{"type": spec.Action, "domain": in.Domain, "signal": spec.Signal, "signal_id": *signalID,
-				"record_count": len(records), "records": shown, "suggested_action": suggestedAction(in.Domain, len(records))})
+				"record_count": len(records), "records": shown, "suggested_action": fmt.Sprintf(spec.Suggestion, len(records))})
 			if err != nil {
 				return res, err
 			}
@@ -223,10 +223,10 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			if err != nil {
 				return res, err
 			}
-			summary := suggestedAction(in.Domain, len(records))
-			d := accountable.Decision{ID: uuid.Must(uuid.NewV7()).String(), Title: decisionTitle(in.Domain, len(records)), Summary: &summary,
+			summary := fmt.Sprintf(spec.Suggestion, len(records))
+			d := accountable.Decision{ID: uuid.Must(uuid.NewV7()).String(), Title: fmt.Sprintf(spec.Title, len(records)), Summary: &summary,
 				Shape: accountable.DecisionShape(spec.Shape), Urgency: accountable.UrgencyStandard, Status: accountable.DecisionPending,
-				Options: []accountable.DecisionOption{}, Context: accountable.Object(decisionContext),
+				Options:     []accountable.DecisionOption{},
 				RequestedBy: accountable.Actor{Type: accountable.ActorService, ID: res.ControllerID}, CreatedAt: now, UpdatedAt: now, AggregateVersion: 1}
 			if d.Context, err = accountable.CanonicalizeJSON(decisionContext); err != nil {
 				return res, err
@@ -259,26 +259,4 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 	}
 	res, _, err := runCommand(ctx, db, cmd)
 	return res, err
-}
-
-func decisionTitle(d accountable.Domain, n int) string {
-	return fmt.Sprintf(map[accountable.Domain]string{
-		accountable.DomainEngineering: "Engineering: %d work items blocked or overdue",
-		accountable.DomainOperations:  "Operations: %d handoffs breached or stalled",
-		accountable.DomainProduct:     "Product: %d proposals expire within 48 hours",
-		accountable.DomainGrowth:      "Growth: %d launch jobs wait for their budget",
-		accountable.DomainSales:       "Sales: %d decisions past their due time",
-		accountable.DomainDesign:      "Design: %d discovered processes await confirmation",
-	}[d], n)
-}
-
-func suggestedAction(d accountable.Domain, n int) string {
-	return fmt.Sprintf(map[accountable.Domain]string{
-		accountable.DomainEngineering: "Review the %d blocked or overdue work items: unblock, re-plan or cancel each.",
-		accountable.DomainOperations:  "Reroute or reassign the %d breached or stalled handoffs.",
-		accountable.DomainProduct:     "Commit or let go of the %d proposals before they expire.",
-		accountable.DomainGrowth:      "Approve or decline the budgets the %d blocked launch jobs wait for.",
-		accountable.DomainSales:       "Chase the %d overdue decisions with the people who own them.",
-		accountable.DomainDesign:      "Confirm or retire the %d processes discovery proposed.",
-	}[d], n)
 }

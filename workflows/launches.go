@@ -141,64 +141,81 @@ func LaunchDispatch(ctx workflow.Context, in LaunchDispatchInput) (accountable.L
 	if timeout <= 0 {
 		timeout = DefaultRunTimeout
 	}
+	await := awaitRuns
 	if workflow.GetVersion(ctx, "paused-runs", workflow.DefaultVersion, pausedRunsVersion) == workflow.DefaultVersion {
-		if err := awaitRunsV0(ctx, in, runs, settled, settle, timeout, finalized); err != nil {
-			return "", err
-		}
-	} else {
-		actioned := workflow.GetSignalChannel(ctx, RunActionedSignal)
-		// Paused runs (as the last signal or timeout told) are waited for: when the run
-		// timeout passes, the others are timed out and another run timeout starts.
-		paused := map[string]bool{}
-		for len(settled) < len(runs) {
-			timerCtx, cancelTimer := workflow.WithCancel(ctx)
-			timer := workflow.NewTimer(timerCtx, timeout)
-			timedOut := false
-			for len(settled) < len(runs) && !timedOut {
-				var err error
-				sel := workflow.NewSelector(ctx)
-				sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) {
-					var f accountable.RunChanged
-					c.Receive(ctx, &f)
-					for _, r := range runs {
-						if r.run == f.RunID && !settled[r.job] {
-							err = settle(r.job, f.Status, f.CostCents)
-						}
-					}
-				})
-				sel.AddReceive(actioned, func(c workflow.ReceiveChannel, _ bool) {
-					var f accountable.RunChanged
-					c.Receive(ctx, &f)
-					paused[f.RunID] = f.Status == accountable.RunPaused
-				})
-				sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
-				sel.Select(ctx)
-				if err != nil {
-					return "", err
-				}
-			}
-			cancelTimer()
-			for _, r := range runs { // the runs not finalised in time, unless paused
-				if settled[r.job] || !timedOut || paused[r.run] {
-					continue
-				}
-				var run accountable.Run
-				if err := workflow.ExecuteActivity(ctx, a.TimeOutRun, activities.RunRef{WorkspaceID: in.WorkspaceID, RunID: r.run, SparePaused: true}).Get(ctx, &run); err != nil {
-					return "", err
-				}
-				if run.Status == accountable.RunPaused {
-					paused[r.run] = true // paused before its signal came: waited for like the others
-					continue
-				}
-				if err := settle(r.job, run.Status, run.CostCents); err != nil {
-					return "", err
-				}
-			}
-		}
+		await = awaitRunsV0
+	}
+	if err := await(ctx, in, runs, settled, settle, timeout, finalized); err != nil {
+		return "", err
 	}
 	var state accountable.LaunchState
 	err := workflow.ExecuteActivity(ctx, a.EndLaunch, launch).Get(ctx, &state)
 	return state, err
+}
+
+// awaitRuns waits for the runs' finalisations, settling each job as its run is
+// finalised. Paused runs (as the last signal or timeout told) are waited for: when the run
+// timeout passes, the others are timed out and another run timeout starts.
+func awaitRuns(ctx workflow.Context, in LaunchDispatchInput, runs []running, settled map[string]bool,
+	settle func(string, accountable.RunStatus, int64) error, timeout time.Duration, finalized workflow.ReceiveChannel) error {
+	var a *activities.Launches
+	actioned := workflow.GetSignalChannel(ctx, RunActionedSignal)
+	paused := map[string]bool{}
+	for len(settled) < len(runs) {
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(timerCtx, timeout)
+		timedOut := false
+		for len(settled) < len(runs) && !timedOut {
+			var err error
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) { err = settleFinalized(ctx, c, runs, settled, settle) })
+			sel.AddReceive(actioned, func(c workflow.ReceiveChannel, _ bool) {
+				var f accountable.RunChanged
+				c.Receive(ctx, &f)
+				paused[f.RunID] = f.Status == accountable.RunPaused
+			})
+			sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+			sel.Select(ctx)
+			if err != nil {
+				return err
+			}
+		}
+		cancelTimer()
+		if !timedOut {
+			return nil
+		}
+		for _, r := range runs { // the runs not finalised in time, unless paused
+			if settled[r.job] || paused[r.run] {
+				continue
+			}
+			var run accountable.Run
+			if err := workflow.ExecuteActivity(ctx, a.TimeOutRun, activities.RunRef{WorkspaceID: in.WorkspaceID, RunID: r.run, SparePaused: true}).Get(ctx, &run); err != nil {
+				return err
+			}
+			if run.Status == accountable.RunPaused {
+				paused[r.run] = true // paused before its signal came: waited for like the others
+				continue
+			}
+			if err := settle(r.job, run.Status, run.CostCents); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settleFinalized receives a run-finalized signal and settles its run's job, once: a
+// repeated signal, or one naming a run of no job here, changes nothing.
+func settleFinalized(ctx workflow.Context, c workflow.ReceiveChannel, runs []running, settled map[string]bool,
+	settle func(string, accountable.RunStatus, int64) error) error {
+	var f accountable.RunChanged
+	c.Receive(ctx, &f)
+	for _, r := range runs {
+		if r.run == f.RunID && !settled[r.job] {
+			return settle(r.job, f.Status, f.CostCents)
+		}
+	}
+	return nil
 }
 
 // awaitRunsV0 is how launches before pausedRunsVersion waited for their runs: one run
@@ -212,15 +229,7 @@ func awaitRunsV0(ctx workflow.Context, in LaunchDispatchInput, runs []running, s
 	for len(settled) < len(runs) && !timedOut {
 		var err error
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) {
-			var f accountable.RunChanged
-			c.Receive(ctx, &f)
-			for _, r := range runs {
-				if r.run == f.RunID && !settled[r.job] {
-					err = settle(r.job, f.Status, f.CostCents)
-				}
-			}
-		})
+		sel.AddReceive(finalized, func(c workflow.ReceiveChannel, _ bool) { err = settleFinalized(ctx, c, runs, settled, settle) })
 		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 		sel.Select(ctx)
 		if err != nil {
