@@ -111,7 +111,7 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db}
+	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}

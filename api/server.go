@@ -143,6 +143,9 @@ type Deps struct {
 	Discovery   DiscoveryStore
 	Episodes    EpisodeStore
 	Controllers ControllerStore
+	Receipts    ReceiptStore
+	Artifacts   ArtifactStore
+	Projections ProjectionStore
 	Metrics     Metrics
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
@@ -212,7 +215,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.eventOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.projectionOperations(), s.eventOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).
