@@ -43,6 +43,7 @@ var fixtures = map[string]func(o *owner) string{
 	"handoffId":      (*owner).handoff,
 	"discoveryRunId": (*owner).discoveryRun,
 	"episodeId":      (*owner).episode,
+	"artifactId":     (*owner).artifact,
 }
 
 // pathValues are path parameters that name no resource of a workspace (every workspace
@@ -74,6 +75,7 @@ var queryProbes = map[string][]string{
 	"listDecisions": {"initiative_id={initiativeId}"},
 	"listRuns":      {"launch_id={launchId}"},
 	"listEpisodes":  {"process_id={processId}"},
+	"listArtifacts": {"entity_type=task&entity_id={taskId}"},
 	"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
 		"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
 }
@@ -129,6 +131,10 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 		return map[string]any{"handoff_key": "iso", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff",
 			"sla_minutes": 60, "proof_requirements": []any{map[string]any{"kind": "note", "required": false}}}
 	},
+	"createArtifact": func(o *owner, _ map[string]string) map[string]any {
+		return map[string]any{"type": "report", "title": "Owner's report", "content": "Figures", "media_type": "text/plain",
+			"entity_type": "task", "entity_id": o.task(), "metadata": map[string]any{"week": 47}}
+	},
 	"completeWork": func(o *owner, ids map[string]string) map[string]any {
 		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
 			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
@@ -146,6 +152,9 @@ func init() {
 // ownBodies make B's own request for an operation whose body names a resource (the
 // owner's body names the owner's, which B is refused).
 var ownBodies = map[string]func(e *env, key string) map[string]any{
+	"createArtifact": func(e *env, key string) map[string]any {
+		return map[string]any{"type": "report", "title": "B's report", "content": "B's", "entity_type": "task", "entity_id": createWork(e.t, e, key, "B's task")}
+	},
 	"applyLifecycle": func(e *env, key string) map[string]any {
 		return map[string]any{"level": "task", "id": createWork(e.t, e, key, "B's task"), "action": "cancel"}
 	},
@@ -358,6 +367,15 @@ func (o *owner) episode() string {
 			"stages": []any{map[string]any{"key": "a"}}}})
 	expect(o.t, r, http.StatusCreated, "")
 	return r.data()["id"].(string)
+}
+
+func (o *owner) artifact() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/artifacts", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"type": "document", "title": "Owner's artifact " + o.marker, "content": "Owner's content " + o.marker,
+			"entity_type": "task", "entity_id": o.task()}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["artifact"].(map[string]any)["id"].(string)
 }
 
 func (o *owner) handoff() string {
