@@ -368,12 +368,14 @@ type TaskStage struct {
 }
 
 // Event types discovery mines from the ledger.
-var DiscoveryEventTypes = []string{EventHandoffProposed, EventWorkCompleted, EventEpisodeRecorded}
+var DiscoveryEventTypes = []string{EventHandoffProposed, EventWorkCompleted, EventEpisodeRecorded, EventReceiptImported}
 
 // TraceEventsOf makes the mining events of ledger events: a proposed handoff is its from
 // stage then its to stage in the case of its handoff key; a completed work item whose
 // task names a stage (stages, by task id) is that stage in its case; a recorded episode is
-// its stages in its own case. pos numbers the
+// its stages in its own case; an imported receipt is its steps (actions by type, human
+// interventions, the verification verdict) in the case of the request it served
+// (ReceiptImported.Trace). pos numbers the
 // events in stream order (the tie-break of events at one instant).
 func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds func(SourceKind) bool) []TraceEvent {
 	var out []TraceEvent
@@ -412,6 +414,15 @@ func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds
 			}
 			cite.CaseID = st.CaseID
 			out = append(out, TraceEvent{CaseID: st.CaseID, Stage: st.Stage, StageName: st.StageName, At: e.OccurredAt.Time, Seq: seq, Citation: cite})
+		case EventReceiptImported:
+			if !kinds(SourceReceipts) {
+				continue
+			}
+			var r ReceiptImported
+			if err := json.Unmarshal(e.Payload, &r); err != nil || r.CaseID == "" {
+				continue
+			}
+			out = append(out, r.Trace(e.ID, pos+int64(i))...)
 		}
 	}
 	return out

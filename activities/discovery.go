@@ -57,7 +57,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		events = accountable.ObservationEvents(req.Observations)
 	}
 	final := accountable.DiscoverySucceeded
-	ledger := req.Mines(accountable.SourceWork) || req.Mines(accountable.SourceHandoffs)
+	ledger := req.Mines(accountable.SourceWork) || req.Mines(accountable.SourceHandoffs) || req.Mines(accountable.SourceReceipts)
 	last := time.Now()
 	f := accountable.EventFilter{EventTypes: accountable.DiscoveryEventTypes, Limit: discoveryPage}
 	for pos := int64(0); ledger; {

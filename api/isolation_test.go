@@ -135,6 +135,8 @@ var bodies = map[string]func(o *owner, ids map[string]string) map[string]any{
 		return map[string]any{"type": "report", "title": "Owner's report", "content": "Figures", "media_type": "text/plain",
 			"entity_type": "task", "entity_id": o.task(), "metadata": map[string]any{"week": 47}}
 	},
+	"importReceipt":   func(*owner, map[string]string) map[string]any { return receiptImportBody() },
+	"validateReceipt": func(*owner, map[string]string) map[string]any { return receiptValidateBody() },
 	"completeWork": func(o *owner, ids map[string]string) map[string]any {
 		return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
 			"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
@@ -199,6 +201,9 @@ var publicOperations = map[string]string{
 	"listErrors":   "account-free API discovery: the same catalogue for everyone",
 	"getHealth":    "process probe: no account, no workspace",
 	"getReadiness": "process probe: no account, no workspace",
+	// Receipt validation: a pure function of the body (and the server's signer keys).
+	"describeReceiptValidation": "receipt validation: the same rules for everyone",
+	"validateReceipt":           "receipt validation: a pure function of the body, nothing read or stored",
 }
 
 // owner is workspace A and the resources the matrix makes in it.

@@ -365,7 +365,10 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			}
 		}
 	}
-	if !o.hasBody && o.Method != "GET" {
+	if o.Document {
+		entry["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			"application/json": map[string]any{"schema": o.DocumentSchema}}}
+	} else if !o.hasBody && o.Method != "GET" {
 		// A command without members of its own still takes {} (or nothing), and workspace_id.
 		empty := map[string]any{"type": "object", "additionalProperties": false}
 		openBody(empty, o.ClosedBody)

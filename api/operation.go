@@ -77,6 +77,14 @@ type Operation struct {
 	// Root mounts the operation outside the v1 roots: at the site root ("/") or only under
 	// /api/client (ClientRoot). Empty: at /api/v1 and /api/client.
 	Root string
+	// Document operations take their body as a document the handler checks itself (an
+	// Agent Work Receipt, whose own limits, duplicate members and schema answer with
+	// issues, not invalid_json): bind only checks that it is sent as JSON, uncompressed,
+	// and the handler reads it (call.document). DocumentSchema describes it in the OpenAPI
+	// document. With an Idempotency-Key, the handler completes call.idem's RequestDigest
+	// from the document it accepted.
+	Document       bool
+	DocumentSchema map[string]any
 }
 
 // IdempotencyMode says whether an operation takes an Idempotency-Key.
@@ -124,6 +132,9 @@ type call struct {
 
 // replayed marks the response as a replay of an earlier request (or not).
 func (c *call) replayed(dup bool) { c.meta.Duplicate = &dup }
+
+// document is the request body of a Document operation, as sent.
+func (c *call) document() []byte { return c.fiber.Request().Body() }
 
 // validator is implemented by commands: the rules of the root package.
 type validator interface{ Validate() error }
@@ -213,7 +224,11 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 	if err := issues.Err(); err != nil {
 		return err
 	}
-	if d.hasBody {
+	if d.Document {
+		if err := checkDocumentBody(c.fiber); err != nil {
+			return err
+		}
+	} else if d.hasBody {
 		if err := s.decodeBody(c, d, in); err != nil {
 			return err
 		}
@@ -242,6 +257,10 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 	if !accountable.ValidIdempotencyKey(key) {
 		return accountable.Errorf(accountable.ECodeIdempotencyKeyInvalid,
 			"The Idempotency-Key must be 1-200 characters matching ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$.")
+	}
+	if d.Document {
+		c.idem = &accountable.Idempotency{Key: key, Operation: d.ID}
+		return nil
 	}
 	// The fingerprint covers the operation, its path parameters and the canonical body as
 	// decoded, so whitespace, member order, and null against an absent member do not make
@@ -305,6 +324,21 @@ func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
 	}
 	return s.selectWorkspace(fc, "/workspace_id", *ws)
+}
+
+// checkDocumentBody checks what bind checks of a Document operation's body: sent as JSON,
+// without a Content-Encoding (see decodeBody).
+func checkDocumentBody(fc *fiber.Ctx) error {
+	if len(fc.Request().Body()) == 0 {
+		return nil
+	}
+	if !isJSON(fc.Get(fiber.HeaderContentType)) {
+		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
+	}
+	if contentEncoded(fc) {
+		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body uncompressed, without a Content-Encoding.")
+	}
+	return nil
 }
 
 // decodeJSONBody decodes body into dst (through its scoped type) and returns the body's

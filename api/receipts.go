@@ -1,7 +1,256 @@
 package api
 
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api/receiptschema"
+)
+
 // ReceiptStore is what the Receipt import area needs.
-type ReceiptStore interface{}
+type ReceiptStore interface {
+	ImportReceipt(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ImportReceipt) (accountable.ReceiptImport, bool, error)
+}
+
+// The Receipt validation and Receipt import areas: Agent Work Receipts
+// (agent-work-receipt/v0.1) checked account-free, and imported into a workspace as
+// producer-reported claims. The rules are the root package's (receipt.go and beside it);
+// the schema stage is api/receiptschema's.
+
+const (
+	opImportReceipt = "importReceipt"
+	receiptsPath    = "/agent-work-receipts"
+)
+
+// receiptDocumentSchema describes the body of the validate and import operations: the
+// receipt document itself.
+var receiptDocumentSchema = map[string]any{
+	"type": "object",
+	"description": "An Agent Work Receipt document (" + accountable.ReceiptSchemaVersion + "), sent as it is, not wrapped. Its JSON " +
+		"Schema (draft 2020-12) is " + accountable.ReceiptSchemaURL + "; GET " + V1Root + receiptsPath + "/validate says what " +
+		"else is checked.",
+}
+
+// receiptArea serves the two areas with one validator, whose schema is compiled once.
+type receiptArea struct {
+	s         *Server
+	validator accountable.ReceiptValidator
+}
 
 // receiptOperations are the Receipt validation and Receipt import areas.
-func (s *Server) receiptOperations() []operation { return nil }
+func (s *Server) receiptOperations() []operation {
+	schema, err := receiptschema.Load()
+	if err != nil { // the schema is embedded in the binary: only a broken build gets here
+		panic(fmt.Sprintf("api: the receipt schema: %v", err))
+	}
+	a := &receiptArea{s: s, validator: accountable.ReceiptValidator{Schema: schema, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
+	return []operation{
+		op(Operation{ID: "describeReceiptValidation", Method: fiber.MethodGet, Path: receiptsPath + "/validate", Area: "Receipt validation",
+			Public: true, Bare: true,
+			Summary: "What receipt validation checks (account-free): the format, the limits, the stages and their issue codes, " +
+				"the integrity checks, and how to validate or import a receipt."}, a.describe),
+		op(Operation{ID: "validateReceipt", Method: fiber.MethodPost, Path: receiptsPath + "/validate", Area: "Receipt validation",
+			Public: true, Bare: true, BareStatuses: []int{fiber.StatusUnprocessableEntity}, Document: true, DocumentSchema: receiptDocumentSchema,
+			Summary: "Validate an Agent Work Receipt (account-free; nothing is stored): 200 {ok, valid: true, receipt, integrity, " +
+				"persistence} for a valid one, 422 {ok: false, valid: false, issues (sorted by path, code and message; at most 100), " +
+				"issue_count, issues_truncated} for an invalid one."}, a.validate),
+		op(Operation{ID: opImportReceipt, Method: fiber.MethodPost, Path: receiptsPath, Area: "Receipt import",
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Document: true, DocumentSchema: receiptDocumentSchema,
+			Errors: []string{accountable.ECodeReceiptInvalid},
+			Summary: "Import an Agent Work Receipt into the workspace as producer-reported claims (receipt.imported): validated " +
+				"exactly as POST /agent-work-receipts/validate (else 422 receipt_invalid, details.issues). Without an " +
+				"Idempotency-Key the document's digest is the key, so importing the same document again answers 200 with " +
+				"idempotent true; a document whose receipt_id the workspace has imported before answers that import when it " +
+				"is the same document (200, idempotent) and 409 idempotency_key_reused when it is another."}, a.importReceipt),
+	}
+}
+
+// ReceiptValidationInfo is GET /agent-work-receipts/validate.
+type ReceiptValidationInfo struct {
+	SchemaVersion     string               `json:"schema_version"`
+	SchemaURL         string               `json:"schema_url" format:"uri"`
+	JSONSchemaDialect string               `json:"json_schema_dialect" format:"uri"`
+	Limits            ReceiptLimits        `json:"limits"`
+	Stages            []ReceiptStage       `json:"stages" description:"What is checked, in order; a stage runs only when the ones before found nothing."`
+	Integrity         ReceiptIntegrityInfo `json:"integrity"`
+	Validate          ReceiptHowTo         `json:"validate"`
+	Import            ReceiptHowTo         `json:"import"`
+	Persistence       ReceiptPersistence   `json:"persistence"`
+}
+
+// ReceiptLimits bound what validation reads.
+type ReceiptLimits struct {
+	MaxBytes  int `json:"max_bytes" description:"The largest document (the server's body limit: a larger body is refused with 413 payload_too_large before it is read)."`
+	MaxDepth  int `json:"max_depth" description:"Objects and arrays nested at most this deep (input.depth)."`
+	MaxNodes  int `json:"max_nodes" description:"Values (objects, arrays, strings, numbers, literals) at most (input.nodes)."`
+	MaxIssues int `json:"max_issues" description:"Issues listed at most; issue_count counts them all."`
+}
+
+// ReceiptStage is one stage of validation.
+type ReceiptStage struct {
+	Stage       string        `json:"stage" enum:"input,schema,semantic,integrity"`
+	Description string        `json:"description"`
+	Codes       []ReceiptRule `json:"codes"`
+}
+
+// ReceiptRule is an issue code and what it means.
+type ReceiptRule struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// ReceiptIntegrityInfo says how the integrity block is checked.
+type ReceiptIntegrityInfo struct {
+	AffectsValidity    bool     `json:"affects_validity" description:"Always false: integrity is reported beside a valid receipt, never folded into its validity."`
+	Canonicalization   string   `json:"canonicalization"`
+	HashScope          string   `json:"hash_scope"`
+	SignatureProfile   string   `json:"signature_profile"`
+	SignatureAlgorithm string   `json:"signature_algorithm"`
+	TrustedKeyIDs      []string `json:"trusted_key_ids" description:"The key_ids of the signer keys this service verifies with (RECEIPT_SIGNER_KEYS)."`
+	ContentHashStates  []string `json:"content_hash_states"`
+	CryptographicState []string `json:"cryptographic_states"`
+	TrustStates        []string `json:"trust_states"`
+	Description        string   `json:"description"`
+}
+
+// ReceiptHowTo says how to call an operation.
+type ReceiptHowTo struct {
+	Method         string `json:"method"`
+	Path           string `json:"path"`
+	ContentType    string `json:"content_type"`
+	Authentication string `json:"authentication" enum:"none,bearer"`
+	Body           string `json:"body"`
+	Answers        string `json:"answers"`
+}
+
+// ReceiptPersistence says what validation keeps.
+type ReceiptPersistence struct {
+	Stored                       bool `json:"stored" description:"Always false: validation stores nothing."`
+	ImportRequiresAuthentication bool `json:"import_requires_authentication" description:"Always true: POST /agent-work-receipts takes a bearer key."`
+}
+
+var receiptPersistence = ReceiptPersistence{Stored: false, ImportRequiresAuthentication: true}
+
+// describe: GET /agent-work-receipts/validate (account-free).
+func (a *receiptArea) describe(c *call, _ *struct{}) (ReceiptValidationInfo, error) {
+	semantic := make([]ReceiptRule, 0, len(accountable.ReceiptSemanticRules))
+	for _, code := range slices.Sorted(maps.Keys(accountable.ReceiptSemanticRules)) {
+		semantic = append(semantic, ReceiptRule{Code: code, Description: accountable.ReceiptSemanticRules[code]})
+	}
+	keys := a.validator.Keys.IDs()
+	root := a.s.cfg.SiteURL + V1Root
+	return ReceiptValidationInfo{
+		SchemaVersion: accountable.ReceiptSchemaVersion, SchemaURL: accountable.ReceiptSchemaURL,
+		JSONSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+		Limits: ReceiptLimits{MaxBytes: a.validator.MaxBytes, MaxDepth: accountable.MaxReceiptDepth, MaxNodes: accountable.MaxReceiptNodes,
+			MaxIssues: accountable.MaxReceiptIssues},
+		Stages: []ReceiptStage{
+			{Stage: "input", Description: "One streaming pass over the JSON text before anything is decoded; it stops at the first problem.",
+				Codes: []ReceiptRule{
+					{accountable.ReceiptInputSize, "The document is larger than max_bytes."},
+					{accountable.ReceiptInputJSON, "The body is not one well-formed JSON value (or is empty)."},
+					{accountable.ReceiptInputUnicode, "Invalid UTF-8, an unpaired UTF-16 surrogate escape, or U+0000 (which a stored receipt cannot carry)."},
+					{accountable.ReceiptInputNumber, "A number beyond the range of an IEEE-754 double (I-JSON)."},
+					{accountable.ReceiptInputDepth, "Objects and arrays nested deeper than max_depth."},
+					{accountable.ReceiptInputNodes, "More values than max_nodes."},
+					{accountable.ReceiptInputDuplicateMember, "An object names a member twice (after escapes are decoded); the path is the repeat's."},
+				}},
+			{Stage: "schema", Description: "The format's JSON Schema (draft 2020-12), formats asserted (date-time, uri-reference). Each " +
+				"leaf cause is an issue schema.<keyword> at the JSON Pointer of the value (of the member itself for required and " +
+				"additionalProperties); of the alternatives of anyOf and oneOf, those the value's type rules out are left out and " +
+				"only the closest of the others is reported.",
+				Codes: []ReceiptRule{{"schema.<keyword>", "The keyword the value breaks: required, additionalProperties, type, const, " +
+					"enum, format, pattern, minLength, maxLength, minItems, maxItems, minimum, maximum, not, oneOf."}}},
+			{Stage: "semantic", Description: "The rules the schema cannot say.", Codes: semantic},
+			{Stage: "integrity", Description: "Reported beside a valid receipt (integrity), never an issue.", Codes: []ReceiptRule{}},
+		},
+		Integrity: ReceiptIntegrityInfo{AffectsValidity: false, Canonicalization: accountable.ReceiptCanonicalization,
+			HashScope: accountable.ReceiptHashScope, SignatureProfile: accountable.ReceiptSignatureProfile, SignatureAlgorithm: "ed25519",
+			TrustedKeyIDs:      append([]string{}, keys...),
+			ContentHashStates:  enumStrings(accountable.ContentHashState("").Enum()),
+			CryptographicState: enumStrings(accountable.CryptographicState("").Enum()),
+			TrustStates:        enumStrings(accountable.TrustState("").Enum()),
+			Description: "content_hash: SHA-256 of the RFC 8785 canonical JSON of the receipt without its integrity member, " +
+				"against the declared one. signatures: Ed25519 over the canonical agent-work-receipt-signature/v0.1 payload " +
+				"(the declared content hash and the signature's protected header); verified only with a key of trusted_key_ids " +
+				"(else not_checked), whose signer is then trusted; an unknown key_id is trust_state unknown."},
+		Validate: ReceiptHowTo{Method: fiber.MethodPost, Path: root + receiptsPath + "/validate", ContentType: fiber.MIMEApplicationJSON,
+			Authentication: "none", Body: "The receipt document itself.",
+			Answers: "200 {ok, valid, schema_version, schema_url, receipt, integrity, persistence}; 422 {ok, valid, schema_version, schema_url, issues, issue_count, issues_truncated}."},
+		Import: ReceiptHowTo{Method: fiber.MethodPost, Path: root + receiptsPath, ContentType: fiber.MIMEApplicationJSON,
+			Authentication: "bearer", Body: "The receipt document itself; an Idempotency-Key is optional (the document's digest otherwise).",
+			Answers: "201 {data: {ok, receipt_id, external_receipt_id, schema_version, idempotent}, meta}; 200 for the same document again; 422 receipt_invalid."},
+		Persistence: receiptPersistence,
+	}, nil
+}
+
+func enumStrings(values []any) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// ReceiptValidationResult is the answer of POST /agent-work-receipts/validate: receipt,
+// integrity and persistence for a valid receipt (200), issues, issue_count and
+// issues_truncated for an invalid one (422).
+type ReceiptValidationResult struct {
+	OK              bool                          `json:"ok"`
+	Valid           bool                          `json:"valid"`
+	SchemaVersion   string                        `json:"schema_version"`
+	SchemaURL       string                        `json:"schema_url" format:"uri"`
+	Receipt         *accountable.ReceiptSummary   `json:"receipt,omitzero"`
+	Integrity       *accountable.ReceiptIntegrity `json:"integrity,omitzero"`
+	Persistence     *ReceiptPersistence           `json:"persistence,omitzero"`
+	Issues          []accountable.ReceiptIssue    `json:"issues,omitzero" maxItems:"100"`
+	IssueCount      *int                          `json:"issue_count,omitzero" minimum:"1"`
+	IssuesTruncated *bool                         `json:"issues_truncated,omitzero"`
+}
+
+// validate: POST /agent-work-receipts/validate (account-free).
+func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, error) {
+	res := a.validator.Validate(c.document())
+	out := ReceiptValidationResult{SchemaVersion: accountable.ReceiptSchemaVersion, SchemaURL: accountable.ReceiptSchemaURL}
+	if !res.Valid() {
+		count, truncated := res.IssueCount, res.Truncated()
+		out.Issues, out.IssueCount, out.IssuesTruncated = res.Issues, &count, &truncated
+		c.status = fiber.StatusUnprocessableEntity
+		return out, nil
+	}
+	summary, persistence := res.Receipt.Summary(), receiptPersistence
+	out.OK, out.Valid, out.Receipt, out.Integrity, out.Persistence = true, true, &summary, &res.Integrity, &persistence
+	return out, nil
+}
+
+// importReceipt: POST /agent-work-receipts.
+func (a *receiptArea) importReceipt(c *call, _ *struct{}) (accountable.ReceiptImport, error) {
+	res := a.validator.Validate(c.document())
+	if !res.Valid() {
+		first := res.Issues[0]
+		return accountable.ReceiptImport{}, accountable.Errorf(accountable.ECodeReceiptInvalid,
+			"The receipt is not a valid %s document (%d issue(s); details.issues lists them): %s: %s", accountable.ReceiptSchemaVersion,
+			res.IssueCount, first.Path, first.Message).WithDetails(map[string]any{
+			"schema_version": accountable.ReceiptSchemaVersion, "schema_url": accountable.ReceiptSchemaURL,
+			"issues": res.Issues, "issue_count": res.IssueCount, "issues_truncated": res.Truncated()})
+	}
+	cmd := res.ImportCommand()
+	idem := c.idem
+	if idem == nil {
+		// Without a key, the document is its own: importing it again replays the first import.
+		idem = &accountable.Idempotency{Key: cmd.ReceiptImportKey(), Operation: opImportReceipt}
+	}
+	idem.RequestDigest = cmd.Digest
+	out, dup, err := a.s.deps.Receipts.ImportReceipt(c.ctx, c.principal, idem, cmd)
+	if err != nil {
+		return out, err
+	}
+	out.Idempotent = dup || out.Idempotent
+	c.replayed(out.Idempotent)
+	return out, nil
+}

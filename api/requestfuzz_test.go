@@ -575,9 +575,11 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		if res.header.Get("WWW-Authenticate") == "" {
 			return "a 401 without WWW-Authenticate: " + show
 		}
-	case res.status >= 400 && q.op != nil && obj["data"] != nil:
+	case res.status >= 400 && q.op != nil && (obj["data"] != nil || obj["error"] == nil && q.op.answersWith(res.status)):
 		// A refusal answered with the success envelope where the document says so (a
-		// blocked lifecycle action's 422), also on a mutated spelling of the path.
+		// blocked lifecycle action's 422), or with the operation's own body (an invalid
+		// receipt's 422 from the account-free validation), also on a mutated spelling of
+		// the path.
 		if err := f.e.oas.validate(q.op.Method, q.op.Path, res.status, body); err != nil {
 			return err.Error()
 		}

@@ -56,6 +56,10 @@ type Config struct {
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
 	// command 15s, long 120s).
 	Deadlines map[DeadlineClass]time.Duration
+	// ReceiptSignerKeys are the Ed25519 public keys of the receipt signers the service
+	// trusts, by key_id: receipt signatures are verified with them (the others are
+	// reported not_checked).
+	ReceiptSignerKeys accountable.ReceiptSignerKeys
 }
 
 // WorkStore is what the Work area needs.

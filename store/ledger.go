@@ -171,6 +171,7 @@ var aggregateTables = []struct {
 	{accountable.AggregateHandoff, `SELECT id::text, aggregate_version FROM handoffs WHERE workspace_id = $1`},
 	{accountable.AggregateDiscoveryRun, `SELECT id::text, aggregate_version FROM discovery_runs WHERE workspace_id = $1`},
 	{accountable.AggregateEpisode, `SELECT id::text, aggregate_version FROM episodes WHERE workspace_id = $1`},
+	{accountable.AggregateReceipt, `SELECT id::text, aggregate_version FROM agent_work_receipts WHERE workspace_id = $1`},
 	{accountable.AggregateArtifact, `SELECT id::text, version FROM artifacts WHERE workspace_id = $1`},
 	{accountable.AggregateDedupClaim, `SELECT claim_id::text, 1::bigint FROM dedup_claims WHERE workspace_id = $1`},
 	{accountable.AggregateController, `SELECT domain, NULL::bigint FROM controller_runs WHERE workspace_id = $1 GROUP BY domain`},

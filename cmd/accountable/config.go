@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/workflows"
@@ -57,6 +58,9 @@ type Config struct {
 	// ProposalsPerMinute bounds proposal generations per workspace and minute (the
 	// specification's 6 by default; make bench raises it to time generations back to back).
 	ProposalsPerMinute int
+	// ReceiptSignerKeys are the Ed25519 keys of the receipt signers the service trusts
+	// (RECEIPT_SIGNER_KEYS: comma-separated key_id=<base64url public key>).
+	ReceiptSignerKeys accountable.ReceiptSignerKeys
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -108,6 +112,11 @@ func LoadConfig() (Config, error) {
 	c.LaunchRunTimeout = envDuration("LAUNCH_RUN_TIMEOUT", workflows.DefaultRunTimeout, &errs)
 	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.DatabaseStatementTimeout = envDuration("DATABASE_STATEMENT_TIMEOUT", 30*time.Second, &errs)
+	if keys, err := accountable.ParseReceiptSignerKeys(env("RECEIPT_SIGNER_KEYS", "")); err != nil {
+		errs = append(errs, "RECEIPT_SIGNER_KEYS: "+err.Error())
+	} else {
+		c.ReceiptSignerKeys = keys
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}
