@@ -1,7 +1,6 @@
 package accountable
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -90,14 +89,9 @@ func (v ReceiptValidation) Truncated() bool { return v.IssueCount > len(v.Issues
 
 // Validate runs the stages over the JSON text raw.
 func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
-	if issue := ScanReceiptJSON(raw, v.MaxBytes); issue != nil {
+	doc, issue := DecodeReceiptJSON(raw, v.MaxBytes)
+	if issue != nil {
 		return invalidReceipt([]ReceiptIssue{*issue})
-	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil { // the walk has read it: cannot happen
-		return invalidReceipt([]ReceiptIssue{{Path: "", Code: ReceiptInputJSON, Message: "The document could not be decoded."}})
 	}
 	if v.Schema != nil {
 		if issues := v.Schema.CheckReceipt(doc); len(issues) > 0 {
@@ -112,11 +106,11 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	if issues := r.SemanticIssues(); len(issues) > 0 {
 		return invalidReceipt(issues)
 	}
-	canonical, err := CanonicalJSON(obj)
-	if err != nil { // the walk refused what has no canonical form: cannot happen
+	content, canonical, err := canonicalReceipt(obj)
+	if err != nil { // the input stage refused what has no canonical form: cannot happen
 		return invalidReceipt([]ReceiptIssue{{Path: "", Code: ReceiptInputNumber, Message: "The document has no RFC 8785 canonical form."}})
 	}
-	integrity, err := VerifyReceiptIntegrity(obj, v.Keys)
+	integrity, err := verifyReceiptIntegrity(obj, content, v.Keys)
 	if err != nil {
 		return invalidReceipt([]ReceiptIssue{{Path: "/integrity", Code: ReceiptInputNumber, Message: "The integrity block has no RFC 8785 canonical form."}})
 	}

@@ -126,7 +126,7 @@ func TestScanReceiptJSONLimits(t *testing.T) {
 		{name: "empty", body: "", code: accountable.ReceiptInputJSON},
 		{name: "blank", body: " \n\t", code: accountable.ReceiptInputJSON},
 		{name: "not JSON", body: `{"a":}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "unterminated", body: `{"a":[1,2`, path: "/a/2", code: accountable.ReceiptInputJSON},
+		{name: "unterminated", body: `{"a":[1,2`, path: "/a", code: accountable.ReceiptInputJSON},
 		{name: "a member without a value", body: `{"a" 1}`, path: "/a", code: accountable.ReceiptInputJSON},
 		{name: "trailing data", body: `{} x`, code: accountable.ReceiptInputJSON},
 		{name: "two values", body: `{} {}`, code: accountable.ReceiptInputJSON},
@@ -136,7 +136,7 @@ func TestScanReceiptJSONLimits(t *testing.T) {
 		{name: "a lone low surrogate", body: `{"a":"\udc00"}`, path: "/a", code: accountable.ReceiptInputUnicode},
 		{name: "a high surrogate at the end", body: `{"a":"x\ud83d"}`, path: "/a", code: accountable.ReceiptInputUnicode},
 		{name: "two high surrogates", body: `{"a":"\ud83d\ud83d"}`, path: "/a", code: accountable.ReceiptInputUnicode},
-		{name: "a surrogate in a member name", body: `{"\ud800":1}`, path: "/\uFFFD", code: accountable.ReceiptInputUnicode},
+		{name: "a surrogate in a member name", body: `{"a":{"\ud800":1}}`, path: "/a", code: accountable.ReceiptInputUnicode},
 		{name: "a surrogate pair", body: `{"a":"\ud83d\ude00","b":"\\ud800"}`},
 		{name: "U+0000", body: `{"a":{"b":"x\u0000"}}`, path: "/a/b", code: accountable.ReceiptInputUnicode},
 		{name: "a number beyond a double", body: `{"a":[1e400]}`, path: "/a/0", code: accountable.ReceiptInputNumber},
@@ -152,6 +152,19 @@ func TestScanReceiptJSONLimits(t *testing.T) {
 		{name: "a duplicate member", body: `{"a":1,"b":{"c":1,"c":2}}`, path: "/b/c", code: accountable.ReceiptInputDuplicateMember},
 		{name: "a duplicate after escapes", body: `{"m/x":1,"m\u002fx":2}`, path: "/m~1x", code: accountable.ReceiptInputDuplicateMember},
 		{name: "the same name in other objects", body: `{"a":{"x":1},"b":{"x":1},"x":[{"x":1},{"x":2}]}`},
+		{name: "a control character in a string", body: "{\"a\":\"x\ty\"}", path: "/a", code: accountable.ReceiptInputJSON},
+		{name: "an unknown escape", body: `{"a":"\x41"}`, path: "/a", code: accountable.ReceiptInputJSON},
+		{name: "a short unicode escape", body: `{"a":"\u12"}`, path: "/a", code: accountable.ReceiptInputJSON},
+		{name: "a leading zero", body: `{"a":[01]}`, path: "/a", code: accountable.ReceiptInputJSON},
+		{name: "a bare minus", body: `[-]`, path: "/0", code: accountable.ReceiptInputJSON},
+		{name: "a fraction without digits", body: `[1.]`, path: "/0", code: accountable.ReceiptInputJSON},
+		{name: "an exponent without digits", body: `[1e+]`, path: "/0", code: accountable.ReceiptInputJSON},
+		{name: "a plus sign", body: `[+1]`, path: "/0", code: accountable.ReceiptInputJSON},
+		{name: "a misspelt literal", body: `{"a":nul}`, path: "/a", code: accountable.ReceiptInputJSON},
+		{name: "a byte order mark", body: "\ufeff{}", code: accountable.ReceiptInputJSON},
+		{name: "a trailing comma", body: `{"a":1,}`, path: "", code: accountable.ReceiptInputJSON},
+		{name: "a single quote", body: `{'a':1}`, path: "", code: accountable.ReceiptInputJSON},
+		{name: "numbers and escapes", body: `{"a":[0,-0,1.5e-3,2E+10,-12.25],"b":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			max := c.max
@@ -751,5 +764,50 @@ func TestReceiptIntegrityEdgeStates(t *testing.T) {
 	if err != nil || r.ContentHash.State != accountable.ContentHashNotPresent || r.ContentHash.Declared != nil || len(r.Signatures) != 0 ||
 		r.ContentHash.Computed.Value != "7f0270883af34ebcb36aa77e684d4771e9308d85b7d01aec2f65ef0ebb41a4c5" {
 		t.Fatalf("without integrity: %+v %v", r, err)
+	}
+}
+
+// The input stage decodes what encoding/json decodes (with UseNumber), and refuses as
+// malformed only what encoding/json refuses; beyond that it refuses what encoding/json lets
+// through (duplicate members, invalid or unpaired Unicode, U+0000, numbers beyond a double)
+// and what is too big. `go test -fuzz FuzzDecodeReceiptJSON .` explores further.
+func FuzzDecodeReceiptJSON(f *testing.F) {
+	for _, seed := range []string{`{}`, `[]`, `""`, `0`, `-0.5e+7`, `{"a":[1,{"b":null}],"c":"\u00e9\ud83d\ude00"}`, `{"a":1,"a":2}`,
+		`{"a":"\ud800"}`, `{"a":"\u0000"}`, `[1e400]`, `[01]`, "\xff", `{"a" 1}`, ` [ 1 , 2 ] `, `"\/"`, `[true,false,null]`} {
+		f.Add([]byte(seed))
+	}
+	for _, name := range []string{"codex.json", "openclaw.json"} {
+		f.Add(readReceiptFile(f, "fixtures/"+name))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, issue := accountable.DecodeReceiptJSON(raw, 0)
+		valid := json.Valid(raw)
+		if issue != nil {
+			switch {
+			case issue.Code == accountable.ReceiptInputJSON && valid:
+				t.Fatalf("refused %q as malformed (%s), which encoding/json reads", raw, issue.Message)
+			case issue.Path != "" && !strings.HasPrefix(issue.Path, "/"), issue.Message == "":
+				t.Fatalf("issue %+v", issue)
+			}
+			return
+		}
+		if !valid {
+			t.Fatalf("accepted %q, which encoding/json refuses", raw)
+		}
+		want := decodeJSON(t, raw)
+		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+			t.Fatalf("%q decoded as %#v, encoding/json as %#v", raw, got, want)
+		}
+	})
+}
+
+// The fixtures decode as encoding/json decodes them.
+func TestDecodeReceiptJSONAgreesWithEncodingJSON(t *testing.T) {
+	for _, name := range []string{"claude-code.json", "codex.json", "openclaw.json", "invalid-missing-authority.json"} {
+		raw := readReceiptFile(t, "fixtures/"+name)
+		got, issue := accountable.DecodeReceiptJSON(raw, 0)
+		if issue != nil || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", decodeJSON(t, raw)) {
+			t.Fatalf("%s: %+v", name, issue)
+		}
 	}
 }

@@ -178,16 +178,49 @@ func ParseReceiptSignerKeys(s string) (ReceiptSignerKeys, error) {
 // VerifyReceiptIntegrity reports the integrity of the decoded document doc (a JSON object
 // decoded with UseNumber). It fails only for a document without a canonical form.
 func VerifyReceiptIntegrity(doc map[string]any, keys ReceiptSignerKeys) (ReceiptIntegrity, error) {
-	content := make(map[string]any, len(doc))
-	for k, v := range doc {
-		if k != "integrity" {
-			content[k] = v
-		}
-	}
-	canonical, err := CanonicalJSON(content)
+	content, _, err := canonicalReceipt(doc)
 	if err != nil {
 		return ReceiptIntegrity{}, err
 	}
+	return verifyReceiptIntegrity(doc, content, keys)
+}
+
+// canonicalReceipt returns the canonical JSON of the document without its integrity
+// member (what the content hash covers) and of the whole document, canonicalising each
+// member once (canonical.go does the work; its member order is RFC 8785's).
+func canonicalReceipt(doc map[string]any) (content, whole []byte, err error) {
+	names := make([]string, 0, len(doc))
+	for name := range doc {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, compareUTF16)
+	content, whole = []byte{'{'}, []byte{'{'}
+	for _, name := range names {
+		key, err := CanonicalJSON(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		value, err := CanonicalJSON(doc[name])
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(whole) > 1 {
+			whole = append(whole, ',')
+		}
+		whole = append(append(append(whole, key...), ':'), value...)
+		if name == "integrity" {
+			continue
+		}
+		if len(content) > 1 {
+			content = append(content, ',')
+		}
+		content = append(append(append(content, key...), ':'), value...)
+	}
+	return append(content, '}'), append(whole, '}'), nil
+}
+
+// verifyReceiptIntegrity is VerifyReceiptIntegrity given the canonical content.
+func verifyReceiptIntegrity(doc map[string]any, canonical []byte, keys ReceiptSignerKeys) (ReceiptIntegrity, error) {
 	computed := sha256.Sum256(canonical)
 	report := ReceiptIntegrity{ReportVersion: ReceiptIntegrityReportVersion, Canonicalization: ReceiptCanonicalization,
 		HashScope: ReceiptHashScope, Signatures: []ReceiptSignatureReport{}}
