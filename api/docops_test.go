@@ -35,6 +35,9 @@ type docOperation struct {
 	// Body is the schema of the JSON request body; nil when the operation takes none.
 	Body      map[string]any
 	Responses map[string]any
+	// Failure is the reference of the operation's own failure body (x-failure-body: the
+	// workload diagnosis's {error, ok, valid}); empty when it fails with the envelope.
+	Failure string
 }
 
 type docParam struct {
@@ -62,7 +65,8 @@ func (o docOperation) answersWith(status int) bool {
 	media, _ := content["application/json"].(map[string]any)
 	schema, _ := media["schema"].(map[string]any)
 	ref, _ := schema["$ref"].(string)
-	return status < 400 || ref != "#/components/schemas/Error" && ref != "#/components/schemas/Unauthorized"
+	return status < 400 || ref != "#/components/schemas/Error" && ref != "#/components/schemas/Unauthorized" &&
+		(o.Failure == "" || ref != o.Failure)
 }
 
 // document is the served OpenAPI document.
@@ -146,6 +150,7 @@ func (d *document) operations(t *testing.T) []docOperation {
 				op.Public = true
 			}
 			op.Responses, _ = o["responses"].(map[string]any)
+			op.Failure, _ = o["x-failure-body"].(string)
 			params, _ := o["parameters"].([]any)
 			for _, rawParam := range params {
 				p := d.resolve(rawParam)

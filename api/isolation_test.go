@@ -204,6 +204,9 @@ var publicOperations = map[string]string{
 	// Receipt validation: a pure function of the body (and the server's signer keys).
 	"describeReceiptValidation": "receipt validation: the same rules for everyone",
 	"validateReceipt":           "receipt validation: a pure function of the body, nothing read or stored",
+	// The workload diagnosis: a pure function of the request body, nothing read or stored.
+	"getWorkloadDiagnosisInfo": "workload diagnosis: the same schema and rules for everyone",
+	"diagnoseWorkload":         "workload diagnosis: a pure function of the body, nothing read or stored",
 }
 
 // owner is workspace A and the resources the matrix makes in it.

@@ -25,6 +25,7 @@ const (
 	localAPIKey          = "apiKey"
 	localContractDate    = "contractDate"
 	localCanonicalBody   = "canonicalBody"
+	localFailure         = "failureBody"
 )
 
 // A client-supplied request id is echoed when it is short and plain

@@ -414,18 +414,29 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 		st := accountable.ErrorStatus(code)
 		byStatus[st] = append(byStatus[st], code)
 	}
+	errorSchema := map[string]any{"$ref": schemasPrefix + "Error"}
+	if o.Failure != nil {
+		// The operation's own failure body; x-failure-body names it, so that a reader (the
+		// tests among them) tells its failures from its answers.
+		s, err := b.schemaOf(o.Failure.typ)
+		if err != nil {
+			return nil, err
+		}
+		errorSchema = s
+		entry["x-failure-body"] = s["$ref"]
+	}
 	for st, codes := range byStatus {
 		if _, taken := responses[strconv.Itoa(st)]; taken {
 			continue
 		}
 		sort.Strings(codes)
-		schema := schemasPrefix + "Error"
+		schema := errorSchema
 		desc := strings.Join(codes, ", ")
 		if st == 401 {
-			schema, desc = schemasPrefix+"Unauthorized", "The bearer credential is missing, malformed, unknown or revoked."
+			schema, desc = map[string]any{"$ref": schemasPrefix + "Unauthorized"}, "The bearer credential is missing, malformed, unknown or revoked."
 		}
 		responses[strconv.Itoa(st)] = map[string]any{"description": desc,
-			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": schema}}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": schema}}}
 	}
 	entry["responses"] = responses
 	return entry, nil
@@ -457,6 +468,10 @@ func (o *operation) errorCodes() []string {
 	case OptionalIdempotency:
 		codes = append(codes, accountable.ECodeIdempotencyKeyInvalid, accountable.ECodeIdempotencyKeyReused,
 			accountable.ECodeIdempotencyInProgress)
+	}
+	if o.Failure != nil {
+		// Its failure body also answers an oversized body on its path, refused before it runs.
+		codes = append(codes, accountable.ECodePayloadTooLarge)
 	}
 	codes = append(codes, o.Errors...)
 	slices.Sort(codes)

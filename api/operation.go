@@ -85,6 +85,67 @@ type Operation struct {
 	// from the document it accepted.
 	Document       bool
 	DocumentSchema map[string]any
+	// Failure, when set, is the operation's own failure body, written instead of the error
+	// envelope for every failure of a request to it (with the status of the error's code):
+	// a refused body, the rules of In, the handler's errors, and the two refusals met on
+	// its path before it runs (an oversized body, an unknown Svc-Version). An HTTP request
+	// that cannot be read at all (bad_request, request_timeout,
+	// request_header_fields_too_large raised by the server before routing) belongs to no
+	// operation and keeps the envelope. The document gives the failure body for the
+	// operation's error statuses. Declare it with failureBody.
+	Failure *FailureBody
+}
+
+// FailureBody is an operation's own body of failures (Operation.Failure): the workload
+// diagnosis answers {error, ok, valid} where every other operation answers the envelope.
+type FailureBody struct {
+	typ   reflect.Type
+	write func(e accountable.Error, status int) any
+}
+
+// failureBody declares the failure body that write makes of an error and its status.
+func failureBody[T any](write func(e accountable.Error, status int) T) *FailureBody {
+	return &FailureBody{typ: reflect.TypeFor[T](), write: func(e accountable.Error, status int) any { return write(e, status) }}
+}
+
+// failureOf returns the failure body of the operation a request reached: the one whose
+// handler ran, or, for an oversized body or an unknown Svc-Version (refused before
+// routing), the operation of the request's method whose static path the request line
+// names as the router matches it (as sent, without query or fragment, case and trailing
+// slashes aside; read from the request line, so that a mangled Host does not hide it).
+// nil when the request is answered with the envelope.
+func (s *Server) failureOf(c *fiber.Ctx, code string) *FailureBody {
+	if f, ok := c.Locals(localFailure).(*FailureBody); ok {
+		return f
+	}
+	if code != accountable.ECodePayloadTooLarge && code != accountable.ECodeUnsupportedAPIVersion {
+		return nil
+	}
+	method := c.Method()
+	if method == fiber.MethodHead {
+		method = fiber.MethodGet
+	}
+	path := string(c.Request().Header.RequestURI())
+	if scheme, rest, ok := strings.Cut(path, "://"); ok && !strings.Contains(scheme, "/") { // absolute form
+		_, path, _ = strings.Cut(rest, "/")
+		path = "/" + path
+	}
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	path = strings.TrimRight(path, "/")
+	for i := range s.ops {
+		o := &s.ops[i]
+		if o.Failure == nil || o.Method != method || strings.Contains(o.Path, "{") {
+			continue
+		}
+		for _, root := range o.roots() {
+			if strings.EqualFold(strings.TrimRight(strings.TrimSuffix(root, "/")+o.Path, "/"), path) {
+				return o.Failure
+			}
+		}
+	}
+	return nil
 }
 
 // IdempotencyMode says whether an operation takes an Idempotency-Key.
@@ -164,6 +225,9 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		stop := watchClient(fc, cancel)
 		defer stop()
 		c := &call{ctx: ctx, fiber: fc, meta: newMeta(fc)}
+		if o.Failure != nil {
+			fc.Locals(localFailure, o.Failure)
+		}
 		if !o.Public {
 			c.principal = principal(fc)
 		}
@@ -397,6 +461,9 @@ func unmarshalIntegral(dec *jsontext.Decoder, v *int64) error {
 	return nil
 }
 
+// msgUnknownMember is the issue of a member a closed body does not know.
+const msgUnknownMember = "is not a member of this request"
+
 // decodeError turns a decoding failure into invalid_json (the text is not one well-formed
 // I-JSON object) or validation_failed (a member is unknown, of the wrong type or out of
 // range), with the JSON Pointer of the member.
@@ -409,7 +476,7 @@ func decodeError(err error) error {
 	msg := "has the wrong type"
 	switch {
 	case errors.Is(se.Err, jsonv2.ErrUnknownName):
-		msg = "is not a member of this request"
+		msg = msgUnknownMember
 	case se.GoType != nil && se.Err == nil:
 		msg = "must be " + jsonTypeName(se.GoType)
 	case se.GoType != nil && isNumber(se.GoType):

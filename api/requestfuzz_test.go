@@ -509,6 +509,13 @@ func (f *fuzzer) send(q *fuzzReq) (fuzzRes, error) {
 var transportCodes = []string{accountable.ECodeBadRequest, accountable.ECodeRequestTimeout, accountable.ECodeHeadersTooLarge,
 	accountable.ECodePayloadTooLarge, accountable.ECodeMethodNotAllowed, accountable.ECodeRouteNotFound, accountable.ECodeUnsupportedMediaType}
 
+// unattributedCodes are refusals of a request that reached no operation: an HTTP request
+// the server cannot read (its head, its framing), or one the router does not send to any
+// operation (a mangled Host can do that on an operation's own path). They answer the
+// envelope even on the path of an operation with its own failure body.
+var unattributedCodes = []string{accountable.ECodeBadRequest, accountable.ECodeRequestTimeout, accountable.ECodeHeadersTooLarge,
+	accountable.ECodeRouteNotFound, accountable.ECodeMethodNotAllowed}
+
 // judge says what is wrong with the answer to q ("" when nothing is).
 func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 	if err != nil {
@@ -584,8 +591,18 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 			return err.Error()
 		}
 	case res.status >= 400:
-		if err := f.e.oas.validateAt("/components/schemas/Error", body); err != nil {
-			return fmt.Sprintf("not the error envelope: %v: %s", err, show)
+		// The error envelope, or the failure body of the operation the request reached when
+		// it has its own (the workload diagnosis).
+		failure := f.failureOp(q)
+		if slices.Contains(unattributedCodes, code) {
+			failure = nil // an HTTP request the server could not read belongs to no operation
+		}
+		schema, what := "/components/schemas/Error", "the error envelope"
+		if failure != nil {
+			schema, what = strings.TrimPrefix(failure.Failure, "#"), "the failure body of "+failure.String()
+		}
+		if err := f.e.oas.validateAt(schema, body); err != nil {
+			return fmt.Sprintf("not %s: %v: %s", what, err, show)
 		}
 		e := obj["error"].(map[string]any)
 		code := e["code"].(string)
@@ -596,7 +613,7 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		if st != res.status {
 			return fmt.Sprintf("code %q is catalogued with %d: %s", code, st, show)
 		}
-		if e["requestId"] != id {
+		if failure == nil && e["requestId"] != id {
 			return fmt.Sprintf("error.requestId %v is not the X-Request-Id %q: %s", e["requestId"], id, show)
 		}
 		if q.path != "" && !slices.Contains(transportCodes, code) && !q.op.documents(res.status) {
@@ -606,6 +623,44 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		return "a redirect: " + show
 	}
 	return ""
+}
+
+// failureOp returns the operation with its own failure body that q reached, or nil: the
+// one it was made from while it still targets it, or the one whose path q's request line
+// names as the router matches it (as sent, without query or fragment, case and trailing
+// slashes ignored) with q's method (HEAD as GET).
+func (f *fuzzer) failureOp(q *fuzzReq) *docOperation {
+	if q.path != "" && q.op != nil {
+		if q.op.Failure != "" {
+			return q.op
+		}
+		return nil
+	}
+	target := q.target
+	if scheme, rest, ok := strings.Cut(target, "://"); ok && !strings.Contains(scheme, "/") {
+		_, target, _ = strings.Cut(rest, "/")
+		target = "/" + target
+	}
+	if i := strings.IndexAny(target, "?#"); i >= 0 {
+		target = target[:i]
+	}
+	target = strings.TrimRight(target, "/")
+	method := q.method
+	if method == "HEAD" {
+		method = "GET"
+	}
+	for i := range f.ops {
+		op := &f.ops[i]
+		if op.Failure == "" || op.Method != method {
+			continue
+		}
+		for _, m := range op.Mounts {
+			if strings.EqualFold(strings.TrimSuffix(m, "/")+op.Path, target) {
+				return op
+			}
+		}
+	}
+	return nil
 }
 
 // leak returns a string of the bystander's that the answer shows and the request did not

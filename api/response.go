@@ -134,6 +134,12 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if status == fiber.StatusRequestEntityTooLarge {
 		closeAfterUnreadBody(c)
 	}
+	if f := s.failureOf(c, ae.Code); f != nil {
+		if status == fiber.StatusTooManyRequests {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(int(math.Ceil(ae.RetryAfter.Seconds())), 1)))
+		}
+		return c.Status(status).JSON(f.write(ae, status))
+	}
 	body := errorBody{
 		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
 		Timestamp: accountable.NowTime(),

@@ -1,0 +1,1746 @@
+package accountable
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Workload diagnosis (GET|POST /doctor/workload, account-free): a workload described in
+// the public schema workload-diagnosis/0.1 is scored across five boundaries (time, agents,
+// systems, authority, accountability), and the scores decide whether the workload needs a
+// governed workspace, only receipts, or nothing. Diagnose is a pure function of the
+// request: the same request always gives the same diagnosis, byte for byte, and
+// diagnosis_id is "wdg_" + the first 24 hex digits of the SHA-256 of the request's
+// canonical JSON (RFC 8785, CanonicalJSON).
+//
+// The scoring rules are data (the point tables below) with one id per rule; the same
+// tables score a request and are served by GET /doctor/workload (WorkloadScoringRules),
+// and the tests hold one row per rule. In short:
+//
+//   - every boundary gets integer points 0..100: absent below 35, present from 35,
+//     critical from 70;
+//   - the verdict is needed (mode governed_workspace) when a system writes or administers,
+//     has external or irreversible side effects, or holds regulated data, when the
+//     consequence is regulated, when authority is active, or when accountability is
+//     critical (V1-V5); otherwise conditional (receipt_only) when any boundary is active
+//     (V6); otherwise not_needed (none, V7);
+//   - proposed resources are least privilege: one per declared system, never more access
+//     than the system declares, scoped to the declared actions that touch its category;
+//   - missing capabilities, risks and human approvals come from fixed catalogues (M1-M13,
+//     K1-K15, H1-H8), each entry at most once, so no input can exceed the result's bounds.
+//
+// The result never repeats the request's free text (name, outcome): only its digest.
+
+// WorkloadSchemaVersion is the public schema of the workload diagnosis.
+const WorkloadSchemaVersion = "workload-diagnosis/0.1"
+
+// Bounds of the request.
+const (
+	WorkloadNameMaxLength    = 200
+	WorkloadOutcomeMaxLength = 2000
+	WorkloadAgentCountMin    = 1
+	WorkloadAgentCountMax    = 100
+	WorkloadSystemsMax       = 15 // one proposed resource per system: the result's bound
+	WorkloadActionsMax       = 11 // every action once
+	WorkloadIssuesMax        = 100
+)
+
+// Bounds of the result (the specification's array bounds, and its string length 1..300
+// for every sentence of the result).
+const (
+	WorkloadTextMaxLength             = 300
+	WorkloadRationaleMin              = 1
+	WorkloadRationaleMax              = 6
+	WorkloadMissingCapabilitiesMax    = 13
+	WorkloadProposedResourcesMax      = 15
+	WorkloadRisksMax                  = 15
+	WorkloadHumanApprovalsMax         = 10
+	WorkloadCapabilitiesMax           = 32
+	WorkloadLocalItemsMax             = 8
+	WorkloadScopeIntentsMax           = 11
+	WorkloadApprovalScopeMax          = 15
+	WorkloadPresentAt                 = 35 // points from which a boundary is present
+	WorkloadCriticalAt                = 70 // points from which a boundary is critical
+	WorkloadMaxPoints                 = 100
+	workloadConsequentialActionPoints = 20 // actions of at least these points are consequential
+)
+
+// --- request ---------------------------------------------------------------------------
+
+// WorkloadTimeHorizon is how long the workload runs.
+type WorkloadTimeHorizon string
+
+// Time horizons.
+const (
+	HorizonSingleTurn    WorkloadTimeHorizon = "single_turn"
+	HorizonSingleSession WorkloadTimeHorizon = "single_session"
+	HorizonMultiDay      WorkloadTimeHorizon = "multi_day"
+	HorizonRecurring     WorkloadTimeHorizon = "recurring"
+	HorizonContinuous    WorkloadTimeHorizon = "continuous"
+)
+
+var workloadTimeHorizons = []WorkloadTimeHorizon{HorizonSingleTurn, HorizonSingleSession, HorizonMultiDay, HorizonRecurring, HorizonContinuous}
+
+// Enum lists the time horizons.
+func (WorkloadTimeHorizon) Enum() []any { return EnumStrings(workloadTimeHorizons...) }
+
+// WorkloadCoordination is how the workload's agents work together.
+type WorkloadCoordination string
+
+// Coordinations.
+const (
+	CoordinationNone         WorkloadCoordination = "none"
+	CoordinationHandoff      WorkloadCoordination = "handoff"
+	CoordinationParallel     WorkloadCoordination = "parallel"
+	CoordinationHierarchical WorkloadCoordination = "hierarchical"
+)
+
+var workloadCoordinations = []WorkloadCoordination{CoordinationNone, CoordinationHandoff, CoordinationParallel, CoordinationHierarchical}
+
+// Enum lists the coordinations.
+func (WorkloadCoordination) Enum() []any { return EnumStrings(workloadCoordinations...) }
+
+// WorkloadSystemCategory is the kind of a system the workload uses.
+type WorkloadSystemCategory string
+
+// System categories.
+const (
+	CategoryCodeRepository WorkloadSystemCategory = "code_repository"
+	CategoryIssueTracker   WorkloadSystemCategory = "issue_tracker"
+	CategoryDocumentStore  WorkloadSystemCategory = "document_store"
+	CategoryMessaging      WorkloadSystemCategory = "messaging"
+	CategoryCRM            WorkloadSystemCategory = "crm"
+	CategoryDatabase       WorkloadSystemCategory = "database"
+	CategoryCloudRuntime   WorkloadSystemCategory = "cloud_runtime"
+	CategoryFinance        WorkloadSystemCategory = "finance"
+	CategoryBrowser        WorkloadSystemCategory = "browser"
+	CategoryLocalFiles     WorkloadSystemCategory = "local_files"
+	CategoryIdentity       WorkloadSystemCategory = "identity"
+	CategoryOther          WorkloadSystemCategory = "other"
+)
+
+var workloadCategories = []WorkloadSystemCategory{CategoryCodeRepository, CategoryIssueTracker, CategoryDocumentStore,
+	CategoryMessaging, CategoryCRM, CategoryDatabase, CategoryCloudRuntime, CategoryFinance, CategoryBrowser,
+	CategoryLocalFiles, CategoryIdentity, CategoryOther}
+
+// Enum lists the categories.
+func (WorkloadSystemCategory) Enum() []any { return EnumStrings(workloadCategories...) }
+
+// WorkloadAccess is a level of access to a system, ordered read < write < admin.
+type WorkloadAccess string
+
+// Access levels.
+const (
+	AccessRead  WorkloadAccess = "read"
+	AccessWrite WorkloadAccess = "write"
+	AccessAdmin WorkloadAccess = "admin"
+)
+
+var workloadAccesses = []WorkloadAccess{AccessRead, AccessWrite, AccessAdmin}
+
+// Enum lists the access levels.
+func (WorkloadAccess) Enum() []any { return EnumStrings(workloadAccesses...) }
+
+// Rank orders access levels: read 1, write 2, admin 3 (0 for anything else).
+func (a WorkloadAccess) Rank() int { return slices.Index(workloadAccesses, a) + 1 }
+
+// WorkloadSideEffect is what the workload's use of a system does outside it.
+type WorkloadSideEffect string
+
+// Side effects.
+const (
+	SideEffectNone         WorkloadSideEffect = "none"
+	SideEffectReversible   WorkloadSideEffect = "reversible"
+	SideEffectExternal     WorkloadSideEffect = "external"
+	SideEffectIrreversible WorkloadSideEffect = "irreversible"
+)
+
+var workloadSideEffects = []WorkloadSideEffect{SideEffectNone, SideEffectReversible, SideEffectExternal, SideEffectIrreversible}
+
+// Enum lists the side effects.
+func (WorkloadSideEffect) Enum() []any { return EnumStrings(workloadSideEffects...) }
+
+// WorkloadDataClass is the most sensitive data a system holds for the workload.
+type WorkloadDataClass string
+
+// Data classes.
+const (
+	DataPublic       WorkloadDataClass = "public"
+	DataInternal     WorkloadDataClass = "internal"
+	DataConfidential WorkloadDataClass = "confidential"
+	DataRegulated    WorkloadDataClass = "regulated"
+)
+
+var workloadDataClasses = []WorkloadDataClass{DataPublic, DataInternal, DataConfidential, DataRegulated}
+
+// Enum lists the data classes.
+func (WorkloadDataClass) Enum() []any { return EnumStrings(workloadDataClasses...) }
+
+// WorkloadAction is something the workload's agents are allowed to do.
+type WorkloadAction string
+
+// Actions.
+const (
+	ActionResearch             WorkloadAction = "research"
+	ActionDraft                WorkloadAction = "draft"
+	ActionReadInternalData     WorkloadAction = "read_internal_data"
+	ActionWriteInternalRecords WorkloadAction = "write_internal_records"
+	ActionModifyCode           WorkloadAction = "modify_code"
+	ActionMergeOrDeploy        WorkloadAction = "merge_or_deploy"
+	ActionSendExternalMessage  WorkloadAction = "send_external_message"
+	ActionSpendFunds           WorkloadAction = "spend_funds"
+	ActionCreateAccount        WorkloadAction = "create_account"
+	ActionChangePermissions    WorkloadAction = "change_permissions"
+	ActionDeleteData           WorkloadAction = "delete_data"
+)
+
+var workloadActions = []WorkloadAction{ActionResearch, ActionDraft, ActionReadInternalData, ActionWriteInternalRecords,
+	ActionModifyCode, ActionMergeOrDeploy, ActionSendExternalMessage, ActionSpendFunds, ActionCreateAccount,
+	ActionChangePermissions, ActionDeleteData}
+
+// Enum lists the actions.
+func (WorkloadAction) Enum() []any { return EnumStrings(workloadActions...) }
+
+// WorkloadApprovalPolicy is when people approve the workload's actions today.
+type WorkloadApprovalPolicy string
+
+// Approval policies.
+const (
+	ApprovalNotApplicable    WorkloadApprovalPolicy = "not_applicable"
+	ApprovalPerAction        WorkloadApprovalPolicy = "per_action"
+	ApprovalSensitiveActions WorkloadApprovalPolicy = "sensitive_actions"
+	ApprovalExceptionsOnly   WorkloadApprovalPolicy = "exceptions_only"
+	ApprovalUndefined        WorkloadApprovalPolicy = "undefined"
+)
+
+var workloadApprovalPolicies = []WorkloadApprovalPolicy{ApprovalNotApplicable, ApprovalPerAction, ApprovalSensitiveActions,
+	ApprovalExceptionsOnly, ApprovalUndefined}
+
+// Enum lists the approval policies.
+func (WorkloadApprovalPolicy) Enum() []any { return EnumStrings(workloadApprovalPolicies...) }
+
+// WorkloadBudgetControl is how the workload's spending is limited.
+type WorkloadBudgetControl string
+
+// Budget controls.
+const (
+	BudgetNotApplicable WorkloadBudgetControl = "not_applicable"
+	BudgetFixedLimit    WorkloadBudgetControl = "fixed_limit"
+	BudgetDynamicLimit  WorkloadBudgetControl = "dynamic_limit"
+	BudgetUnbounded     WorkloadBudgetControl = "unbounded"
+	BudgetUndefined     WorkloadBudgetControl = "undefined"
+)
+
+var workloadBudgetControls = []WorkloadBudgetControl{BudgetNotApplicable, BudgetFixedLimit, BudgetDynamicLimit, BudgetUnbounded, BudgetUndefined}
+
+// Enum lists the budget controls.
+func (WorkloadBudgetControl) Enum() []any { return EnumStrings(workloadBudgetControls...) }
+
+// WorkloadEvidence is what evidence the workload leaves of its outcome.
+type WorkloadEvidence string
+
+// Evidence levels.
+const (
+	EvidenceNone            WorkloadEvidence = "none"
+	EvidenceActivityLog     WorkloadEvidence = "activity_log"
+	EvidenceArtifact        WorkloadEvidence = "artifact"
+	EvidenceVerifiedOutcome WorkloadEvidence = "verified_outcome"
+)
+
+var workloadEvidences = []WorkloadEvidence{EvidenceNone, EvidenceActivityLog, EvidenceArtifact, EvidenceVerifiedOutcome}
+
+// Enum lists the evidence levels.
+func (WorkloadEvidence) Enum() []any { return EnumStrings(workloadEvidences...) }
+
+// WorkloadAcceptance is who accepts the workload's outcome.
+type WorkloadAcceptance string
+
+// Acceptances.
+const (
+	AcceptanceNone             WorkloadAcceptance = "none"
+	AcceptanceAgent            WorkloadAcceptance = "agent"
+	AcceptanceHuman            WorkloadAcceptance = "human"
+	AcceptanceDownstreamSystem WorkloadAcceptance = "downstream_system"
+)
+
+var workloadAcceptances = []WorkloadAcceptance{AcceptanceNone, AcceptanceAgent, AcceptanceHuman, AcceptanceDownstreamSystem}
+
+// Enum lists the acceptances.
+func (WorkloadAcceptance) Enum() []any { return EnumStrings(workloadAcceptances...) }
+
+// WorkloadConsequence is what is at stake when the outcome is wrong.
+type WorkloadConsequence string
+
+// Consequences.
+const (
+	ConsequenceLow       WorkloadConsequence = "low"
+	ConsequenceModerate  WorkloadConsequence = "moderate"
+	ConsequenceHigh      WorkloadConsequence = "high"
+	ConsequenceRegulated WorkloadConsequence = "regulated"
+)
+
+var workloadConsequences = []WorkloadConsequence{ConsequenceLow, ConsequenceModerate, ConsequenceHigh, ConsequenceRegulated}
+
+// Enum lists the consequences.
+func (WorkloadConsequence) Enum() []any { return EnumStrings(workloadConsequences...) }
+
+// WorkloadRetention is how long the workload's records are kept.
+type WorkloadRetention string
+
+// Retentions.
+const (
+	RetentionNone      WorkloadRetention = "none"
+	RetentionShortTerm WorkloadRetention = "short_term"
+	RetentionLongTerm  WorkloadRetention = "long_term"
+	RetentionRegulated WorkloadRetention = "regulated"
+)
+
+var workloadRetentions = []WorkloadRetention{RetentionNone, RetentionShortTerm, RetentionLongTerm, RetentionRegulated}
+
+// Enum lists the retentions.
+func (WorkloadRetention) Enum() []any { return EnumStrings(workloadRetentions...) }
+
+// WorkloadRequest is the body of POST /doctor/workload. Every member is required.
+type WorkloadRequest struct {
+	SchemaVersion string   `json:"schema_version" const:"workload-diagnosis/0.1" description:"The public schema of the request: workload-diagnosis/0.1."`
+	Workload      Workload `json:"workload"`
+}
+
+// Workload describes the work to diagnose.
+type Workload struct {
+	Name           string                 `json:"name" minLength:"1" maxLength:"200" description:"Never stored nor repeated in the result."`
+	Outcome        string                 `json:"outcome" minLength:"1" maxLength:"2000" description:"Never stored nor repeated in the result."`
+	TimeHorizon    WorkloadTimeHorizon    `json:"time_horizon"`
+	AgentCount     int64                  `json:"agent_count" minimum:"1" maximum:"100"`
+	Coordination   WorkloadCoordination   `json:"coordination" description:"parallel and hierarchical need agent_count of at least 2."`
+	Systems        []WorkloadSystem       `json:"systems" maxItems:"15" description:"The systems the workload uses, each once; may be empty." nullable:"false"`
+	Authority      WorkloadAuthority      `json:"authority"`
+	Accountability WorkloadAccountability `json:"accountability"`
+}
+
+// WorkloadSystem is one system the workload uses.
+type WorkloadSystem struct {
+	Category   WorkloadSystemCategory `json:"category"`
+	Access     WorkloadAccess         `json:"access"`
+	SideEffect WorkloadSideEffect     `json:"side_effect"`
+	DataClass  WorkloadDataClass      `json:"data_class"`
+}
+
+// WorkloadAuthority is what the workload may do and how it is held to it.
+type WorkloadAuthority struct {
+	Actions        []WorkloadAction       `json:"actions" maxItems:"11" uniqueItems:"true" nullable:"false"`
+	ApprovalPolicy WorkloadApprovalPolicy `json:"approval_policy" description:"not_applicable only without consequential actions (write_internal_records and above)."`
+	BudgetControl  WorkloadBudgetControl  `json:"budget_control" description:"not_applicable only without spend_funds."`
+}
+
+// WorkloadAccountability is how the workload's outcome is evidenced and accepted.
+type WorkloadAccountability struct {
+	Evidence    WorkloadEvidence    `json:"evidence"`
+	Acceptance  WorkloadAcceptance  `json:"acceptance"`
+	Consequence WorkloadConsequence `json:"consequence"`
+	Retention   WorkloadRetention   `json:"retention"`
+}
+
+// --- validation ------------------------------------------------------------------------
+
+// WorkloadIssue is one problem of a workload diagnosis request: the JSON Pointer of the
+// member, a stable code and a message.
+type WorkloadIssue struct {
+	Path    string `json:"path" description:"A JSON Pointer; empty for the whole body."`
+	Code    string `json:"code" minLength:"1"`
+	Message string `json:"message" minLength:"1"`
+}
+
+// Issue codes of a workload diagnosis request. The API adds invalid_json, invalid_type
+// and unknown_member for bodies that do not decode.
+const (
+	WorkloadIssueRequired           = "required"
+	WorkloadIssueUnsupportedVersion = "unsupported_schema_version"
+	WorkloadIssueInvalidEnum        = "invalid_enum"
+	WorkloadIssueTooShort           = "too_short"
+	WorkloadIssueTooLong            = "too_long"
+	WorkloadIssueInvalidText        = "invalid_text"
+	WorkloadIssueOutOfRange         = "out_of_range"
+	WorkloadIssueTooMany            = "too_many"
+	WorkloadIssueDuplicate          = "duplicate"
+	WorkloadIssueInconsistent       = "inconsistent"
+	WorkloadIssueInvalidJSON        = "invalid_json"
+	WorkloadIssueInvalidType        = "invalid_type"
+	WorkloadIssueUnknownMember      = "unknown_member"
+	WorkloadIssueInvalid            = "invalid"
+)
+
+type workloadIssues []WorkloadIssue
+
+func (is *workloadIssues) add(path, code, format string, args ...any) {
+	*is = append(*is, WorkloadIssue{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// WorkloadValidationError returns the validation_failed error of issues: sorted by path
+// (then code), at most WorkloadIssuesMax, in details.issues.
+func WorkloadValidationError(issues []WorkloadIssue) *Error {
+	issues = slices.Clone(issues)
+	sort.SliceStable(issues, func(i, j int) bool {
+		if issues[i].Path != issues[j].Path {
+			return issues[i].Path < issues[j].Path
+		}
+		return issues[i].Code < issues[j].Code
+	})
+	if len(issues) > WorkloadIssuesMax {
+		issues = issues[:WorkloadIssuesMax]
+	}
+	msg := fmt.Sprintf("The workload diagnosis request is invalid: %d issues.", len(issues))
+	if len(issues) == 1 {
+		msg = "The workload diagnosis request is invalid: " + issues[0].Path + ": " + issues[0].Message
+	}
+	return &Error{Code: ECodeValidationFailed, Message: workloadClip(msg), Details: map[string]any{"issues": issues}}
+}
+
+// Validate checks the request against the schema and its rules; the error is a
+// validation_failed *Error whose details.issues are WorkloadIssues (JSON Pointers, codes).
+func (r WorkloadRequest) Validate() error {
+	var is workloadIssues
+	switch r.SchemaVersion {
+	case WorkloadSchemaVersion:
+	case "":
+		is.add("/schema_version", WorkloadIssueRequired, "is required (%s)", WorkloadSchemaVersion)
+	default:
+		is.add("/schema_version", WorkloadIssueUnsupportedVersion, "must be %s", WorkloadSchemaVersion)
+	}
+	w := r.Workload
+	workloadText(&is, "/workload/name", w.Name, WorkloadNameMaxLength)
+	workloadText(&is, "/workload/outcome", w.Outcome, WorkloadOutcomeMaxLength)
+	workloadEnum(&is, "/workload/time_horizon", w.TimeHorizon, workloadTimeHorizons)
+	if w.AgentCount < WorkloadAgentCountMin || w.AgentCount > WorkloadAgentCountMax {
+		is.add("/workload/agent_count", WorkloadIssueOutOfRange, "must be an integer from %d to %d", WorkloadAgentCountMin, WorkloadAgentCountMax)
+	}
+	if workloadEnum(&is, "/workload/coordination", w.Coordination, workloadCoordinations) &&
+		(w.Coordination == CoordinationParallel || w.Coordination == CoordinationHierarchical) && w.AgentCount == 1 {
+		is.add("/workload/coordination", WorkloadIssueInconsistent, "%s coordination needs agent_count of at least 2", w.Coordination)
+	}
+	switch {
+	case w.Systems == nil:
+		is.add("/workload/systems", WorkloadIssueRequired, "is required (an empty array when the workload uses no system)")
+	case len(w.Systems) > WorkloadSystemsMax:
+		is.add("/workload/systems", WorkloadIssueTooMany, "must have at most %d items", WorkloadSystemsMax)
+	default:
+		seen := map[WorkloadSystem]int{}
+		for i, s := range w.Systems {
+			p := "/workload/systems/" + strconv.Itoa(i)
+			ok := workloadEnum(&is, p+"/category", s.Category, workloadCategories)
+			ok = workloadEnum(&is, p+"/access", s.Access, workloadAccesses) && ok
+			ok = workloadEnum(&is, p+"/side_effect", s.SideEffect, workloadSideEffects) && ok
+			ok = workloadEnum(&is, p+"/data_class", s.DataClass, workloadDataClasses) && ok
+			if j, dup := seen[s]; dup && ok {
+				is.add(p, WorkloadIssueDuplicate, "repeats /workload/systems/%d", j)
+			} else if !dup {
+				seen[s] = i
+			}
+		}
+	}
+	a := w.Authority
+	consequential, spends := false, false
+	switch {
+	case a.Actions == nil:
+		is.add("/workload/authority/actions", WorkloadIssueRequired, "is required (an empty array when the workload takes no action)")
+	case len(a.Actions) > WorkloadActionsMax:
+		is.add("/workload/authority/actions", WorkloadIssueTooMany, "must have at most %d items", WorkloadActionsMax)
+	default:
+		seen := map[WorkloadAction]int{}
+		for i, act := range a.Actions {
+			p := "/workload/authority/actions/" + strconv.Itoa(i)
+			if !workloadEnum(&is, p, act, workloadActions) {
+				continue
+			}
+			if j, dup := seen[act]; dup {
+				is.add(p, WorkloadIssueDuplicate, "repeats /workload/authority/actions/%d", j)
+				continue
+			}
+			seen[act] = i
+			consequential = consequential || workloadActionPoints[act].points >= workloadConsequentialActionPoints
+			spends = spends || act == ActionSpendFunds
+		}
+	}
+	if workloadEnum(&is, "/workload/authority/approval_policy", a.ApprovalPolicy, workloadApprovalPolicies) &&
+		a.ApprovalPolicy == ApprovalNotApplicable && consequential {
+		is.add("/workload/authority/approval_policy", WorkloadIssueInconsistent,
+			"not_applicable is only for workloads without consequential actions (write_internal_records and above)")
+	}
+	if workloadEnum(&is, "/workload/authority/budget_control", a.BudgetControl, workloadBudgetControls) &&
+		a.BudgetControl == BudgetNotApplicable && spends {
+		is.add("/workload/authority/budget_control", WorkloadIssueInconsistent, "not_applicable cannot control spend_funds")
+	}
+	c := w.Accountability
+	workloadEnum(&is, "/workload/accountability/evidence", c.Evidence, workloadEvidences)
+	workloadEnum(&is, "/workload/accountability/acceptance", c.Acceptance, workloadAcceptances)
+	workloadEnum(&is, "/workload/accountability/consequence", c.Consequence, workloadConsequences)
+	workloadEnum(&is, "/workload/accountability/retention", c.Retention, workloadRetentions)
+	if len(is) == 0 {
+		return nil
+	}
+	return WorkloadValidationError(is)
+}
+
+// text checks a required free-text member of 1..maxLen characters.
+func workloadText(is *workloadIssues, path, s string, maxLen int) {
+	n := utf8.RuneCountInString(s)
+	switch {
+	case s == "":
+		is.add(path, WorkloadIssueRequired, "is required")
+	case strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s):
+		is.add(path, WorkloadIssueInvalidText, "must be valid UTF-8 text without NUL characters")
+	case n > maxLen:
+		is.add(path, WorkloadIssueTooLong, "must be at most %d characters long", maxLen)
+	}
+}
+
+// enum checks a required enumerated member; it reports whether the value is allowed.
+func workloadEnum[T ~string](is *workloadIssues, path string, v T, allowed []T) bool {
+	if v == "" {
+		is.add(path, WorkloadIssueRequired, "is required")
+		return false
+	}
+	if !slices.Contains(allowed, v) {
+		is.add(path, WorkloadIssueInvalidEnum, "must be one of %s", workloadJoin(allowed))
+		return false
+	}
+	return true
+}
+
+func workloadJoin[T ~string](values []T) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = string(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// --- result ----------------------------------------------------------------------------
+
+// WorkloadBoundaryState is how far a boundary is crossed.
+type WorkloadBoundaryState string
+
+// Boundary states.
+const (
+	BoundaryAbsent   WorkloadBoundaryState = "absent"
+	BoundaryPresent  WorkloadBoundaryState = "present"
+	BoundaryCritical WorkloadBoundaryState = "critical"
+)
+
+var workloadBoundaryStates = []WorkloadBoundaryState{BoundaryAbsent, BoundaryPresent, BoundaryCritical}
+
+// Enum lists the boundary states.
+func (WorkloadBoundaryState) Enum() []any { return EnumStrings(workloadBoundaryStates...) }
+
+// WorkloadVerdict says whether the workload needs the service.
+type WorkloadVerdict string
+
+// Verdicts.
+const (
+	VerdictNeeded      WorkloadVerdict = "needed"
+	VerdictConditional WorkloadVerdict = "conditional"
+	VerdictNotNeeded   WorkloadVerdict = "not_needed"
+)
+
+var workloadVerdicts = []WorkloadVerdict{VerdictNeeded, VerdictConditional, VerdictNotNeeded}
+
+// Enum lists the verdicts.
+func (WorkloadVerdict) Enum() []any { return EnumStrings(workloadVerdicts...) }
+
+// WorkloadMode is what to install for the workload.
+type WorkloadMode string
+
+// Modes.
+const (
+	ModeNone              WorkloadMode = "none"
+	ModeReceiptOnly       WorkloadMode = "receipt_only"
+	ModeGovernedWorkspace WorkloadMode = "governed_workspace"
+)
+
+var workloadModes = []WorkloadMode{ModeNone, ModeReceiptOnly, ModeGovernedWorkspace}
+
+// Enum lists the modes.
+func (WorkloadMode) Enum() []any { return EnumStrings(workloadModes...) }
+
+// WorkloadSeverity is how bad a risk is.
+type WorkloadSeverity string
+
+// Severities.
+const (
+	SeverityLow      WorkloadSeverity = "low"
+	SeverityMedium   WorkloadSeverity = "medium"
+	SeverityHigh     WorkloadSeverity = "high"
+	SeverityCritical WorkloadSeverity = "critical"
+)
+
+var workloadSeverities = []WorkloadSeverity{SeverityLow, SeverityMedium, SeverityHigh, SeverityCritical}
+
+// Enum lists the severities.
+func (WorkloadSeverity) Enum() []any { return EnumStrings(workloadSeverities...) }
+
+// WorkloadOwnerRole is who makes a human approval.
+type WorkloadOwnerRole string
+
+// Owner roles.
+const (
+	OwnerWorkload       WorkloadOwnerRole = "workload_owner"
+	OwnerSystem         WorkloadOwnerRole = "system_owner"
+	OwnerCode           WorkloadOwnerRole = "code_owner"
+	OwnerCommunications WorkloadOwnerRole = "communications_owner"
+	OwnerBudget         WorkloadOwnerRole = "budget_owner"
+	OwnerIdentityAdmin  WorkloadOwnerRole = "identity_admin"
+	OwnerData           WorkloadOwnerRole = "data_owner"
+)
+
+var workloadOwnerRoles = []WorkloadOwnerRole{OwnerWorkload, OwnerSystem, OwnerCode, OwnerCommunications, OwnerBudget, OwnerIdentityAdmin, OwnerData}
+
+// Enum lists the owner roles.
+func (WorkloadOwnerRole) Enum() []any { return EnumStrings(workloadOwnerRoles...) }
+
+// WorkloadApprovalTiming is when a human approval is made.
+type WorkloadApprovalTiming string
+
+// Approval timings.
+const (
+	TimingBeforeInstallation    WorkloadApprovalTiming = "before_installation"
+	TimingBeforeFirstUse        WorkloadApprovalTiming = "before_first_use"
+	TimingPerAction             WorkloadApprovalTiming = "per_action"
+	TimingWhenThresholdExceeded WorkloadApprovalTiming = "when_threshold_exceeded"
+)
+
+var workloadApprovalTimings = []WorkloadApprovalTiming{TimingBeforeInstallation, TimingBeforeFirstUse, TimingPerAction, TimingWhenThresholdExceeded}
+
+// Enum lists the approval timings.
+func (WorkloadApprovalTiming) Enum() []any { return EnumStrings(workloadApprovalTimings...) }
+
+// WorkloadHandoffKind is how the approvals reach their owners.
+type WorkloadHandoffKind string
+
+// Handoff kinds.
+const (
+	HandoffNone          WorkloadHandoffKind = "none"
+	HandoffBrowserReview WorkloadHandoffKind = "browser_review"
+)
+
+var workloadHandoffKinds = []WorkloadHandoffKind{HandoffNone, HandoffBrowserReview}
+
+// Enum lists the handoff kinds.
+func (WorkloadHandoffKind) Enum() []any { return EnumStrings(workloadHandoffKinds...) }
+
+// WorkloadDiagnosis is the result of POST /doctor/workload (answered without envelope).
+type WorkloadDiagnosis struct {
+	SchemaVersion                 string                      `json:"schema_version" const:"workload-diagnosis/0.1"`
+	DiagnosisID                   string                      `json:"diagnosis_id" pattern:"^wdg_[a-f0-9]{24}$"`
+	Recommendation                WorkloadRecommendation      `json:"recommendation"`
+	Boundaries                    WorkloadBoundaries          `json:"boundaries"`
+	MissingCapabilities           []WorkloadMissingCapability `json:"missing_capabilities" maxItems:"13" nullable:"false"`
+	ProposedResources             []WorkloadProposedResource  `json:"proposed_resources" maxItems:"15" nullable:"false"`
+	WhatRemainsLocal              []WorkloadLocalItem         `json:"what_remains_local" minItems:"1" maxItems:"8" nullable:"false"`
+	Risks                         []WorkloadRisk              `json:"risks" maxItems:"15" nullable:"false"`
+	CapabilitiesAfterInstallation []string                    `json:"capabilities_after_installation" maxItems:"32" nullable:"false"`
+	HumanApprovals                []WorkloadHumanApproval     `json:"human_approvals" maxItems:"10" nullable:"false"`
+	ApprovalHandoff               WorkloadApprovalHandoff     `json:"approval_handoff"`
+}
+
+// WorkloadRecommendation is the verdict and what to install.
+type WorkloadRecommendation struct {
+	Verdict             WorkloadVerdict `json:"verdict"`
+	Mode                WorkloadMode    `json:"mode"`
+	Summary             string          `json:"summary" minLength:"1" maxLength:"300"`
+	Rationale           []string        `json:"rationale" minItems:"1" maxItems:"6" nullable:"false"`
+	ActiveBoundaryCount int             `json:"active_boundary_count" minimum:"0" maximum:"5"`
+}
+
+// WorkloadBoundaries are the five scored boundaries.
+type WorkloadBoundaries struct {
+	Time           WorkloadBoundary `json:"time"`
+	Agents         WorkloadBoundary `json:"agents"`
+	Systems        WorkloadBoundary `json:"systems"`
+	Authority      WorkloadBoundary `json:"authority"`
+	Accountability WorkloadBoundary `json:"accountability"`
+}
+
+// WorkloadBoundary is one scored boundary.
+type WorkloadBoundary struct {
+	State  WorkloadBoundaryState `json:"state"`
+	Score  int                   `json:"score" minimum:"0" maximum:"100" description:"Integer points 0..100: absent below 35, present from 35, critical from 70."`
+	Reason string                `json:"reason" minLength:"1" maxLength:"300"`
+}
+
+// WorkloadMissingCapability is a capability the workload needs and does not declare.
+type WorkloadMissingCapability struct {
+	ID       string `json:"id" minLength:"1" maxLength:"64"`
+	Boundary string `json:"boundary" enum:"time,agents,systems,authority,accountability"`
+	Reason   string `json:"reason" minLength:"1" maxLength:"300"`
+}
+
+// WorkloadProposedResource is the least-privilege access proposed for one declared system.
+type WorkloadProposedResource struct {
+	Resource                string         `json:"resource" minLength:"1" maxLength:"64"`
+	RequestedAccess         WorkloadAccess `json:"requested_access"`
+	ScopeIntents            []string       `json:"scope_intents" maxItems:"11" nullable:"false"`
+	Purpose                 string         `json:"purpose" minLength:"1" maxLength:"300"`
+	CredentialInputRequired bool           `json:"credential_input_required"`
+}
+
+// WorkloadLocalItem is something that stays with the caller.
+type WorkloadLocalItem struct {
+	Item   string `json:"item" minLength:"1" maxLength:"64"`
+	Reason string `json:"reason" minLength:"1" maxLength:"300"`
+}
+
+// WorkloadRisk is one risk of the workload with its mitigation.
+type WorkloadRisk struct {
+	ID          string           `json:"id" minLength:"1" maxLength:"64"`
+	Severity    WorkloadSeverity `json:"severity"`
+	Boundary    string           `json:"boundary" enum:"time,agents,systems,authority,accountability"`
+	Description string           `json:"description" minLength:"1" maxLength:"300"`
+	Mitigation  string           `json:"mitigation" minLength:"1" maxLength:"300"`
+}
+
+// WorkloadHumanApproval is a decision a person makes for the workload.
+type WorkloadHumanApproval struct {
+	ID        string                 `json:"id" minLength:"1" maxLength:"64"`
+	OwnerRole WorkloadOwnerRole      `json:"owner_role"`
+	Timing    WorkloadApprovalTiming `json:"timing"`
+	Decision  string                 `json:"decision" minLength:"1" maxLength:"300"`
+	Scope     []string               `json:"scope" minItems:"1" maxItems:"15" nullable:"false"`
+}
+
+// WorkloadApprovalHandoff says how the approvals reach their owners: a browser review of
+// the diagnosis when there are approvals. Following url reads; it changes nothing and
+// carries only the diagnosis id. url is empty when kind is none.
+type WorkloadApprovalHandoff struct {
+	Kind                 WorkloadHandoffKind `json:"kind"`
+	URL                  string              `json:"url" description:"Empty when kind is none."`
+	MutatesState         bool                `json:"mutates_state"`
+	CarriesSensitiveData bool                `json:"carries_sensitive_data"`
+	ApprovalIDs          []string            `json:"approval_ids" maxItems:"10" nullable:"false"`
+}
+
+// WorkloadReviewPath is the path, under the service's site URL, of the browser review
+// of a diagnosis: the account-free, read-only GET /doctor/workload, with the diagnosis id
+// as the fragment (never sent to the server).
+const WorkloadReviewPath = "/api/v1/doctor/workload"
+
+// --- scoring tables ----------------------------------------------------------------------
+
+// workloadPoints is one row of a point table: the rule's id and its points.
+type workloadPoints struct {
+	id     string
+	points int
+}
+
+var workloadTimePoints = map[WorkloadTimeHorizon]workloadPoints{
+	HorizonSingleTurn: {"T1", 0}, HorizonSingleSession: {"T2", 20}, HorizonMultiDay: {"T3", 50},
+	HorizonRecurring: {"T4", 60}, HorizonContinuous: {"T5", 80},
+}
+
+// workloadAgentCountPoints are the points of agent_count from a lower bound on (in order).
+var workloadAgentCountPoints = []struct {
+	from int64
+	workloadPoints
+}{{1, workloadPoints{"A1", 0}}, {2, workloadPoints{"A2", 30}}, {4, workloadPoints{"A3", 45}}, {11, workloadPoints{"A4", 60}}}
+
+var workloadCoordinationPoints = map[WorkloadCoordination]workloadPoints{
+	CoordinationNone: {"A5", 0}, CoordinationHandoff: {"A6", 15}, CoordinationParallel: {"A7", 20}, CoordinationHierarchical: {"A8", 30},
+}
+
+var workloadAccessPoints = map[WorkloadAccess]workloadPoints{AccessRead: {"S2", 10}, AccessWrite: {"S3", 35}, AccessAdmin: {"S4", 50}}
+
+var workloadSideEffectPoints = map[WorkloadSideEffect]workloadPoints{
+	SideEffectNone: {"S5", 0}, SideEffectReversible: {"S6", 10}, SideEffectExternal: {"S7", 25}, SideEffectIrreversible: {"S8", 40},
+}
+
+var workloadDataClassPoints = map[WorkloadDataClass]workloadPoints{
+	DataPublic: {"S9", 0}, DataInternal: {"S10", 5}, DataConfidential: {"S11", 15}, DataRegulated: {"S12", 30},
+}
+
+const (
+	workloadSystemBreadthPoints = 5  // S13: per further system
+	workloadSystemBreadthMax    = 20 // S13: at most
+	workloadActionBreadthPoints = 5  // U12: per further consequential action
+	workloadActionBreadthMax    = 15 // U12: at most
+)
+
+var workloadActionPoints = map[WorkloadAction]workloadPoints{
+	ActionResearch: {"U1", 0}, ActionDraft: {"U2", 0}, ActionReadInternalData: {"U3", 5}, ActionWriteInternalRecords: {"U4", 20},
+	ActionModifyCode: {"U5", 30}, ActionSendExternalMessage: {"U6", 35}, ActionMergeOrDeploy: {"U7", 40},
+	ActionCreateAccount: {"U8", 40}, ActionDeleteData: {"U9", 45}, ActionSpendFunds: {"U10", 50}, ActionChangePermissions: {"U11", 50},
+}
+
+// workloadApprovalPoints apply when a consequential action is declared.
+var workloadApprovalPoints = map[WorkloadApprovalPolicy]workloadPoints{
+	ApprovalNotApplicable: {"U13", 0}, ApprovalPerAction: {"U13", 0}, ApprovalSensitiveActions: {"U14", 5},
+	ApprovalExceptionsOnly: {"U15", 15}, ApprovalUndefined: {"U16", 25},
+}
+
+// workloadBudgetPoints apply when spend_funds is declared.
+var workloadBudgetPoints = map[WorkloadBudgetControl]workloadPoints{
+	BudgetFixedLimit: {"U17", 0}, BudgetDynamicLimit: {"U18", 10}, BudgetUndefined: {"U19", 25}, BudgetUnbounded: {"U20", 35},
+}
+
+var workloadConsequencePoints = map[WorkloadConsequence]workloadPoints{
+	ConsequenceLow: {"C1", 0}, ConsequenceModerate: {"C2", 25}, ConsequenceHigh: {"C3", 45}, ConsequenceRegulated: {"C4", 60},
+}
+
+var workloadEvidencePoints = map[WorkloadEvidence]workloadPoints{
+	EvidenceVerifiedOutcome: {"C5", 0}, EvidenceArtifact: {"C6", 5}, EvidenceActivityLog: {"C7", 10}, EvidenceNone: {"C8", 15},
+}
+
+var workloadAcceptancePoints = map[WorkloadAcceptance]workloadPoints{
+	AcceptanceHuman: {"C9", 0}, AcceptanceDownstreamSystem: {"C10", 5}, AcceptanceAgent: {"C11", 10}, AcceptanceNone: {"C12", 15},
+}
+
+const workloadRetentionGapPoints = 10 // C13 and C14 each
+
+// workloadReach is the access an action needs on a system of each category it touches.
+var workloadReach = map[WorkloadAction]map[WorkloadSystemCategory]WorkloadAccess{
+	ActionResearch: {CategoryBrowser: AccessRead, CategoryDocumentStore: AccessRead, CategoryCodeRepository: AccessRead,
+		CategoryIssueTracker: AccessRead, CategoryLocalFiles: AccessRead, CategoryOther: AccessRead},
+	ActionDraft: {CategoryDocumentStore: AccessWrite, CategoryLocalFiles: AccessWrite},
+	ActionReadInternalData: {CategoryCodeRepository: AccessRead, CategoryIssueTracker: AccessRead, CategoryDocumentStore: AccessRead,
+		CategoryMessaging: AccessRead, CategoryCRM: AccessRead, CategoryDatabase: AccessRead, CategoryCloudRuntime: AccessRead,
+		CategoryFinance: AccessRead, CategoryLocalFiles: AccessRead, CategoryIdentity: AccessRead, CategoryOther: AccessRead},
+	ActionWriteInternalRecords: {CategoryIssueTracker: AccessWrite, CategoryDocumentStore: AccessWrite, CategoryCRM: AccessWrite,
+		CategoryDatabase: AccessWrite, CategoryOther: AccessWrite},
+	ActionModifyCode:          {CategoryCodeRepository: AccessWrite, CategoryLocalFiles: AccessWrite},
+	ActionMergeOrDeploy:       {CategoryCodeRepository: AccessWrite, CategoryCloudRuntime: AccessWrite},
+	ActionSendExternalMessage: {CategoryMessaging: AccessWrite, CategoryCRM: AccessWrite},
+	ActionSpendFunds:          {CategoryFinance: AccessWrite, CategoryCloudRuntime: AccessWrite},
+	ActionCreateAccount:       {CategoryIdentity: AccessAdmin},
+	ActionChangePermissions: {CategoryIdentity: AccessAdmin, CategoryCodeRepository: AccessAdmin, CategoryDocumentStore: AccessAdmin,
+		CategoryCloudRuntime: AccessAdmin, CategoryDatabase: AccessAdmin},
+	ActionDeleteData: {CategoryDocumentStore: AccessWrite, CategoryDatabase: AccessWrite, CategoryCRM: AccessWrite,
+		CategoryIssueTracker: AccessWrite, CategoryMessaging: AccessWrite, CategoryLocalFiles: AccessWrite, CategoryOther: AccessWrite},
+}
+
+// WorkloadActionReach returns the access action needs on a system of category, and
+// whether it touches that category at all.
+func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory) (WorkloadAccess, bool) {
+	a, ok := workloadReach[action][category]
+	return a, ok
+}
+
+// --- diagnosis ---------------------------------------------------------------------------
+
+// WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
+// the SHA-256 of its canonical JSON.
+func WorkloadDiagnosisID(r WorkloadRequest) string {
+	b, err := CanonicalJSON(r)
+	if err != nil {
+		panic(fmt.Sprintf("accountable: a workload request has no canonical JSON: %v", err)) // strings, integers and arrays only
+	}
+	sum := sha256.Sum256(b)
+	return "wdg_" + hex.EncodeToString(sum[:])[:24]
+}
+
+// workloadFacts are what the rules read of a valid request, computed once.
+type workloadFacts struct {
+	r              WorkloadRequest
+	actions        map[WorkloadAction]bool
+	consequential  int // declared actions of at least the consequential points
+	writes         bool
+	admin          bool
+	sideEffects    bool // a system with an external or irreversible side effect
+	regulatedData  bool // a system with regulated data
+	sensitiveData  bool // a system with confidential or regulated data
+	scores         [5]int
+	states         [5]WorkloadBoundaryState
+	reasons        [5]string
+	resources      []WorkloadProposedResource
+	resourceSystem []WorkloadSystem // the declared system of each resource
+	accessGap      bool             // an action needs more than a system declares (M8)
+	excess         bool             // a system declares more than its actions need (K6)
+	excessAdmin    bool
+}
+
+// Boundary indexes, in the order of the result.
+const (
+	wbTime = iota
+	wbAgents
+	wbSystems
+	wbAuthority
+	wbAccountability
+)
+
+var workloadBoundaryNames = [5]string{"time", "agents", "systems", "authority", "accountability"}
+
+// Diagnose scores a valid request (Validate returned nil); the result is a pure function
+// of it. Diagnose does not validate: a request that breaks the rules gives an unspecified
+// diagnosis, but never a panic nor a result beyond the bounds.
+func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
+	id := WorkloadDiagnosisID(r)
+	r.Workload.Systems = workloadKnownSystems(r.Workload.Systems)
+	f := &workloadFacts{r: r, actions: map[WorkloadAction]bool{}}
+	w := r.Workload
+	for _, a := range w.Authority.Actions {
+		if _, known := workloadActionPoints[a]; known && !f.actions[a] {
+			f.actions[a] = true
+			if workloadActionPoints[a].points >= workloadConsequentialActionPoints {
+				f.consequential++
+			}
+		}
+	}
+	for _, s := range w.Systems {
+		f.writes = f.writes || s.Access == AccessWrite || s.Access == AccessAdmin
+		f.admin = f.admin || s.Access == AccessAdmin
+		f.sideEffects = f.sideEffects || s.SideEffect == SideEffectExternal || s.SideEffect == SideEffectIrreversible
+		f.regulatedData = f.regulatedData || s.DataClass == DataRegulated
+		f.sensitiveData = f.sensitiveData || s.DataClass == DataConfidential || s.DataClass == DataRegulated
+	}
+	f.scoreTime()
+	f.scoreAgents()
+	f.scoreSystems()
+	f.scoreAuthority()
+	f.scoreAccountability()
+	for i := range f.scores {
+		f.scores[i] = min(max(f.scores[i], 0), WorkloadMaxPoints)
+		f.states[i] = workloadState(f.scores[i])
+	}
+
+	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion, DiagnosisID: id}
+	for i, b := range []*WorkloadBoundary{&d.Boundaries.Time, &d.Boundaries.Agents, &d.Boundaries.Systems,
+		&d.Boundaries.Authority, &d.Boundaries.Accountability} {
+		*b = WorkloadBoundary{State: f.states[i], Score: f.scores[i], Reason: workloadClip(f.reasons[i])}
+	}
+	verdict, mode, triggers := f.verdict()
+	d.Recommendation = f.recommendation(verdict, mode, triggers)
+	f.propose()
+	if verdict == VerdictNotNeeded { // nothing to install: no resource is proposed
+		f.resources, f.resourceSystem = []WorkloadProposedResource{}, nil
+	}
+	d.ProposedResources = f.resources
+	d.MissingCapabilities = f.missingCapabilities()
+	d.WhatRemainsLocal = f.remainsLocal(verdict)
+	d.Risks = f.risks()
+	d.HumanApprovals = f.approvals(verdict, triggers)
+	d.CapabilitiesAfterInstallation = f.capabilities(mode, d.HumanApprovals)
+	d.ApprovalHandoff = WorkloadApprovalHandoff{Kind: HandoffNone, ApprovalIDs: []string{}}
+	if len(d.HumanApprovals) > 0 {
+		d.ApprovalHandoff.Kind = HandoffBrowserReview
+		d.ApprovalHandoff.URL = WorkloadReviewPath + "#" + d.DiagnosisID
+		for _, a := range d.HumanApprovals {
+			d.ApprovalHandoff.ApprovalIDs = append(d.ApprovalHandoff.ApprovalIDs, a.ID)
+		}
+	}
+	return d
+}
+
+// workloadKnownSystems returns systems with every value outside its enumeration replaced
+// by the enumeration's first (least) value: only a request Validate refused has one, and
+// its diagnosis, unspecified, still names only known values and keeps its bounds.
+func workloadKnownSystems(systems []WorkloadSystem) []WorkloadSystem {
+	known := func(v string, values []string) string {
+		if slices.Contains(values, v) {
+			return v
+		}
+		return values[0]
+	}
+	out := make([]WorkloadSystem, len(systems))
+	for i, s := range systems {
+		out[i] = WorkloadSystem{
+			Category:   WorkloadSystemCategory(known(string(s.Category), workloadEnumStrings(workloadCategories))),
+			Access:     WorkloadAccess(known(string(s.Access), workloadEnumStrings(workloadAccesses))),
+			SideEffect: WorkloadSideEffect(known(string(s.SideEffect), workloadEnumStrings(workloadSideEffects))),
+			DataClass:  WorkloadDataClass(known(string(s.DataClass), workloadEnumStrings(workloadDataClasses))),
+		}
+	}
+	return out
+}
+
+// workloadState is B1-B3: absent below WorkloadPresentAt, critical from WorkloadCriticalAt.
+func workloadState(score int) WorkloadBoundaryState {
+	switch {
+	case score >= WorkloadCriticalAt:
+		return BoundaryCritical
+	case score >= WorkloadPresentAt:
+		return BoundaryPresent
+	}
+	return BoundaryAbsent
+}
+
+func (f *workloadFacts) active(b int) bool { return f.states[b] != BoundaryAbsent }
+
+// scoreTime is T1-T5.
+func (f *workloadFacts) scoreTime() {
+	th := f.r.Workload.TimeHorizon
+	p := workloadTimePoints[th]
+	f.scores[wbTime] = p.points
+	f.reasons[wbTime] = fmt.Sprintf("time_horizon %s: %d points (%s).", th, p.points, p.id)
+}
+
+// scoreAgents is A1-A9.
+func (f *workloadFacts) scoreAgents() {
+	w := f.r.Workload
+	count := workloadAgentCountPoints[0].workloadPoints
+	for _, row := range workloadAgentCountPoints {
+		if w.AgentCount >= row.from {
+			count = row.workloadPoints
+		}
+	}
+	co := workloadCoordinationPoints[w.Coordination]
+	f.scores[wbAgents] = count.points + co.points
+	f.reasons[wbAgents] = fmt.Sprintf("agent_count %d: %d points (%s); coordination %s: +%d (%s); total %d (A9).",
+		w.AgentCount, count.points, count.id, w.Coordination, co.points, co.id, f.scores[wbAgents])
+}
+
+// workloadSystemPoints is S2-S12 of one system.
+func workloadSystemPoints(s WorkloadSystem) int {
+	return workloadAccessPoints[s.Access].points + workloadSideEffectPoints[s.SideEffect].points + workloadDataClassPoints[s.DataClass].points
+}
+
+// scoreSystems is S1-S13.
+func (f *workloadFacts) scoreSystems() {
+	systems := f.r.Workload.Systems
+	if len(systems) == 0 {
+		f.reasons[wbSystems] = "No system declared: 0 points (S1)."
+		return
+	}
+	top := 0
+	for i, s := range systems {
+		if workloadSystemPoints(s) > workloadSystemPoints(systems[top]) {
+			top = i
+		}
+	}
+	s := systems[top]
+	breadth := min(workloadSystemBreadthPoints*(len(systems)-1), workloadSystemBreadthMax)
+	raw := workloadSystemPoints(s) + breadth
+	f.scores[wbSystems] = raw
+	reason := fmt.Sprintf("Highest system /workload/systems/%d (%s): access %s %d (%s), side_effect %s +%d (%s), data_class %s +%d (%s)",
+		top, s.Category, s.Access, workloadAccessPoints[s.Access].points, workloadAccessPoints[s.Access].id,
+		s.SideEffect, workloadSideEffectPoints[s.SideEffect].points, workloadSideEffectPoints[s.SideEffect].id,
+		s.DataClass, workloadDataClassPoints[s.DataClass].points, workloadDataClassPoints[s.DataClass].id)
+	if len(systems) > 1 {
+		reason += fmt.Sprintf("; %d further %s +%d (S13)", len(systems)-1, workloadPlural(len(systems)-1, "system"), breadth)
+	}
+	f.reasons[wbSystems] = reason + workloadCapped(raw) + "."
+}
+
+func workloadPlural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+func workloadCapped(raw int) string {
+	if raw > WorkloadMaxPoints {
+		return fmt.Sprintf("; %d capped at %d", raw, WorkloadMaxPoints)
+	}
+	return ""
+}
+
+// scoreAuthority is U1-U21.
+func (f *workloadFacts) scoreAuthority() {
+	a := f.r.Workload.Authority
+	var top WorkloadAction
+	for _, act := range workloadActions { // enumeration order: the first of the highest points
+		if f.actions[act] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
+			top = act
+		}
+	}
+	if top == "" {
+		f.reasons[wbAuthority] = "No action declared: 0 points."
+		return
+	}
+	raw := workloadActionPoints[top].points
+	reason := fmt.Sprintf("Highest action %s: %d points (%s)", top, raw, workloadActionPoints[top].id)
+	further := f.consequential
+	if workloadActionPoints[top].points >= workloadConsequentialActionPoints {
+		further--
+	}
+	if further > 0 {
+		b := min(workloadActionBreadthPoints*further, workloadActionBreadthMax)
+		raw += b
+		reason += fmt.Sprintf("; %d further consequential %s +%d (U12)", further, workloadPlural(further, "action"), b)
+	}
+	if f.consequential > 0 {
+		p := workloadApprovalPoints[a.ApprovalPolicy]
+		raw += p.points
+		reason += fmt.Sprintf("; approval_policy %s +%d (%s)", a.ApprovalPolicy, p.points, p.id)
+	}
+	if f.actions[ActionSpendFunds] {
+		p := workloadBudgetPoints[a.BudgetControl]
+		raw += p.points
+		reason += fmt.Sprintf("; budget_control %s +%d (%s)", a.BudgetControl, p.points, p.id)
+	}
+	f.scores[wbAuthority] = raw
+	f.reasons[wbAuthority] = reason + workloadCapped(raw) + " (U21)."
+}
+
+// workloadRetentionGaps is C13 and C14: the points and the rules that apply.
+func workloadRetentionGaps(c WorkloadAccountability) (int, []string) {
+	var ids []string
+	if c.Retention == RetentionNone && (c.Consequence == ConsequenceHigh || c.Consequence == ConsequenceRegulated) {
+		ids = append(ids, "C13")
+	}
+	if c.Consequence == ConsequenceRegulated && c.Retention != RetentionRegulated {
+		ids = append(ids, "C14")
+	}
+	return workloadRetentionGapPoints * len(ids), ids
+}
+
+// scoreAccountability is C1-C15.
+func (f *workloadFacts) scoreAccountability() {
+	c := f.r.Workload.Accountability
+	co, ev, ac := workloadConsequencePoints[c.Consequence], workloadEvidencePoints[c.Evidence], workloadAcceptancePoints[c.Acceptance]
+	gap, ids := workloadRetentionGaps(c)
+	raw := co.points + ev.points + ac.points + gap
+	f.scores[wbAccountability] = raw
+	reason := fmt.Sprintf("consequence %s: %d points (%s); evidence %s +%d (%s); acceptance %s +%d (%s); retention %s +%d",
+		c.Consequence, co.points, co.id, c.Evidence, ev.points, ev.id, c.Acceptance, ac.points, ac.id, c.Retention, gap)
+	if len(ids) > 0 {
+		reason += " (" + strings.Join(ids, ", ") + ")"
+	}
+	f.reasons[wbAccountability] = reason + workloadCapped(raw) + " (C15)."
+}
+
+// workloadTriggers are the rules V1-V5 (needed), in order, with their phrases.
+var workloadTriggers = []struct{ id, phrase string }{
+	{"V1", "a declared system has write or admin access"},
+	{"V2", "a declared system has an external or irreversible side effect"},
+	{"V3", "regulated data (a regulated system or a regulated consequence)"},
+	{"V4", "the authority boundary is active"},
+	{"V5", "the accountability boundary is critical"},
+}
+
+// verdict is V1-V7; triggers are the V1-V5 that hold.
+func (f *workloadFacts) verdict() (WorkloadVerdict, WorkloadMode, []int) {
+	holds := [5]bool{
+		f.writes,
+		f.sideEffects,
+		f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated,
+		f.active(wbAuthority),
+		f.states[wbAccountability] == BoundaryCritical,
+	}
+	var triggers []int
+	for i, h := range holds {
+		if h {
+			triggers = append(triggers, i)
+		}
+	}
+	switch {
+	case len(triggers) > 0:
+		return VerdictNeeded, ModeGovernedWorkspace, triggers
+	case f.activeCount() > 0:
+		return VerdictConditional, ModeReceiptOnly, nil
+	}
+	return VerdictNotNeeded, ModeNone, nil
+}
+
+func (f *workloadFacts) activeCount() int {
+	n := 0
+	for b := range f.states {
+		if f.active(b) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *workloadFacts) activeNames() string {
+	var parts []string
+	for b, name := range workloadBoundaryNames {
+		if f.active(b) {
+			parts = append(parts, name+" "+string(f.states[b]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers []int) WorkloadRecommendation {
+	rec := WorkloadRecommendation{Verdict: v, Mode: m, ActiveBoundaryCount: f.activeCount()}
+	var first string
+	switch v {
+	case VerdictNeeded:
+		ids, phrases := make([]string, len(triggers)), make([]string, len(triggers))
+		for i, t := range triggers {
+			ids[i], phrases[i] = workloadTriggers[t].id, workloadTriggers[t].phrase
+		}
+		rec.Summary = fmt.Sprintf("A governed workspace is needed: %d of 5 boundaries active (%s).", rec.ActiveBoundaryCount, f.activeNames())
+		first = fmt.Sprintf("Needed (%s): %s.", strings.Join(ids, ", "), strings.Join(phrases, "; "))
+	case VerdictConditional:
+		rec.Summary = fmt.Sprintf("Receipts are enough: %d of 5 boundaries active (%s), none calling for a governed workspace.", rec.ActiveBoundaryCount, f.activeNames())
+		first = "Conditional (V6): boundaries are active, but no system writes, no side effect leaves a system, no data is regulated, authority is absent and accountability is not critical."
+	default:
+		rec.Summary = "No installation is needed: no boundary is active."
+		first = "Not needed (V7): every boundary scores below 35 points."
+	}
+	rec.Summary = workloadClip(rec.Summary)
+	rec.Rationale = []string{workloadClip(first)}
+	for b, name := range workloadBoundaryNames {
+		if f.active(b) {
+			rec.Rationale = append(rec.Rationale, workloadClip(fmt.Sprintf("%s %s (%d points): %s", name, f.states[b], f.scores[b], f.reasons[b])))
+		}
+	}
+	return rec
+}
+
+// propose is P1-P5: one resource per declared system, in declared order.
+func (f *workloadFacts) propose() {
+	seen := map[WorkloadSystemCategory]int{}
+	f.resources = []WorkloadProposedResource{}
+	for i, s := range f.r.Workload.Systems {
+		if i == WorkloadProposedResourcesMax {
+			break
+		}
+		seen[s.Category]++
+		name := string(s.Category)
+		if n := seen[s.Category]; n > 1 {
+			name += "#" + strconv.Itoa(n)
+		}
+		needed := WorkloadAccess("")
+		intents := []string{}
+		for _, act := range workloadActions {
+			if !f.actions[act] {
+				continue
+			}
+			if acc, ok := workloadReach[act][s.Category]; ok {
+				intents = append(intents, string(act))
+				if acc.Rank() > needed.Rank() {
+					needed = acc
+				}
+			}
+		}
+		requested := needed
+		if needed == "" {
+			requested = AccessRead
+		}
+		if requested.Rank() > s.Access.Rank() {
+			requested = s.Access
+			f.accessGap = true
+		}
+		if s.Access.Rank() > requested.Rank() {
+			f.excess = true
+			f.excessAdmin = f.excessAdmin || s.Access == AccessAdmin
+		}
+		var purpose string
+		switch {
+		case len(intents) == 0:
+			purpose = fmt.Sprintf("Context from the declared %s (/workload/systems/%d): no declared action uses it, so read access only.", s.Category, i)
+		case requested != needed:
+			purpose = fmt.Sprintf("The declared actions need %s on the %s (/workload/systems/%d); capped at its declared %s access.", needed, s.Category, i, s.Access)
+		default:
+			purpose = fmt.Sprintf("%s access to the %s (/workload/systems/%d) for the declared actions that touch it, and no more.", requested, s.Category, i)
+		}
+		f.resources = append(f.resources, WorkloadProposedResource{
+			Resource: name, RequestedAccess: requested, ScopeIntents: intents, Purpose: workloadClip(purpose),
+			CredentialInputRequired: !(s.Category == CategoryLocalFiles || requested == AccessRead && s.DataClass == DataPublic),
+		})
+		f.resourceSystem = append(f.resourceSystem, s)
+	}
+}
+
+// missingCapabilities is M1-M13, in catalogue order; each is reported when its condition
+// holds and its boundary is active (M8 whenever it holds).
+func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
+	w := f.r.Workload
+	c := w.Accountability
+	gapOutcome := c.Consequence != ConsequenceLow
+	_, retention := workloadRetentionGaps(c)
+	out := []WorkloadMissingCapability{}
+	add := func(cond bool, b int, id, reason string) {
+		if cond && (f.active(b) || id == "access_for_actions") {
+			out = append(out, WorkloadMissingCapability{ID: id, Boundary: workloadBoundaryNames[b], Reason: reason})
+		}
+	}
+	add(w.TimeHorizon == HorizonMultiDay || w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous, wbTime,
+		"durable_state", "The work outlives one session: its state and progress must survive restarts and be resumable (M1).")
+	add(w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous, wbTime,
+		"run_schedule", "Recurring or continuous runs need a schedule and a record of every run (M2).")
+	add(w.AgentCount >= 2, wbAgents,
+		"agent_identity", "Several agents act: each needs its own identity so that every action is attributable (M3).")
+	add(w.Coordination != CoordinationNone, wbAgents,
+		"coordination_record", "Handoffs and shared work need one record of who did what and who holds what (M4).")
+	add(f.writes, wbSystems,
+		"scoped_credentials", "Write or admin access needs credentials scoped to the workload, not a person's full account (M5).")
+	add(f.sensitiveData, wbSystems,
+		"data_handling", "Confidential or regulated data needs handling rules: what may be read, copied and shown (M6).")
+	add(f.sideEffects, wbSystems,
+		"side_effect_guard", "External or irreversible side effects need a check before they happen (M7).")
+	add(f.accessGap, wbSystems,
+		"access_for_actions", "A declared action needs more access than its system declares; the proposal is capped at the declared access (M8).")
+	add(f.consequential > 0 && (w.Authority.ApprovalPolicy == ApprovalExceptionsOnly || w.Authority.ApprovalPolicy == ApprovalUndefined), wbAuthority,
+		"approval_policy", "Consequential actions run without a defined approval before them (M9).")
+	add(f.actions[ActionSpendFunds] && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
+		"spend_limit", "Spending needs a fixed limit enforced before each payment (M10).")
+	add(gapOutcome && (c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog), wbAccountability,
+		"outcome_evidence", "The outcome matters but leaves no artifact or verified result to check it by (M11).")
+	add(gapOutcome && (c.Acceptance == AcceptanceNone || c.Acceptance == AcceptanceAgent), wbAccountability,
+		"outcome_acceptance", "The outcome matters but no person or downstream system accepts it (M12).")
+	add(len(retention) > 0, wbAccountability,
+		"retention_policy", "The records are not kept as long as the consequence requires (M13).")
+	return out
+}
+
+// remainsLocal is L1-L8.
+func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
+	out := []WorkloadLocalItem{{Item: "workload_description",
+		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}}
+	credentials := false
+	for _, r := range f.resources {
+		credentials = credentials || r.CredentialInputRequired
+	}
+	local := slices.ContainsFunc(f.r.Workload.Systems, func(s WorkloadSystem) bool { return s.Category == CategoryLocalFiles })
+	add := func(cond bool, item, reason string) {
+		if cond {
+			out = append(out, WorkloadLocalItem{Item: item, Reason: reason})
+		}
+	}
+	add(credentials, "credentials", "Credentials are entered by their owners at installation; the diagnosis names scopes and never takes a secret (L2).")
+	add(local, "local_files", "Files stay on the machine they are on; receipts record digests of them, not their content (L3).")
+	add(f.actions[ActionDraft], "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
+	add(f.actions[ActionResearch], "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
+	add(v != VerdictNotNeeded, "agent_reasoning", "Prompts and reasoning stay in the agent's runtime; receipts and approvals record actions and evidence (L6).")
+	add(f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, "regulated_records",
+		"Regulated records stay in their systems; receipts refer to them by id and never copy them (L7).")
+	add(v == VerdictNotNeeded, "everything", "No installation is needed: the workload runs as it is and this service records nothing of it (L8).")
+	return out
+}
+
+// risks is K1-K15, in catalogue order; each is reported when its condition holds and its
+// boundary is active.
+func (f *workloadFacts) risks() []WorkloadRisk {
+	w := f.r.Workload
+	a, c := w.Authority, w.Accountability
+	out := []WorkloadRisk{}
+	add := func(sev WorkloadSeverity, b int, id, description, mitigation string) {
+		if sev != "" && f.active(b) {
+			out = append(out, WorkloadRisk{ID: id, Severity: sev, Boundary: workloadBoundaryNames[b], Description: description, Mitigation: mitigation})
+		}
+	}
+	pick := func(conds ...any) WorkloadSeverity { // cond, severity, cond, severity...: the last that holds
+		var sev WorkloadSeverity
+		for i := 0; i+1 < len(conds); i += 2 {
+			if conds[i].(bool) {
+				sev = conds[i+1].(WorkloadSeverity)
+			}
+		}
+		return sev
+	}
+	writesWith := func(effect WorkloadSideEffect, sensitive bool) bool {
+		return slices.ContainsFunc(w.Systems, func(s WorkloadSystem) bool {
+			return (s.Access == AccessWrite || s.Access == AccessAdmin) && s.SideEffect == effect &&
+				(!sensitive || s.DataClass == DataConfidential || s.DataClass == DataRegulated)
+		})
+	}
+	undefinedApproval := a.ApprovalPolicy == ApprovalExceptionsOnly || a.ApprovalPolicy == ApprovalUndefined
+	regulated := f.regulatedData || c.Consequence == ConsequenceRegulated
+	_, retention := workloadRetentionGaps(c)
+
+	add(pick(w.TimeHorizon == HorizonRecurring, SeverityMedium, w.TimeHorizon == HorizonContinuous, SeverityHigh), wbTime,
+		"unattended_duration", "The workload keeps running without a person watching each run (K1).",
+		"Record every run as a receipt and stop the workload when a run fails its checks.")
+	add(pick(w.TimeHorizon == HorizonMultiDay, SeverityLow), wbTime,
+		"stale_context", "Work spread over days acts on context that may have changed since it started (K2).",
+		"Re-read the inputs when the work resumes and record what it was based on.")
+	add(pick(w.AgentCount >= 2 && w.Coordination == CoordinationNone, SeverityMedium), wbAgents,
+		"duplicated_work", "Several agents without coordination may do the same work twice or undo each other (K3).",
+		"Give each agent its own identity and claim work before doing it.")
+	add(pick(w.Coordination == CoordinationHandoff || w.Coordination == CoordinationHierarchical, SeverityMedium), wbAgents,
+		"lost_handoff", "Work handed between agents can be dropped or repeated at the handoff (K4).",
+		"Record each handoff with its owner and a deadline, and escalate when it lapses.")
+	add(pick(w.Coordination == CoordinationParallel && f.writes, SeverityHigh), wbAgents,
+		"conflicting_writes", "Agents working in parallel write to the same systems (K5).",
+		"Serialize writes per record, or give each agent its own scope.")
+	add(pick(f.excess, SeverityMedium, f.excessAdmin, SeverityHigh), wbSystems,
+		"excess_privilege", "A system is declared with more access than the declared actions need (K6).",
+		"Install only the proposed resources: their access is capped to what the actions need.")
+	add(pick(writesWith(SideEffectIrreversible, false), SeverityHigh, writesWith(SideEffectIrreversible, true), SeverityCritical), wbSystems,
+		"irreversible_change", "A write can change a system in a way that cannot be undone (K7).",
+		"Require an approval before the irreversible step and keep evidence of the state before it.")
+	add(pick(writesWith(SideEffectExternal, false), SeverityMedium, writesWith(SideEffectExternal, true), SeverityHigh), wbSystems,
+		"external_exposure", "A write reaches people or systems outside the organisation (K8).",
+		"Review outbound content before it leaves and record what was sent.")
+	add(pick(f.sensitiveData, SeverityMedium, f.regulatedData, SeverityHigh), wbSystems,
+		"data_exposure", "The workload reads confidential or regulated data (K9).",
+		"Limit access to the proposed scopes and keep the data in its systems; receipts refer to it by id.")
+	add(pick(f.consequential > 0 && a.ApprovalPolicy == ApprovalExceptionsOnly, SeverityHigh,
+		f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), wbAuthority,
+		"unapproved_action", "Consequential actions can run without anyone approving them (K10).",
+		"Adopt the proposed human approvals before the first use.")
+	add(pick(f.actions[ActionSpendFunds], SeverityLow, f.actions[ActionSpendFunds] && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
+		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUndefined, SeverityHigh,
+		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
+		"uncontrolled_spend", "The workload spends funds (K11).",
+		"Set a fixed limit, reserve spend before it happens and have the budget owner approve what exceeds it.")
+	escalates := f.actions[ActionChangePermissions] || f.actions[ActionCreateAccount]
+	add(pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical), wbAuthority,
+		"privilege_escalation", "The workload can create accounts or change permissions, and so widen its own reach (K12).",
+		"Have an identity admin approve each change and review the resulting access.")
+	add(pick(f.actions[ActionDeleteData], SeverityHigh, f.actions[ActionDeleteData] && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
+		"data_loss", "The workload can delete data (K13).",
+		"Have the data owner approve each deletion and keep a recoverable copy for the retention period.")
+	weakEvidence := c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog
+	add(pick(weakEvidence && c.Consequence == ConsequenceModerate, SeverityMedium, weakEvidence && c.Consequence == ConsequenceHigh, SeverityHigh,
+		weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical), wbAccountability,
+		"unverifiable_outcome", "Nobody can check the outcome afterwards: there is no artifact or verified result (K14).",
+		"Attach evidence to every completion and have the outcome accepted by a person.")
+	add(pick(len(retention) > 0, SeverityHigh, len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical), wbAccountability,
+		"retention_gap", "Records are not kept as long as the consequence requires (K15).",
+		"Keep receipts and evidence for the required period in an append-only ledger.")
+	return out
+}
+
+// approvals is H1-H8, only when something is to be installed.
+func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadHumanApproval {
+	out := []WorkloadHumanApproval{}
+	if v == VerdictNotNeeded {
+		return out
+	}
+	w := f.r.Workload
+	var all, writing, regulated []string
+	for i, r := range f.resources {
+		all = append(all, r.Resource)
+		if r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin {
+			writing = append(writing, r.Resource)
+		}
+		if f.resourceSystem[i].DataClass == DataRegulated {
+			regulated = append(regulated, r.Resource)
+		}
+	}
+	declared := func(acts ...WorkloadAction) []string {
+		var s []string
+		for _, a := range acts {
+			if f.actions[a] {
+				s = append(s, string(a))
+			}
+		}
+		return s
+	}
+	add := func(cond bool, id string, role WorkloadOwnerRole, timing WorkloadApprovalTiming, decision string, scope []string) {
+		if !cond {
+			return
+		}
+		if len(scope) == 0 {
+			scope = []string{"workload"}
+		}
+		out = append(out, WorkloadHumanApproval{ID: id, OwnerRole: role, Timing: timing, Decision: decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
+	}
+	mode := "receipts"
+	if v == VerdictNeeded {
+		mode = "a governed workspace"
+	}
+	add(true, "installation", OwnerWorkload, TimingBeforeInstallation,
+		"Approve installing "+mode+" for this workload with the proposed resources (H1).", all)
+	add(len(writing) > 0, "system_access", OwnerSystem, TimingBeforeFirstUse,
+		"Grant the proposed write or admin access to these systems (H2).", writing)
+	code := declared(ActionModifyCode, ActionMergeOrDeploy)
+	codeTiming := TimingBeforeFirstUse
+	if f.actions[ActionMergeOrDeploy] {
+		codeTiming = TimingPerAction
+	}
+	add(len(code) > 0, "code_changes", OwnerCode, codeTiming,
+		"Approve code changes: once before first use; each merge or deployment per action (H3).", code)
+	add(f.actions[ActionSendExternalMessage], "external_messages", OwnerCommunications, TimingPerAction,
+		"Approve each message before it leaves the organisation (H4).", declared(ActionSendExternalMessage))
+	spendTiming := TimingPerAction
+	if w.Authority.BudgetControl == BudgetFixedLimit {
+		spendTiming = TimingWhenThresholdExceeded
+	}
+	add(f.actions[ActionSpendFunds], "spending", OwnerBudget, spendTiming,
+		"Approve spending: each payment, or what exceeds the fixed limit when one is set (H5).", declared(ActionSpendFunds))
+	add(f.actions[ActionCreateAccount] || f.actions[ActionChangePermissions], "identity_changes", OwnerIdentityAdmin, TimingPerAction,
+		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
+	add(f.actions[ActionDeleteData], "data_deletion", OwnerData, TimingPerAction,
+		"Approve each deletion of data (H7).", declared(ActionDeleteData))
+	add(slices.Contains(triggers, 2), "regulated_data", OwnerData, TimingBeforeFirstUse,
+		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
+	return out
+}
+
+// capabilities is what the installation gives the workload (K: fixed capabilities, one
+// per proposed resource and one per approval), at most 7 + 15 + 10.
+func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanApproval) []string {
+	out := []string{}
+	if m == ModeNone {
+		return out
+	}
+	out = append(out, "work_receipts", "evidence_records", "ledger_verification")
+	if f.r.Workload.Coordination != CoordinationNone && f.active(wbAgents) {
+		out = append(out, "coordination_record")
+	}
+	if m == ModeGovernedWorkspace {
+		out = append(out, "human_approvals", "scoped_credentials")
+		if f.actions[ActionSpendFunds] {
+			out = append(out, "spend_limits")
+		}
+	}
+	for _, r := range f.resources {
+		out = append(out, "resource:"+r.Resource)
+	}
+	for _, a := range approvals {
+		out = append(out, "approval:"+a.ID)
+	}
+	return out[:min(len(out), WorkloadCapabilitiesMax)]
+}
+
+// workloadClip bounds a sentence of the result to WorkloadTextMaxLength characters (the rules
+// write shorter ones; this only guards the bound).
+func workloadClip(s string) string {
+	if utf8.RuneCountInString(s) <= WorkloadTextMaxLength {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:WorkloadTextMaxLength-1]) + "…"
+}
+
+// --- metadata (GET /doctor/workload) -----------------------------------------------------
+
+// WorkloadDiagnosisInfo is what GET /doctor/workload serves: the schema version, the
+// enumerations and bounds of the request and the result, and the scoring rules.
+type WorkloadDiagnosisInfo struct {
+	SchemaVersion string               `json:"schema_version" const:"workload-diagnosis/0.1"`
+	Description   string               `json:"description"`
+	Diagnose      string               `json:"diagnose" description:"The operation that diagnoses a workload."`
+	Enumerations  WorkloadEnumerations `json:"enumerations"`
+	Bounds        WorkloadBounds       `json:"bounds"`
+	Scoring       WorkloadScoring      `json:"scoring"`
+}
+
+// WorkloadEnumerations are the allowed values of every enumerated member.
+type WorkloadEnumerations struct {
+	TimeHorizon         []string `json:"time_horizon" nullable:"false"`
+	Coordination        []string `json:"coordination" nullable:"false"`
+	Category            []string `json:"category" nullable:"false"`
+	Access              []string `json:"access" nullable:"false"`
+	SideEffect          []string `json:"side_effect" nullable:"false"`
+	DataClass           []string `json:"data_class" nullable:"false"`
+	Actions             []string `json:"actions" nullable:"false"`
+	ApprovalPolicy      []string `json:"approval_policy" nullable:"false"`
+	BudgetControl       []string `json:"budget_control" nullable:"false"`
+	Evidence            []string `json:"evidence" nullable:"false"`
+	Acceptance          []string `json:"acceptance" nullable:"false"`
+	Consequence         []string `json:"consequence" nullable:"false"`
+	Retention           []string `json:"retention" nullable:"false"`
+	BoundaryState       []string `json:"boundary_state" nullable:"false"`
+	Verdict             []string `json:"verdict" nullable:"false"`
+	Mode                []string `json:"mode" nullable:"false"`
+	Severity            []string `json:"severity" nullable:"false"`
+	OwnerRole           []string `json:"owner_role" nullable:"false"`
+	Timing              []string `json:"timing" nullable:"false"`
+	ApprovalHandoffKind []string `json:"approval_handoff_kind" nullable:"false"`
+}
+
+// WorkloadBounds are the bounds of the request and of the result.
+type WorkloadBounds struct {
+	NameMaxLength          int `json:"name_max_length"`
+	OutcomeMaxLength       int `json:"outcome_max_length"`
+	AgentCountMin          int `json:"agent_count_min"`
+	AgentCountMax          int `json:"agent_count_max"`
+	SystemsMax             int `json:"systems_max"`
+	ActionsMax             int `json:"actions_max"`
+	IssuesMax              int `json:"issues_max"`
+	TextMaxLength          int `json:"text_max_length"`
+	RationaleMin           int `json:"rationale_min"`
+	RationaleMax           int `json:"rationale_max"`
+	MissingCapabilitiesMax int `json:"missing_capabilities_max"`
+	ProposedResourcesMax   int `json:"proposed_resources_max"`
+	WhatRemainsLocalMax    int `json:"what_remains_local_max"`
+	RisksMax               int `json:"risks_max"`
+	HumanApprovalsMax      int `json:"human_approvals_max"`
+	CapabilitiesMax        int `json:"capabilities_after_installation_max"`
+	ScopeIntentsMax        int `json:"scope_intents_max"`
+	ApprovalScopeMax       int `json:"approval_scope_max"`
+}
+
+// WorkloadScoring is the scoring table.
+type WorkloadScoring struct {
+	Scale      string         `json:"scale"`
+	PresentAt  int            `json:"present_at"`
+	CriticalAt int            `json:"critical_at"`
+	Rules      []WorkloadRule `json:"rules" nullable:"false"`
+}
+
+// WorkloadRule is one rule of the scoring table.
+type WorkloadRule struct {
+	ID     string `json:"id"`
+	Group  string `json:"group" description:"time, agents, systems, authority, accountability, state, verdict, resources, missing_capabilities, what_remains_local, risks, human_approvals"`
+	When   string `json:"when"`
+	Effect string `json:"effect"`
+}
+
+func workloadEnumStrings[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// WorkloadInfo returns the metadata of the workload diagnosis.
+func WorkloadInfo() WorkloadDiagnosisInfo {
+	return WorkloadDiagnosisInfo{
+		SchemaVersion: WorkloadSchemaVersion,
+		Description: "Scores a workload across time, agents, systems, authority and accountability and recommends none, " +
+			"receipt_only or governed_workspace. Account-free and deterministic; nothing is stored.",
+		Diagnose: "POST /doctor/workload",
+		Enumerations: WorkloadEnumerations{
+			TimeHorizon: workloadEnumStrings(workloadTimeHorizons), Coordination: workloadEnumStrings(workloadCoordinations),
+			Category: workloadEnumStrings(workloadCategories), Access: workloadEnumStrings(workloadAccesses),
+			SideEffect: workloadEnumStrings(workloadSideEffects), DataClass: workloadEnumStrings(workloadDataClasses),
+			Actions: workloadEnumStrings(workloadActions), ApprovalPolicy: workloadEnumStrings(workloadApprovalPolicies),
+			BudgetControl: workloadEnumStrings(workloadBudgetControls), Evidence: workloadEnumStrings(workloadEvidences),
+			Acceptance: workloadEnumStrings(workloadAcceptances), Consequence: workloadEnumStrings(workloadConsequences),
+			Retention: workloadEnumStrings(workloadRetentions), BoundaryState: workloadEnumStrings(workloadBoundaryStates),
+			Verdict: workloadEnumStrings(workloadVerdicts), Mode: workloadEnumStrings(workloadModes), Severity: workloadEnumStrings(workloadSeverities),
+			OwnerRole: workloadEnumStrings(workloadOwnerRoles), Timing: workloadEnumStrings(workloadApprovalTimings),
+			ApprovalHandoffKind: workloadEnumStrings(workloadHandoffKinds),
+		},
+		Bounds: WorkloadBounds{
+			NameMaxLength: WorkloadNameMaxLength, OutcomeMaxLength: WorkloadOutcomeMaxLength,
+			AgentCountMin: WorkloadAgentCountMin, AgentCountMax: WorkloadAgentCountMax, SystemsMax: WorkloadSystemsMax,
+			ActionsMax: WorkloadActionsMax, IssuesMax: WorkloadIssuesMax, TextMaxLength: WorkloadTextMaxLength,
+			RationaleMin: WorkloadRationaleMin, RationaleMax: WorkloadRationaleMax,
+			MissingCapabilitiesMax: WorkloadMissingCapabilitiesMax, ProposedResourcesMax: WorkloadProposedResourcesMax,
+			WhatRemainsLocalMax: WorkloadLocalItemsMax, RisksMax: WorkloadRisksMax, HumanApprovalsMax: WorkloadHumanApprovalsMax,
+			CapabilitiesMax: WorkloadCapabilitiesMax, ScopeIntentsMax: WorkloadScopeIntentsMax, ApprovalScopeMax: WorkloadApprovalScopeMax,
+		},
+		Scoring: WorkloadScoring{Scale: "integer points 0..100 per boundary", PresentAt: WorkloadPresentAt,
+			CriticalAt: WorkloadCriticalAt, Rules: WorkloadScoringRules()},
+	}
+}
+
+// WorkloadScoringRules returns every rule of the diagnosis, by id, made from the same
+// tables Diagnose scores with.
+func WorkloadScoringRules() []WorkloadRule {
+	var out []WorkloadRule
+	add := func(id, group, when, effect string) {
+		out = append(out, WorkloadRule{ID: id, Group: group, When: when, Effect: effect})
+	}
+	points := func(p int) string { return fmt.Sprintf("%d points", p) }
+	plus := func(p int) string { return fmt.Sprintf("+%d", p) }
+	for _, v := range workloadTimeHorizons {
+		add(workloadTimePoints[v].id, "time", "time_horizon "+string(v), points(workloadTimePoints[v].points))
+	}
+	for i, row := range workloadAgentCountPoints {
+		when := fmt.Sprintf("agent_count %d", row.from)
+		if i+1 < len(workloadAgentCountPoints) && workloadAgentCountPoints[i+1].from-1 > row.from {
+			when = fmt.Sprintf("agent_count %d-%d", row.from, workloadAgentCountPoints[i+1].from-1)
+		} else if i+1 == len(workloadAgentCountPoints) {
+			when = fmt.Sprintf("agent_count %d-%d", row.from, WorkloadAgentCountMax)
+		}
+		add(row.id, "agents", when, points(row.points))
+	}
+	for _, v := range workloadCoordinations {
+		add(workloadCoordinationPoints[v].id, "agents", "coordination "+string(v), plus(workloadCoordinationPoints[v].points))
+	}
+	add("A9", "agents", "always", "agents = agent_count points + coordination points (at most 90)")
+	add("S1", "systems", "no system declared", points(0))
+	for _, v := range workloadAccesses {
+		add(workloadAccessPoints[v].id, "systems", "a system's access "+string(v), points(workloadAccessPoints[v].points))
+	}
+	for _, v := range workloadSideEffects {
+		add(workloadSideEffectPoints[v].id, "systems", "a system's side_effect "+string(v), plus(workloadSideEffectPoints[v].points))
+	}
+	for _, v := range workloadDataClasses {
+		add(workloadDataClassPoints[v].id, "systems", "a system's data_class "+string(v), plus(workloadDataClassPoints[v].points))
+	}
+	add("S13", "systems", "one or more systems", fmt.Sprintf("systems = the highest system's points + %d per further system (at most +%d), capped at %d",
+		workloadSystemBreadthPoints, workloadSystemBreadthMax, WorkloadMaxPoints))
+	for _, v := range workloadActions {
+		add(workloadActionPoints[v].id, "authority", "action "+string(v)+" declared", points(workloadActionPoints[v].points))
+	}
+	add("U12", "authority", fmt.Sprintf("further consequential actions (%d points or more)", workloadConsequentialActionPoints),
+		fmt.Sprintf("+%d each, at most +%d", workloadActionBreadthPoints, workloadActionBreadthMax))
+	add("U13", "authority", "a consequential action and approval_policy per_action (not_applicable: only without one)", plus(0))
+	for _, v := range []WorkloadApprovalPolicy{ApprovalSensitiveActions, ApprovalExceptionsOnly, ApprovalUndefined} {
+		add(workloadApprovalPoints[v].id, "authority", "a consequential action and approval_policy "+string(v), plus(workloadApprovalPoints[v].points))
+	}
+	for _, v := range []WorkloadBudgetControl{BudgetFixedLimit, BudgetDynamicLimit, BudgetUndefined, BudgetUnbounded} {
+		add(workloadBudgetPoints[v].id, "authority", "spend_funds and budget_control "+string(v), plus(workloadBudgetPoints[v].points))
+	}
+	add("U21", "authority", "always", fmt.Sprintf("authority = the highest action's points + U12 + U13-U16 + U17-U20, capped at %d; 0 without actions", WorkloadMaxPoints))
+	for _, v := range workloadConsequences {
+		add(workloadConsequencePoints[v].id, "accountability", "consequence "+string(v), points(workloadConsequencePoints[v].points))
+	}
+	for _, v := range []WorkloadEvidence{EvidenceVerifiedOutcome, EvidenceArtifact, EvidenceActivityLog, EvidenceNone} {
+		add(workloadEvidencePoints[v].id, "accountability", "evidence "+string(v), plus(workloadEvidencePoints[v].points))
+	}
+	for _, v := range []WorkloadAcceptance{AcceptanceHuman, AcceptanceDownstreamSystem, AcceptanceAgent, AcceptanceNone} {
+		add(workloadAcceptancePoints[v].id, "accountability", "acceptance "+string(v), plus(workloadAcceptancePoints[v].points))
+	}
+	add("C13", "accountability", "retention none with consequence high or regulated", plus(workloadRetentionGapPoints))
+	add("C14", "accountability", "retention other than regulated with consequence regulated", plus(workloadRetentionGapPoints))
+	add("C15", "accountability", "always", fmt.Sprintf("accountability = C1-C4 + C5-C8 + C9-C12 + C13 + C14, capped at %d", WorkloadMaxPoints))
+	add("B1", "state", fmt.Sprintf("score below %d", WorkloadPresentAt), "absent")
+	add("B2", "state", fmt.Sprintf("score %d-%d", WorkloadPresentAt, WorkloadCriticalAt-1), "present")
+	add("B3", "state", fmt.Sprintf("score %d or more", WorkloadCriticalAt), "critical")
+	for _, t := range workloadTriggers {
+		add(t.id, "verdict", t.phrase, "needed, governed_workspace")
+	}
+	add("V6", "verdict", "none of V1-V5, at least one boundary active", "conditional, receipt_only")
+	add("V7", "verdict", "no boundary active", "not_needed, none")
+	add("P1", "resources", "verdict needed or conditional", "one resource per declared system, in declared order, named after its category (#2, #3 for repeats); none otherwise")
+	add("P2", "resources", "always", "needed access: the highest access the declared actions touching the category need (read when none touches it)")
+	add("P3", "resources", "always", "requested_access = the lower of the needed and the declared access")
+	add("P4", "resources", "always", "scope_intents: the declared actions that touch the category, in enumeration order")
+	add("P5", "resources", "always", "credential_input_required, except for local_files and for read access to public data")
+	for _, m := range []struct{ id, when string }{
+		{"M1 durable_state", "time_horizon multi_day, recurring or continuous"},
+		{"M2 run_schedule", "time_horizon recurring or continuous"},
+		{"M3 agent_identity", "agent_count 2 or more"},
+		{"M4 coordination_record", "coordination other than none"},
+		{"M5 scoped_credentials", "a system with write or admin access"},
+		{"M6 data_handling", "a system with confidential or regulated data"},
+		{"M7 side_effect_guard", "a system with an external or irreversible side effect"},
+		{"M8 access_for_actions", "a declared action needs more access than its system declares (reported even when systems is absent)"},
+		{"M9 approval_policy", "a consequential action with approval_policy exceptions_only or undefined"},
+		{"M10 spend_limit", "spend_funds with budget_control other than fixed_limit"},
+		{"M11 outcome_evidence", "consequence above low with evidence none or activity_log"},
+		{"M12 outcome_acceptance", "consequence above low with acceptance none or agent"},
+		{"M13 retention_policy", "C13 or C14 applies"},
+	} {
+		id, name, _ := strings.Cut(m.id, " ")
+		add(id, "missing_capabilities", m.when+", and its boundary active", name)
+	}
+	for _, l := range []struct{ id, when string }{
+		{"L1 workload_description", "always"}, {"L2 credentials", "a proposed resource requires credential input"},
+		{"L3 local_files", "a local_files system"}, {"L4 drafts", "draft declared"}, {"L5 research_notes", "research declared"},
+		{"L6 agent_reasoning", "verdict needed or conditional"}, {"L7 regulated_records", "V3 holds"}, {"L8 everything", "verdict not_needed"},
+	} {
+		id, name, _ := strings.Cut(l.id, " ")
+		add(id, "what_remains_local", l.when, name)
+	}
+	for _, k := range []struct{ id, when, effect string }{
+		{"K1 unattended_duration", "time_horizon recurring / continuous", "medium / high"},
+		{"K2 stale_context", "time_horizon multi_day", "low"},
+		{"K3 duplicated_work", "agent_count 2 or more with coordination none", "medium"},
+		{"K4 lost_handoff", "coordination handoff or hierarchical", "medium"},
+		{"K5 conflicting_writes", "coordination parallel and a system with write or admin access", "high"},
+		{"K6 excess_privilege", "a system declares more access than proposed / that system declares admin", "medium / high"},
+		{"K7 irreversible_change", "a write or admin system with an irreversible side effect / with confidential or regulated data", "high / critical"},
+		{"K8 external_exposure", "a write or admin system with an external side effect / with confidential or regulated data", "medium / high"},
+		{"K9 data_exposure", "a system with confidential / regulated data", "medium / high"},
+		{"K10 unapproved_action", "a consequential action with approval_policy exceptions_only / undefined", "high / critical"},
+		{"K11 uncontrolled_spend", "spend_funds with budget_control fixed_limit / dynamic_limit / undefined / unbounded", "low / medium / high / critical"},
+		{"K12 privilege_escalation", "create_account or change_permissions / with approval_policy exceptions_only or undefined", "high / critical"},
+		{"K13 data_loss", "delete_data / with regulated data, consequence or retention", "high / critical"},
+		{"K14 unverifiable_outcome", "evidence none or activity_log with consequence moderate / high / regulated", "medium / high / critical"},
+		{"K15 retention_gap", "C13 or C14 / with consequence regulated", "high / critical"},
+	} {
+		id, name, _ := strings.Cut(k.id, " ")
+		add(id, "risks", k.when+", and its boundary active", name+": "+k.effect)
+	}
+	for _, h := range []struct{ id, when, effect string }{
+		{"H1 installation", "verdict needed or conditional", "workload_owner, before_installation, scope: the proposed resources"},
+		{"H2 system_access", "a proposed resource with write or admin access", "system_owner, before_first_use, scope: those resources"},
+		{"H3 code_changes", "modify_code or merge_or_deploy", "code_owner, per_action with merge_or_deploy, else before_first_use"},
+		{"H4 external_messages", "send_external_message", "communications_owner, per_action"},
+		{"H5 spending", "spend_funds", "budget_owner, when_threshold_exceeded with fixed_limit, else per_action"},
+		{"H6 identity_changes", "create_account or change_permissions", "identity_admin, per_action"},
+		{"H7 data_deletion", "delete_data", "data_owner, per_action"},
+		{"H8 regulated_data", "V3 holds", "data_owner, before_first_use, scope: the regulated systems' resources"},
+	} {
+		id, name, _ := strings.Cut(h.id, " ")
+		add(id, "human_approvals", h.when+" (never when not_needed)", name+": "+h.effect)
+	}
+	return out
+}
