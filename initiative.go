@@ -40,6 +40,10 @@ type ProposalGeneratedPayload struct {
 	Workstreams      int              `json:"workstreams"`
 	ExpiresAt        Time             `json:"expires_at"`
 	CommandID        *string          `json:"command_id"`
+	// The plan's economics and what generating it cost travel in the event, so that the
+	// value-case and meter-usage projections fold from the ledger alone.
+	Economics         *Economics         `json:"economics,omitempty"`
+	GenerationReceipt *GenerationReceipt `json:"generation_receipt,omitempty"`
 }
 
 // Domain is the kind of work a workstream is (the controllers' domains).

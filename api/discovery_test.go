@@ -21,7 +21,7 @@ func TestDiscoveryIsAccountFree(t *testing.T) {
 		m := a.(map[string]any)
 		areas[m["name"].(string)] = m
 	}
-	if len(areas) != 22 || areas["Work"]["status"] != "available" || areas["Handoffs"]["status"] != "available" || areas["Controllers"]["status"] != "available" || areas["Projections"]["status"] != "planned" ||
+	if len(areas) != 22 || areas["Work"]["status"] != "available" || areas["Handoffs"]["status"] != "available" || areas["Controllers"]["status"] != "available" || areas["Projections"]["status"] != "available" ||
 		areas["Initiatives"]["status"] != "available" ||
 		len(areas["Work"]["operations"].([]any)) != 4 {
 		t.Fatalf("index areas: %s", r.raw)

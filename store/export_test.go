@@ -69,3 +69,6 @@ func RunFailing(ctx context.Context, db *DB, p accountable.Principal, code, cons
 
 // JanitorLock is the advisory lock of the idempotency janitor.
 const JanitorLock = janitorLock
+
+// ProjectionEventsPredicate is the projections' partial-index predicate.
+const ProjectionEventsPredicate = projectionEvents

@@ -115,6 +115,7 @@ func (db *DB) StoreProposal(ctx context.Context, workspaceID string, actor accou
 		if _, err := tx.Append(ref, accountable.EventProposalGenerated, accountable.ProposalGeneratedPayload{
 			ProposalID: p.ProposalID, ProposalDigest: p.ProposalDigest, Title: title, AssignmentSource: p.AssignmentSource,
 			Workstreams: len(p.Plan.Workstreams), ExpiresAt: p.ExpiresAt, CommandID: causation.CommandID,
+			Economics: &p.Economics, GenerationReceipt: &p.GenerationReceipt,
 		}); err != nil {
 			return p, err
 		}

@@ -183,6 +183,8 @@ func serveBaseline() error {
 			Count: &count, NextCursor: &cursor, HasMore: &hasMore, Limit: &limit}})
 	})
 
+	baselineRoutes(app, pool)
+
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

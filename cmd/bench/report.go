@@ -209,6 +209,19 @@ func (b *bench) writeReport() error {
 		"[below](#the-pgbench-scripts).\n")
 	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
 		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics).\n")
+	if b.s.Lines["doctor"] || b.s.Lines["validate"] {
+		p("* **Account-free operations** (POST /doctor/workload with a workload of three systems and six actions; " +
+			"POST /agent-work-receipts/validate with the shared Codex receipt fixture, `" + receiptFixture + "`): the limit is the bare " +
+			"Fiber server's `/echo`, which decodes the same body with encoding/json and encodes it back: what any JSON endpoint on this " +
+			"stack costs before it does its own work (the diagnosis: validation, scoring, canonical JSON and its digest; the validation: " +
+			"the structural walk, JSON Schema 2020-12, the semantic rules and the integrity checks). Every answer must be 200.\n")
+	}
+	if b.s.Lines["projection"] {
+		p("* **The work-ledger projection**: a workspace seeded through POST /decisions with %d decisions (one `decision.proposed` "+
+			"event each), then GET /projections/work-ledger (the default 30 daily buckets, UTC; each answer is checked to count every "+
+			"event), one client. The limit is the bare Fiber + pgx server sending the same aggregate query (the partial index "+
+			"`ledger_events_projection`) and encoding the same buckets.\n", b.s.ProjectionEvents)
+	}
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
 		p("* **Workflow-backed operations** run on the same Temporal server as their limit (the pinned dev server `scripts/stack.sh` "+
 			"started, persisting to a SQLite file), with the service's workflows on `accountable worker` (task queue `%s`, the planner "+
@@ -264,12 +277,14 @@ func (b *bench) writeReport() error {
 	p("\n## Commands\n\n")
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
-	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,proposal,launch,discovery BENCH_PROFILE=0\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,doctor,validate,projection,proposal,launch,discovery BENCH_PROFILE=0\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace Bench --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench discovery' --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {

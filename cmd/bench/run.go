@@ -37,8 +37,8 @@ type bench struct {
 	baseAddr                  string
 	accountable               string // the accountable binary
 
-	main, paging, discovery keyInfo
-	pgb                     *pgbench
+	main, paging, discovery, projection keyInfo
+	pgb                                 *pgbench
 
 	// The work items the service completes: made through POST /work (by the create line
 	// and, when those are not enough, by seeding), handed out in order.
@@ -183,7 +183,7 @@ func (b *bench) run() error {
 	for _, k := range []struct {
 		into *keyInfo
 		ws   string
-	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}} {
+	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}} {
 		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
 			"--user", "bench@example.com", "--json")
 		if err != nil {
@@ -247,7 +247,8 @@ func (b *bench) run() error {
 	steps := []struct {
 		id string
 		fn func() error
-	}{{"create", b.createLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"paging", b.pagingLine}}
+	}{{"create", b.createLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"paging", b.pagingLine},
+		{"projection", b.projectionLine}}
 	for _, st := range steps {
 		if !b.s.Lines[st.id] {
 			continue
@@ -255,6 +256,9 @@ func (b *bench) run() error {
 		if err := st.fn(); err != nil {
 			return fmt.Errorf("%s: %w", st.id, err)
 		}
+	}
+	if err := b.accountFreeLines(); err != nil {
+		return err
 	}
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
 		if err := b.workflowLines(); err != nil {

@@ -23,7 +23,9 @@ type settings struct {
 	PagingEvents int // events the paging line reads per pass
 	// DiscoveryEvents is the size of the ledger the discovery line mines.
 	DiscoveryEvents int
-	PageLimit       int
+	// ProjectionEvents is the size of the ledger the projection line folds.
+	ProjectionEvents int
+	PageLimit        int
 
 	ServicePort  int
 	BaselinePort int
@@ -43,31 +45,32 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "paging", "proposal", "launch", "discovery"}
+var allLines = []string{"create", "complete", "read", "paging", "doctor", "validate", "projection", "proposal", "launch", "discovery"}
 
 func loadSettings() (settings, error) {
 	var errs []string
 	s := settings{
-		Duration:        envDuration("BENCH_DURATION", 10*time.Second, &errs),
-		Warmup:          envDuration("BENCH_WARMUP", 2*time.Second, &errs),
-		Runs:            envInt("BENCH_RUNS", 5, &errs),
-		CompleteClients: envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
-		CreateClients:   envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
-		ReadClients:     envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
-		PagingEvents:    envInt("BENCH_PAGING_EVENTS", 10000, &errs),
-		DiscoveryEvents: envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
-		PageLimit:       envInt("BENCH_PAGE_LIMIT", 500, &errs),
-		ServicePort:     envInt("BENCH_HTTP_PORT", 18080, &errs),
-		BaselinePort:    envInt("BENCH_BASELINE_PORT", 18081, &errs),
-		PprofPort:       envInt("BENCH_PPROF_PORT", 18082, &errs),
-		Database:        env("BENCH_DB", "accountable_bench"),
-		KeepDB:          env("BENCH_KEEP_DB", "") == "1",
-		Profile:         env("BENCH_PROFILE", "") == "1",
-		ProfileClients:  envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
-		ProfileLine:     env("BENCH_PROFILE_LINE", "complete"),
-		Out:             env("BENCH_OUT", "docs/benchmarks.md"),
-		Bin:             env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
-		Lines:           map[string]bool{},
+		Duration:         envDuration("BENCH_DURATION", 10*time.Second, &errs),
+		Warmup:           envDuration("BENCH_WARMUP", 2*time.Second, &errs),
+		Runs:             envInt("BENCH_RUNS", 5, &errs),
+		CompleteClients:  envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
+		CreateClients:    envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
+		ReadClients:      envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
+		PagingEvents:     envInt("BENCH_PAGING_EVENTS", 10000, &errs),
+		DiscoveryEvents:  envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
+		ProjectionEvents: envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
+		PageLimit:        envInt("BENCH_PAGE_LIMIT", 500, &errs),
+		ServicePort:      envInt("BENCH_HTTP_PORT", 18080, &errs),
+		BaselinePort:     envInt("BENCH_BASELINE_PORT", 18081, &errs),
+		PprofPort:        envInt("BENCH_PPROF_PORT", 18082, &errs),
+		Database:         env("BENCH_DB", "accountable_bench"),
+		KeepDB:           env("BENCH_KEEP_DB", "") == "1",
+		Profile:          env("BENCH_PROFILE", "") == "1",
+		ProfileClients:   envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
+		ProfileLine:      env("BENCH_PROFILE_LINE", "complete"),
+		Out:              env("BENCH_OUT", "docs/benchmarks.md"),
+		Bin:              env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
+		Lines:            map[string]bool{},
 	}
 	for _, l := range strings.Split(env("BENCH_LINES", strings.Join(allLines, ",")), ",") {
 		l = strings.TrimSpace(l)

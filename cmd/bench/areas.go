@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/valyala/fasthttp"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store"
+)
+
+// The lines of the account-free operations (workload diagnosis, receipt validation) and of
+// the work-ledger projection. The account-free operations are measured against a bare
+// Fiber handler that decodes the same JSON body and encodes it back (the least any JSON
+// endpoint on this stack does); the projection against a bare Fiber + pgx handler sending
+// the same aggregate query and encoding its buckets.
+
+// doctorBody is a mid-sized workload: three systems, six actions.
+const doctorBody = `{"schema_version":"workload-diagnosis/0.1","workload":{"name":"Release notes agent",` +
+	`"outcome":"Draft release notes from merged pull requests and post them for review.","time_horizon":"recurring",` +
+	`"agent_count":2,"coordination":"handoff","systems":[` +
+	`{"category":"code_repository","access":"read","side_effect":"none","data_class":"internal"},` +
+	`{"category":"document_store","access":"write","side_effect":"reversible","data_class":"internal"},` +
+	`{"category":"messaging","access":"write","side_effect":"external","data_class":"confidential"}],` +
+	`"authority":{"actions":["research","draft","read_internal_data","write_internal_records","send_external_message","modify_code"],` +
+	`"approval_policy":"sensitive_actions","budget_control":"fixed_limit"},` +
+	`"accountability":{"evidence":"artifact","acceptance":"human","consequence":"moderate","retention":"long_term"}}}`
+
+// receiptFixture is the receipt the validation line posts: the shared Codex fixture.
+const receiptFixture = "testdata/agent-work-receipt/fixtures/codex.json"
+
+func (b *bench) accountFreeLines() error {
+	if b.s.Lines["doctor"] {
+		if err := b.postLine("doctor", "POST /doctor/workload", "/api/v1/doctor/workload", []byte(doctorBody)); err != nil {
+			return fmt.Errorf("doctor: %w", err)
+		}
+	}
+	if b.s.Lines["validate"] {
+		body, err := os.ReadFile(receiptFixture)
+		if err != nil {
+			return fmt.Errorf("validate: %w", err)
+		}
+		if err := b.postLine("validate", "POST /agent-work-receipts/validate", "/api/v1/agent-work-receipts/validate", body); err != nil {
+			return fmt.Errorf("validate: %w", err)
+		}
+	}
+	return nil
+}
+
+// postLine measures an account-free POST of body against the echo handler, at the read
+// lines' client counts. The service must answer 200 (a valid request).
+func (b *bench) postLine(id, name, path string, body []byte) error {
+	for _, c := range b.s.ReadClients {
+		l := &line{ID: id, Name: name, Clients: c, Unit: "req/s", Latency: "request",
+			LimitName: "bare Fiber: decode the same JSON body, encode it back"}
+		b.lines = append(b.lines, l)
+		logf("%s at %d clients, beside a JSON echo", name, c)
+		err := b.measure(l, func() (sample, error) {
+			s := runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+path, body))
+			return s, sampleErr(s)
+		}, func() (sample, error) {
+			s := runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.baseAddr+"/echo", body))
+			return s, sampleErr(s)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func postJSON(uri string, body []byte) workload {
+	return workload{
+		prepare: func(_ int, req *fasthttp.Request) bool {
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetRequestURI(uri)
+			req.Header.SetContentType("application/json")
+			req.SetBodyRaw(body)
+			return true
+		},
+		ok: func(status int) bool { return status == fasthttp.StatusOK },
+	}
+}
+
+// sampleErr fails a line whose requests failed (a wrong body would measure error paths).
+func sampleErr(s sample) error {
+	if s.Errors > 0 {
+		return fmt.Errorf("%d requests failed (first: %s)", s.Errors, s.FirstErr)
+	}
+	return nil
+}
+
+// --- GET /projections/work-ledger over ProjectionEvents events ---------------------------
+
+func (b *bench) projectionLine() error {
+	var have int
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1`, b.projection.WorkspaceID).Scan(&have); err != nil {
+		return err
+	}
+	if missing := b.s.ProjectionEvents - have; missing > 0 {
+		logf("seeding %d decisions (decision.proposed events) in the projection workspace through POST /decisions", missing)
+		uri, auth := "http://"+b.svcAddr+"/api/v1/decisions", "Bearer "+b.projection.Key
+		s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
+			prepare: func(i int, req *fasthttp.Request) bool {
+				if i >= missing {
+					return false
+				}
+				req.Header.SetMethod(fasthttp.MethodPost)
+				req.SetRequestURI(uri)
+				req.Header.Set(fasthttp.HeaderAuthorization, auth)
+				req.Header.SetContentType("application/json")
+				req.SetBodyRaw(fmt.Appendf(nil, `{"title":"Approve budget %d","shape":"budget_approval","urgency":"standard"}`, i))
+				return true
+			},
+			ok: func(status int) bool { return status == fasthttp.StatusCreated },
+		})
+		if s.Errors > 0 || s.Count < missing {
+			return fmt.Errorf("seeding the projection workspace: %d of %d created, %d errors (first: %s)", s.Count, missing, s.Errors, s.FirstErr)
+		}
+	}
+	if err := b.analyze(); err != nil {
+		return err
+	}
+	l := &line{ID: "projection", Name: fmt.Sprintf("GET /projections/work-ledger over %d events", b.s.ProjectionEvents), Clients: 1,
+		Unit: "req/s", Latency: "request", LimitName: "bare Fiber + pgx: the same aggregate query, its buckets as JSON"}
+	b.lines = append(b.lines, l)
+	logf("the work-ledger projection over %d events, beside its query on a bare server", b.s.ProjectionEvents)
+	want := b.s.ProjectionEvents
+	check := func(body []byte) error {
+		if n := lastInt(body, "decisions_proposed"); n != want {
+			return fmt.Errorf("the projection counted %d decisions, not %d: %s", n, want, truncate(string(body), 300))
+		}
+		return nil
+	}
+	return b.measure(l, func() (sample, error) {
+		return b.projectionRun("http://"+b.svcAddr+"/api/v1/projections/work-ledger", fasthttp.HeaderAuthorization, "Bearer "+b.projection.Key, check)
+	}, func() (sample, error) {
+		return b.projectionRun("http://"+b.baseAddr+"/projections/work-ledger", "X-Workspace-Id", b.projection.WorkspaceID, check)
+	})
+}
+
+func (b *bench) projectionRun(uri, header, value string, check func([]byte) error) (sample, error) {
+	var bad error
+	s := runLoad(b.ctx, addrOf(uri), 1, b.s.Warmup, b.s.Duration, workload{
+		prepare: func(_ int, req *fasthttp.Request) bool {
+			req.SetRequestURI(uri)
+			req.Header.Set(header, value)
+			return true
+		},
+		ok: func(status int) bool { return status == fasthttp.StatusOK },
+		onResponse: func(_ int, body []byte) {
+			if err := check(body); err != nil && bad == nil {
+				bad = err
+			}
+		},
+	})
+	if bad != nil {
+		return s, bad
+	}
+	return s, sampleErr(s)
+}
+
+// addrOf is the host:port of an http:// URI.
+func addrOf(uri string) string {
+	rest := uri[len("http://"):]
+	for i := range len(rest) {
+		if rest[i] == '/' {
+			return rest[:i]
+		}
+	}
+	return rest
+}
+
+// baselineRoutes adds the echo and projection handlers to the baseline server.
+func baselineRoutes(app *fiber.App, pool *pgxpool.Pool) {
+	app.Post("/echo", func(c *fiber.Ctx) error {
+		var v any
+		if err := json.Unmarshal(c.Body(), &v); err != nil {
+			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": err.Error()})
+		}
+		return c.JSON(v)
+	})
+	app.Get("/projections/work-ledger", func(c *fiber.Ctx) error {
+		ws := c.Get("X-Workspace-Id")
+		w, err := accountable.WorkLedgerQuery{Now: time.Now()}.Window()
+		if err != nil {
+			return err
+		}
+		p := accountable.NewWorkLedger(w)
+		rows, err := pool.Query(c.UserContext(), store.WorkLedgerSQL, ws, w.Bounds, store.WorkLedgerCountedTypes, w.Bounds[0], w.Bounds[len(w.Bounds)-1])
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				bucket    int
+				eventType string
+				n, cost   int64
+				latest    time.Time
+			)
+			if err := rows.Scan(&bucket, &eventType, &n, &cost, &latest); err != nil {
+				return err
+			}
+			if bucket >= 1 && bucket <= len(p.Buckets) {
+				p.Buckets[bucket-1].Add(eventType, n, cost)
+				p.Totals.Add(eventType, n, cost)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return c.JSON(baseEnvelope{Data: p, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws}})
+	})
+}

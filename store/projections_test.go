@@ -1,0 +1,23 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store"
+)
+
+// The predicate the projections' queries repeat names exactly the event types they read
+// (the index's own definition is checked against the database in the api tests).
+func TestProjectionPredicateNamesTheProjectionEvents(t *testing.T) {
+	p := store.ProjectionEventsPredicate
+	if strings.Count(p, "'")/2 != len(accountable.ProjectionEventTypes) {
+		t.Fatalf("%s names %d types, the projections read %v", p, strings.Count(p, "'")/2, accountable.ProjectionEventTypes)
+	}
+	for _, et := range accountable.ProjectionEventTypes {
+		if !strings.Contains(p, "'"+et+"'") {
+			t.Errorf("%s lacks %s", p, et)
+		}
+	}
+}
