@@ -99,7 +99,8 @@ func sampleErr(s sample) error {
 
 func (b *bench) projectionLine() error {
 	var have int
-	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1`, b.projection.WorkspaceID).Scan(&have); err != nil {
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1 AND event_type = 'decision.proposed'`,
+		b.projection.WorkspaceID).Scan(&have); err != nil {
 		return err
 	}
 	if missing := b.s.ProjectionEvents - have; missing > 0 {
