@@ -1,8 +1,6 @@
 package accountable
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -837,8 +835,7 @@ func WorkloadDiagnosisID(r WorkloadRequest) string {
 	if err != nil {
 		panic(fmt.Sprintf("accountable: a workload request has no canonical JSON: %v", err)) // strings, integers and arrays only
 	}
-	sum := sha256.Sum256(b)
-	return "wdg_" + hex.EncodeToString(sum[:])[:24]
+	return "wdg_" + Digest(b)[len("sha256:"):][:24]
 }
 
 // workloadFacts are what the rules read of a valid request, computed once.

@@ -134,25 +134,22 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if status == fiber.StatusRequestEntityTooLarge {
 		closeAfterUnreadBody(c)
 	}
+	var retryAfter *int
+	if status == fiber.StatusTooManyRequests {
+		secs := max(int(math.Ceil(ae.RetryAfter.Seconds())), 1)
+		retryAfter = &secs
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	}
 	if f := s.failureOf(c, ae.Code); f != nil {
-		if status == fiber.StatusTooManyRequests {
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(int(math.Ceil(ae.RetryAfter.Seconds())), 1)))
-		}
 		return c.Status(status).JSON(f.write(ae, status))
 	}
 	body := errorBody{
 		Code: ae.Code, Message: ae.Message, Details: ae.Details, RequestID: id,
 		Timestamp: accountable.NowTime(),
-		DocsURL:   s.cfg.SiteURL + V1Root + "/errors#" + ae.Code,
+		DocsURL:   s.cfg.SiteURL + V1Root + "/errors#" + ae.Code, RetryAfter: retryAfter,
 	}
 	if body.Details == nil {
 		body.Details = map[string]any{}
-	}
-	if status == fiber.StatusTooManyRequests {
-		secs := int(math.Ceil(ae.RetryAfter.Seconds()))
-		secs = max(secs, 1)
-		body.RetryAfter = &secs
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 	}
 	return c.Status(status).JSON(errorEnvelope{Error: body})
 }

@@ -16,9 +16,7 @@ type importedReceipt struct {
 }
 
 // findImportedReceipt reads the import of the external receipt_id, if there is one.
-func findImportedReceipt(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}, workspaceID, externalID string) (importedReceipt, bool, error) {
+func findImportedReceipt(ctx context.Context, q querier, workspaceID, externalID string) (importedReceipt, bool, error) {
 	var r importedReceipt
 	err := q.QueryRow(ctx, `SELECT id::text, document_digest FROM agent_work_receipts WHERE workspace_id = $1 AND external_receipt_id = $2`,
 		workspaceID, externalID).Scan(&r.id, &r.digest)

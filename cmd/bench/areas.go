@@ -104,24 +104,10 @@ func (b *bench) projectionLine() error {
 		return err
 	}
 	if missing := b.s.ProjectionEvents - have; missing > 0 {
-		logf("seeding %d decisions (decision.proposed events) in the projection workspace through POST /decisions", missing)
-		uri, auth := "http://"+b.svcAddr+"/api/v1/decisions", "Bearer "+b.projection.Key
-		s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
-			prepare: func(i int, req *fasthttp.Request) bool {
-				if i >= missing {
-					return false
-				}
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.SetRequestURI(uri)
-				req.Header.Set(fasthttp.HeaderAuthorization, auth)
-				req.Header.SetContentType("application/json")
-				req.SetBodyRaw(fmt.Appendf(nil, `{"title":"Approve budget %d","shape":"budget_approval","urgency":"standard"}`, i))
-				return true
-			},
-			ok: func(status int) bool { return status == fasthttp.StatusCreated },
-		})
-		if s.Errors > 0 || s.Count < missing {
-			return fmt.Errorf("seeding the projection workspace: %d of %d created, %d errors (first: %s)", s.Count, missing, s.Errors, s.FirstErr)
+		if err := b.seedPosts("decisions (the projection workspace)", b.projection, "/decisions", missing, func(i int) []byte {
+			return fmt.Appendf(nil, `{"title":"Approve budget %d","shape":"budget_approval","urgency":"standard"}`, i)
+		}); err != nil {
+			return err
 		}
 	}
 	if err := b.analyze(); err != nil {
@@ -139,15 +125,16 @@ func (b *bench) projectionLine() error {
 		return nil
 	}
 	return b.measure(l, func() (sample, error) {
-		return b.projectionRun("http://"+b.svcAddr+"/api/v1/projections/work-ledger", fasthttp.HeaderAuthorization, "Bearer "+b.projection.Key, check)
+		return b.projectionRun(b.svcAddr, "/api/v1/projections/work-ledger", fasthttp.HeaderAuthorization, "Bearer "+b.projection.Key, check)
 	}, func() (sample, error) {
-		return b.projectionRun("http://"+b.baseAddr+"/projections/work-ledger", "X-Workspace-Id", b.projection.WorkspaceID, check)
+		return b.projectionRun(b.baseAddr, "/projections/work-ledger", "X-Workspace-Id", b.projection.WorkspaceID, check)
 	})
 }
 
-func (b *bench) projectionRun(uri, header, value string, check func([]byte) error) (sample, error) {
+func (b *bench) projectionRun(addr, path, header, value string, check func([]byte) error) (sample, error) {
 	var bad error
-	s := runLoad(b.ctx, addrOf(uri), 1, b.s.Warmup, b.s.Duration, workload{
+	uri := "http://" + addr + path
+	s := runLoad(b.ctx, addr, 1, b.s.Warmup, b.s.Duration, workload{
 		prepare: func(_ int, req *fasthttp.Request) bool {
 			req.SetRequestURI(uri)
 			req.Header.Set(header, value)
@@ -164,17 +151,6 @@ func (b *bench) projectionRun(uri, header, value string, check func([]byte) erro
 		return s, bad
 	}
 	return s, sampleErr(s)
-}
-
-// addrOf is the host:port of an http:// URI.
-func addrOf(uri string) string {
-	rest := uri[len("http://"):]
-	for i := range len(rest) {
-		if rest[i] == '/' {
-			return rest[:i]
-		}
-	}
-	return rest
 }
 
 // baselineRoutes adds the echo and projection handlers to the baseline server.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/valyala/fasthttp"
 )
 
 // templates are the values of real requests the service handled in this run: pgbench
@@ -219,4 +220,29 @@ func (b *bench) rememberCommand(script string, r pgbResult) {
 	if _, ok := b.pgbCommands[script]; !ok && r.Command != "" {
 		b.pgbCommands[script] = r.Command
 	}
+}
+
+// seedPosts makes n resources in k's workspace through POST path (each answered 201),
+// request i sending body(i): the unmeasured seeding of the lines that read a large ledger.
+func (b *bench) seedPosts(what string, k keyInfo, path string, n int, body func(i int) []byte) error {
+	logf("seeding %d %s through POST %s", n, what, path)
+	uri, auth := "http://"+b.svcAddr+"/api/v1"+path, "Bearer "+k.Key
+	s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
+		prepare: func(i int, req *fasthttp.Request) bool {
+			if i >= n {
+				return false
+			}
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetRequestURI(uri)
+			req.Header.Set(fasthttp.HeaderAuthorization, auth)
+			req.Header.SetContentType("application/json")
+			req.SetBodyRaw(body(i))
+			return true
+		},
+		ok: func(status int) bool { return status == fasthttp.StatusCreated },
+	})
+	if s.Errors > 0 || s.Count < n {
+		return fmt.Errorf("seeding %s: %d of %d created, %d errors (first: %s)", what, s.Count, n, s.Errors, s.FirstErr)
+	}
+	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valyala/fasthttp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -105,27 +104,13 @@ func (b *bench) discoveryLine(wb *workflowBench) error {
 		return err
 	}
 	if missing := b.s.DiscoveryEvents - have; missing > 0 {
-		logf("seeding %d handoffs in the discovery workspace through POST /handoffs", missing)
-		uri, auth := "http://"+b.svcAddr+"/api/v1/handoffs", "Bearer "+b.discovery.Key
 		stages := [][2]string{{"intake", "triage"}, {"triage", "fix"}, {"intake", "triage"}, {"triage", "close"}}
-		s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
-			prepare: func(i int, req *fasthttp.Request) bool {
-				if i >= missing {
-					return false
-				}
-				st := stages[i%4]
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.SetRequestURI(uri)
-				req.Header.Set(fasthttp.HeaderAuthorization, auth)
-				req.Header.SetContentType("application/json")
-				req.SetBodyRaw(fmt.Appendf(nil, `{"handoff_key":"case-%d","from_stage_key":%q,"to_stage_key":%q,"title":"Case %d: %s to %s"}`,
-					i/2, st[0], st[1], i/2, st[0], st[1]))
-				return true
-			},
-			ok: func(status int) bool { return status == fasthttp.StatusCreated },
-		})
-		if s.Errors > 0 || s.Count < missing {
-			return fmt.Errorf("seeding the discovery workspace: %d of %d created, %d errors (first: %s)", s.Count, missing, s.Errors, s.FirstErr)
+		if err := b.seedPosts("handoffs (the discovery workspace)", b.discovery, "/handoffs", missing, func(i int) []byte {
+			st := stages[i%4]
+			return fmt.Appendf(nil, `{"handoff_key":"case-%d","from_stage_key":%q,"to_stage_key":%q,"title":"Case %d: %s to %s"}`,
+				i/2, st[0], st[1], i/2, st[0], st[1])
+		}); err != nil {
+			return err
 		}
 	}
 	if err := b.analyze(); err != nil {
