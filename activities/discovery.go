@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -37,6 +38,9 @@ type DiscoveryRef struct {
 const (
 	discoveryPage       = 2000
 	boundedSyncMaxEvent = 200000
+	// requestHorizonWait bounds the wait for the run's own request event to reach the
+	// stream (beyond, the run ends partial with what it read).
+	requestHorizonWait = 30 * time.Second
 )
 
 // MineDiscoveryRun mines the run's sources and records its result (see accountable.Mine).
@@ -59,16 +63,27 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 	final := accountable.DiscoverySucceeded
 	ledger := req.Mines(accountable.SourceWork) || req.Mines(accountable.SourceHandoffs) || req.Mines(accountable.SourceReceipts)
 	last := time.Now()
-	f := accountable.EventFilter{EventTypes: accountable.DiscoveryEventTypes, Limit: discoveryPage}
+	// The stream also gives the run's own request event: the run reads on until it has
+	// passed it, so that it mines everything committed before it was requested. (The
+	// stream stops below the oldest transaction still open in the cluster; an unrelated
+	// open transaction can hold the newest events back for a moment.)
+	f := accountable.EventFilter{EventTypes: append(slices.Clone(accountable.DiscoveryEventTypes), accountable.EventDiscoveryRunRequested),
+		Limit: discoveryPage}
+	reached, waitUntil := false, time.Now().Add(requestHorizonWait)
 	for pos := int64(0); ledger; {
 		page, err := a.Store.StreamEvents(ctx, in.WorkspaceID, f)
 		if err != nil {
 			return "", retryable(err)
 		}
 		var taskIDs []string
+		requests := 0
 		for _, e := range page.Events {
-			if e.EventType == accountable.EventWorkCompleted {
+			switch e.EventType {
+			case accountable.EventWorkCompleted:
 				taskIDs = append(taskIDs, e.AggregateID)
+			case accountable.EventDiscoveryRunRequested:
+				requests++
+				reached = reached || e.AggregateID == in.RunID
 			}
 		}
 		stages, err := a.Store.TaskStages(ctx, in.WorkspaceID, taskIDs)
@@ -77,18 +92,32 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		}
 		events = append(events, accountable.TraceEventsOf(page.Events, stages, pos, req.Mines)...)
 		pos += int64(len(page.Events))
-		counts.EventsRead += len(page.Events)
+		counts.EventsRead += len(page.Events) - requests
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, counts)
 		}
+		if len(page.Events) > 0 {
+			f.After = page.Next
+		}
 		if !page.HasMore || len(page.Events) == 0 {
-			break
+			if reached {
+				break
+			}
+			if time.Now().After(waitUntil) { // held back too long: what was read is all this run mines
+				final = accountable.DiscoveryPartial
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		if req.ModeOr() == accountable.DiscoveryBoundedSync && counts.EventsRead >= boundedSyncMaxEvent {
 			final = accountable.DiscoveryPartial
 			break
 		}
-		f.After = page.Next
 		if time.Since(last) >= every {
 			cards, cases := accountable.Mine(in.RunID, events)
 			counts.Cases, counts.Candidates = cases, len(cards)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -179,5 +180,41 @@ func TestDiscoveryRunObservationsAsync(t *testing.T) {
 	l := e.do(request{method: "GET", path: "/discovery-runs", key: key})
 	if runs := l.data()["runs"].([]any); len(runs) != 1 || runs[0].(map[string]any)["id"] != id {
 		t.Fatalf("list %s", l.raw)
+	}
+}
+
+// A run mines everything committed before it was requested, even while an unrelated
+// transaction, open since before those events were written, holds the event stream's
+// horizon back: the run waits until the stream has passed its own request.
+func TestDiscoveryRunWaitsForItsRequestToReachTheStream(t *testing.T) {
+	e := newEnv(t, nil)
+	key := storetest.NewTenant(t, e.db).Key
+	blocker := storetest.Conn(t)
+	tx, err := blocker.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `SELECT pg_current_xact_id()`); err != nil { // takes a transaction id: the horizon stops here
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		for _, st := range [][2]string{{"intake", "triage"}, {"triage", "fix"}} {
+			expect(t, e.do(request{method: "POST", path: "/handoffs", key: key, body: map[string]any{"handoff_key": fmt.Sprintf("held-%d", i),
+				"from_stage_key": st[0], "to_stage_key": st[1], "title": "held"}}), http.StatusCreated, "")
+		}
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(time.Second)
+		tx.Rollback(context.Background()) //nolint:errcheck // only releases the horizon
+	}()
+	r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"source_kinds": []any{"handoffs"}}})
+	<-released
+	expect(t, r, http.StatusCreated, "")
+	run, cards := r.data()["run"].(map[string]any), r.data()["processCards"].([]any)
+	if run["status"] != "succeeded" || run["counts"].(map[string]any)["eventsRead"] != 4.0 || len(cards) != 1 ||
+		cards[0].(map[string]any)["support"] != 2.0 {
+		t.Fatalf("run %s", r.raw)
 	}
 }
