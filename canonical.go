@@ -37,7 +37,7 @@ import (
 // implement json.Marshaler are parsed and canonicalised too.
 func CanonicalJSON(v any) ([]byte, error) {
 	e := canonEncoder{buf: make([]byte, 0, 256)}
-	if err := e.value(reflect.ValueOf(v)); err != nil {
+	if err := e.anyValue(v); err != nil {
 		return nil, err
 	}
 	return e.buf, nil
@@ -88,6 +88,85 @@ var (
 	rawMessageType    = reflect.TypeFor[json.RawMessage]()
 	numberType        = reflect.TypeFor[json.Number]()
 )
+
+// anyValue encodes v, without reflection when it is one of the values a decoder of
+// arbitrary JSON produces (map[string]any, []any, string, bool, nil, json.Number,
+// float64): a receipt document is canonicalised twice a request, and reflecting over its
+// maps cost more than the rest of its canonical form.
+func (e *canonEncoder) anyValue(v any) error {
+	switch v := v.(type) {
+	case nil:
+		e.buf = append(e.buf, "null"...)
+	case string:
+		e.string(v)
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, v)
+	case float64:
+		return e.float(v)
+	case json.Number:
+		return e.numberText(string(v))
+	case map[string]any:
+		if v == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.dynamicObject(v)
+	case []any:
+		if v == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return e.dynamicArray(v)
+	default:
+		return e.value(reflect.ValueOf(v))
+	}
+	return nil
+}
+
+// dynamicObject is mapValue for a map[string]any.
+func (e *canonEncoder) dynamicObject(m map[string]any) error {
+	if e.depth++; e.depth > maxCanonDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrNotCanonicalizable, maxCanonDepth)
+	}
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, compareUTF16)
+	e.buf = append(e.buf, '{')
+	for i, name := range names {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.string(name)
+		e.buf = append(e.buf, ':')
+		if err := e.anyValue(m[name]); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	e.depth--
+	return nil
+}
+
+// dynamicArray is array for a []any.
+func (e *canonEncoder) dynamicArray(a []any) error {
+	if e.depth++; e.depth > maxCanonDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrNotCanonicalizable, maxCanonDepth)
+	}
+	e.buf = append(e.buf, '[')
+	for i, v := range a {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.anyValue(v); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, ']')
+	e.depth--
+	return nil
+}
 
 func (e *canonEncoder) value(v reflect.Value) error {
 	if !v.IsValid() {

@@ -33,7 +33,7 @@ func validator(t testing.TB) accountable.ReceiptValidator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return accountable.ReceiptValidator{Schema: s, MaxBytes: 1 << 20}
+	return accountable.ReceiptValidator{Schema: s, Decoder: receiptschema.Decoder{}, MaxBytes: 1 << 20}
 }
 
 func decode(t testing.TB, raw []byte) map[string]any {

@@ -338,8 +338,10 @@ func (b *bench) pageRun(addr, path, header, value string, events int, warmup tim
 // table) while the service's CPU profile is taken over the measured window.
 func (b *bench) profile() error {
 	c := b.s.ProfileClients
-	if err := b.ensureServicePool(b.runsNeed(b.serviceRateEstimate(), 1)); err != nil {
-		return err
+	if pl := b.s.ProfileLine; pl == "complete" || pl == "read" {
+		if err := b.ensureServicePool(b.runsNeed(b.serviceRateEstimate(), 1)); err != nil {
+			return err
+		}
 	}
 	path := filepath.Join(b.dir, fmt.Sprintf("cpu-%s-%d.pprof", b.s.ProfileLine, c))
 	secs := int(math.Max(1, math.Round(b.s.Duration.Seconds())))
@@ -365,6 +367,14 @@ func (b *bench) profile() error {
 		}
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
 			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids))
+	case "doctor":
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+"/api/v1/doctor/workload", []byte(doctorBody)))
+	case "validate":
+		body, err := os.ReadFile(receiptFixture)
+		if err != nil {
+			return err
+		}
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+"/api/v1/agent-work-receipts/validate", body))
 	default:
 		s = b.serviceComplete(c)
 	}

@@ -115,7 +115,7 @@ func run() error {
 	}
 	b.printTable()
 	if b.profileTop != "" {
-		fmt.Printf("\nCPU profile of the service, complete-work at %d clients (%s):\n%s\n", b.s.ProfileClients, b.profileRun, b.profileTop)
+		fmt.Printf("\nCPU profile of the service, %s at %d clients (%s):\n%s\n", b.s.ProfileLine, b.s.ProfileClients, b.profileRun, b.profileTop)
 	}
 	fmt.Printf("\nwrote %s (make bench took %s)\n", b.s.Out, b.ended.Sub(b.started).Round(time.Second))
 	return nil
