@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Event is one accepted, replayable ledger event: an item of GET /events/stream. Events of
@@ -88,9 +89,13 @@ type EventFilter struct {
 
 // EventPage is one page of the event stream.
 type EventPage struct {
-	Events  []Event
-	Next    StreamPosition
-	HasMore bool
+	Events    []Event
+	Positions []StreamPosition // the position of each event (the cursor that resumes after it)
+	Next      StreamPosition
+	HasMore   bool
+	// Held says that events after the page are committed but not readable yet: an older
+	// transaction still running holds the stream's horizon below them. Read again shortly.
+	Held bool
 }
 
 // LedgerScope narrows a verification to one aggregate; empty means the whole workspace.
@@ -150,3 +155,27 @@ type LedgerVerificationJob struct {
 	CompletedAt *Time               `json:"completedAt"`
 	Result      *LedgerVerification `json:"result"`
 }
+
+// StreamTransport is how GET /events/stream answers: pages of JSON (no transport), or
+// one lease of Server-Sent Events.
+type StreamTransport string
+
+// The stream transports.
+const StreamTransportSSE StreamTransport = "sse"
+
+// Enum lists the transports.
+func (StreamTransport) Enum() []any { return []any{StreamTransportSSE} }
+
+// The bounds of a live-stream lease (CONTRACT.md: stream_ms default 25,000, at most
+// 60,000): how long it lasts, how many events it carries, how often it reads when live
+// notifications are unavailable, and how often an idle stream sends a heartbeat.
+const (
+	StreamLeaseDefault   = 25 * time.Second
+	StreamLeaseMin       = time.Second
+	StreamLeaseMax       = 60 * time.Second
+	StreamLeaseEvents    = 1000 // default and most events of one lease
+	StreamPollDefault    = time.Second
+	StreamPollMin        = 100 * time.Millisecond
+	StreamPollMax        = 10 * time.Second
+	StreamHeartbeatEvery = 5 * time.Second // at most 10 s apart, as CONTRACT.md requires
+)

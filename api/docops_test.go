@@ -48,6 +48,15 @@ type docParam struct {
 
 func (o docOperation) String() string { return o.ID + " (" + o.Method + " " + o.Path + ")" }
 
+// answersEventStream reports whether the operation's 200 may be a live stream
+// (text/event-stream).
+func (o docOperation) answersEventStream() bool {
+	ok, _ := o.Responses["200"].(map[string]any)
+	content, _ := ok["content"].(map[string]any)
+	_, has := content["text/event-stream"]
+	return has
+}
+
 // documents reports whether the operation documents status.
 func (o docOperation) documents(status int) bool {
 	_, ok := o.Responses[strconv.Itoa(status)]

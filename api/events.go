@@ -11,11 +11,16 @@ import (
 // eventOperations is the Events area.
 func (s *Server) eventOperations() []operation {
 	return []operation{
-		op(Operation{ID: "streamEvents", Method: fiber.MethodGet, Path: "/events/stream", Area: "Events",
-			Summary: "Read the workspace's ledger events in order (cursor pagination; meta.nextCursor is always present).",
+		op(Operation{ID: "streamEvents", Method: fiber.MethodGet, Path: "/events/stream", Area: "Events", EventStream: true,
+			Summary: "Read the workspace's ledger events in order (cursor pagination; meta.nextCursor is always present), " +
+				"or follow them live (transport=sse: a lease of Server-Sent Events).",
 			Description: "meta.nextCursor is the position after the last event returned (the request's own cursor when the page is empty), " +
 				"so a consumer can tail the stream by polling with it; save it only after the page was processed. " +
-				"meta.hasMore says whether more events were already available. An event that commits late is read on a later page, never skipped."},
+				"meta.hasMore says whether more events were already available. An event that commits late is read on a later page, never skipped. " +
+				"With transport=sse (and Accept: text/event-stream) the answer is one lease of Server-Sent Events: `ledger_event` frames " +
+				"(id: the cursor after the event, to resume with after= or Last-Event-ID; data: the event), new events as they commit, " +
+				"`:` heartbeat comments every 5 s, and an `error` frame {code, message} if the stream cannot be read; the lease ends after " +
+				"stream_ms (default 25000, at most 60000) or limit events (default 1000)."},
 			s.streamEvents),
 		op(Operation{ID: "verifyLedger", Method: fiber.MethodGet, Path: "/events/verify", Area: "Events",
 			Summary: "Recompute every digest and hash link of the workspace's ledger (or one aggregate's) and compare the chains with their anchored heads and the aggregates they describe."},
@@ -31,24 +36,42 @@ func (s *Server) eventOperations() []operation {
 }
 
 type streamQuery struct {
-	Limit          *int     `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	Limit          *int     `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100); with transport=sse, the most events of the lease (default 1000)."`
 	Cursor         *string  `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
 	EventTypes     []string `json:"-" query:"event_type" description:"Only events of these types."`
 	AggregateTypes []string `json:"-" query:"aggregate_type" description:"Only events of aggregates of these types."`
+	// The live stream (Server-Sent Events; see sse.go).
+	Transport *accountable.StreamTransport `json:"-" query:"transport" description:"sse: answer one lease of Server-Sent Events (send Accept: text/event-stream) instead of a page."`
+	After     *string                      `json:"-" query:"after" description:"The cursor to read after: an id of a ledger_event frame or a meta.nextCursor (the same as cursor). With transport=sse and neither, the Last-Event-ID header."`
+	StreamMS  *int                         `json:"-" query:"stream_ms" minimum:"1000" maximum:"60000" description:"With transport=sse: how long the lease lasts in milliseconds (default 25000)."`
+	PollMS    *int                         `json:"-" query:"poll_ms" minimum:"100" maximum:"10000" description:"With transport=sse: how often the stream reads while live notifications are unavailable, in milliseconds (default 1000)."`
 }
 
-// streamEvents: GET /events/stream.
+// streamEvents: GET /events/stream (a page; with transport=sse, a live lease).
 func (s *Server) streamEvents(c *call, in *streamQuery) ([]accountable.Event, error) {
 	f := accountable.EventFilter{Limit: accountable.DefaultPageLimit, EventTypes: in.EventTypes, AggregateTypes: in.AggregateTypes}
 	if in.Limit != nil {
 		f.Limit = *in.Limit
 	}
-	if in.Cursor != nil {
-		pos, ok := accountable.ParseStreamCursor(*in.Cursor)
+	for _, p := range []struct {
+		name   string
+		cursor *string
+	}{{"cursor", in.Cursor}, {"after", in.After}} {
+		if p.cursor == nil {
+			continue
+		}
+		pos, ok := accountable.ParseStreamCursor(*p.cursor)
 		if !ok {
-			return nil, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this stream returned"})
+			return nil, accountable.ValidationError(accountable.Issue{Path: p.name, Message: "is not a cursor this stream returned"})
+		}
+		if in.Cursor != nil && in.After != nil && *in.Cursor != *in.After {
+			return nil, accountable.ValidationError(accountable.Issue{Path: "after", Message: "differs from cursor (send one of them)"})
 		}
 		f.After = pos
+	}
+	// A HEAD request is answered as a page would be (it has no body to stream).
+	if in.Transport != nil && *in.Transport == accountable.StreamTransportSSE && c.fiber.Method() != fiber.MethodHead {
+		return nil, s.startEventStream(c, in, f)
 	}
 	page, err := s.deps.Ledger.StreamEvents(c.ctx, c.principal.WorkspaceID, f)
 	if err != nil {

@@ -111,7 +111,13 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
-	deps := api.Deps{Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db}
+	// Live streams are woken by a feed of this env's own, as in a process of the service.
+	feed := store.NewLedgerFeed(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	feedDone := make(chan struct{})
+	go func() { defer close(feedDone); feed.Run(feedCtx) }()
+	t.Cleanup(func() { stopFeed(); <-feedDone })
+	deps := api.Deps{Feed: feed, Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}

@@ -400,6 +400,11 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 		envelope := map[string]any{"type": "object", "additionalProperties": false, "required": []any{"data", "meta"},
 			"properties": map[string]any{"data": data, "meta": map[string]any{"$ref": schemasPrefix + "Meta"}}}
 		ok := map[string]any{"description": o.Summary, "content": map[string]any{"application/json": map[string]any{"schema": envelope}}}
+		if o.EventStream {
+			ok["content"].(map[string]any)["text/event-stream"] = map[string]any{"schema": map[string]any{"type": "string",
+				"description": "Server-Sent Events: `ledger_event` frames (id: the cursor after the event; data: one event as JSON), " +
+					"`error` frames (data: {code, message}) and `:` heartbeat comments."}}
+		}
 		responses[strconv.Itoa(o.Status)] = ok
 		if o.Idempotency != NoIdempotency && o.Status != 200 {
 			responses["200"] = map[string]any{"description": "A replay of an earlier request with the same Idempotency-Key (meta.duplicate true).",

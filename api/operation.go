@@ -67,6 +67,9 @@ type Operation struct {
 	// ContentType (JSON when empty).
 	Raw         bool
 	ContentType string
+	// EventStream operations may also answer with a lease of Server-Sent Events
+	// (text/event-stream; the handler starts it with call.streamEvents).
+	EventStream bool
 	// Bare operations answer Out itself, without the {data, meta} envelope (health), with
 	// Status or with one of BareStatuses.
 	Bare         bool
@@ -188,7 +191,8 @@ type call struct {
 	principal accountable.Principal
 	idem      *accountable.Idempotency
 	meta      meta
-	status    int // overrides the operation's status (a bare readiness answer)
+	status    int  // overrides the operation's status (a bare readiness answer)
+	streaming bool // the handler started a body stream (Server-Sent Events): nothing else is written
 }
 
 // replayed marks the response as a replay of an earlier request (or not).
@@ -246,7 +250,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 			}
 			return err
 		}
-		if o.Raw {
+		if o.Raw || c.streaming {
 			return nil
 		}
 		status := o.Status

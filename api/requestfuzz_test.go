@@ -463,10 +463,11 @@ func (q *fuzzReq) describe() string {
 }
 
 type fuzzRes struct {
-	status  int
-	header  http.Header
-	raw     []byte
-	elapsed time.Duration
+	status      int
+	header      http.Header
+	raw         []byte
+	elapsed     time.Duration
+	eventStream bool // a live stream: raw is its first line
 }
 
 // send writes the request on a new connection and reads the answer (after any 1xx).
@@ -491,6 +492,12 @@ func (f *fuzzer) send(q *fuzzReq) (fuzzRes, error) {
 		res, err := http.ReadResponse(br, &http.Request{Method: q.method})
 		if err != nil {
 			return fuzzRes{elapsed: time.Since(start)}, err
+		}
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			// A live stream's lease lasts seconds: its opening comment is its answer. (Its body
+			// is not closed: that would read the lease to its end; closing the connection ends it.)
+			opening, err := bufio.NewReader(res.Body).ReadString('\n')
+			return fuzzRes{status: res.StatusCode, header: res.Header, raw: []byte(opening), elapsed: time.Since(start), eventStream: true}, err
 		}
 		raw, err := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -560,6 +567,13 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		return fmt.Sprintf("X-Request-Id %q is not a plain request id: %s", id, show)
 	}
 	if q.method == "HEAD" {
+		return ""
+	}
+	if res.eventStream {
+		if res.status != http.StatusOK || q.op == nil || !q.op.answersEventStream() || !strings.Contains(q.target, "transport=sse") ||
+			string(res.raw) != ": stream open\n" {
+			return "an unexpected event stream: " + show
+		}
 		return ""
 	}
 	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {

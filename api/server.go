@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/accountablework/accountable"
 )
@@ -151,6 +152,8 @@ type Deps struct {
 	Artifacts   ArtifactStore
 	Projections ProjectionStore
 	Metrics     Metrics
+	// Feed wakes live event streams when their workspace has new events (nil: they poll).
+	Feed EventFeed
 	// MetricsHandler serves GET /metrics when set.
 	MetricsHandler fiber.Handler
 }
@@ -167,6 +170,11 @@ type Server struct {
 	limiter      *buckets // requests per API key
 	authFailures *buckets // failed authentications per client address
 	metrics      metrics
+	// streams is the context of live event streams: Shutdown cancels it, so that they end
+	// instead of holding their connections until their lease runs out.
+	streams     context.Context
+	stopStreams context.CancelFunc
+	streamReads singleflight.Group // concurrent identical reads of live streams (readForStreams)
 }
 
 // NewServer builds the Fiber app with every route and the OpenAPI document.
@@ -191,6 +199,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		metrics:      metrics{deps.Metrics},
 	}
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.ops = s.operations()
 	doc, err := buildDocument(s.ops, cfg.SiteURL)
 	if err != nil {
@@ -234,6 +243,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting requests, waits for those in flight and writes pending
 // last-used times of keys.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopStreams()
 	err := s.app.ShutdownWithContext(ctx)
 	s.usage.stop(ctx)
 	return err

@@ -287,7 +287,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		switch {
 		case err == nil:
 			committed = true
-			db.metrics.appended(len(t.events))
+			db.appended(cc.WorkspaceID, len(t.events))
 			return result, false, t.outbox, nil
 		case !errors.Is(err, errGateClosed):
 			return result, false, 0, err
@@ -317,8 +317,16 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		return result, false, 0, err
 	}
 	committed = true
-	db.metrics.appended(len(t.events))
+	db.appended(cc.WorkspaceID, len(t.events))
 	return remember(result, encoded), false, t.outbox, nil
+}
+
+// appended counts the n events a command of workspaceID committed and tells the feed.
+func (db *DB) appended(workspaceID string, n int) {
+	db.metrics.appended(n)
+	if n > 0 && db.onAppended != nil {
+		db.onAppended(workspaceID)
+	}
 }
 
 // remember keeps the JSON text of result in it when it embeds accountable.Encoded.

@@ -25,6 +25,9 @@ type DB struct {
 	pool        *pgxpool.Pool
 	metrics     metrics
 	outboxNudge func()
+	// onAppended is told the workspace of every command that committed events (the
+	// process's LedgerFeed).
+	onAppended func(workspaceID string)
 }
 
 // Config tunes the pool.

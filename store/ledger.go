@@ -15,13 +15,14 @@ const eventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
 	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, stream_position, seq`
 
-func scanEvent(row pgx.Row) (accountable.Event, accountable.StreamPosition, error) {
+// scanEvent scans eventColumns, then any columns selected after them into extra.
+func scanEvent(row pgx.Row, extra ...any) (accountable.Event, accountable.StreamPosition, error) {
 	var e accountable.Event
 	var payload, actorType string
 	var pos accountable.StreamPosition
-	err := row.Scan(&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
+	err := row.Scan(append([]any{&e.ID, &e.WorkspaceID, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.EventType,
 		&e.SchemaVersion, &actorType, &e.ActorID, &payload, &e.PayloadDigest, &e.OccurredAt, &e.RecordedAt,
-		&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &pos.Position, &pos.Seq)
+		&e.IdempotencyKey, &e.CausationID, &e.CorrelationID, &e.PreviousHash, &e.EventHash, &pos.Position, &pos.Seq}, extra...)...)
 	if err != nil {
 		return e, pos, err
 	}
@@ -48,14 +49,22 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	if len(f.AggregateTypes) > 0 {
 		aggregateTypes = f.AggregateTypes
 	}
-	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
-		WHERE workspace_id = $1
-		  AND (stream_position, seq) > ($2::bigint, $3::bigint)
-		  AND stream_position < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset())
-		  AND ($4::text[] IS NULL OR event_type = ANY ($4))
-		  AND ($5::text[] IS NULL OR aggregate_type = ANY ($5))
-		ORDER BY stream_position, seq
-		LIMIT $6`,
+	// The page is read below the horizon; the first event at or above it, if any, is read
+	// too, only to say that the page is Held.
+	rows, err := db.pool.Query(ctx, `WITH h AS (
+			SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset() AS horizon),
+		matching AS NOT MATERIALIZED (
+			SELECT * FROM ledger_events
+			WHERE workspace_id = $1
+			  AND (stream_position, seq) > ($2::bigint, $3::bigint)
+			  AND ($4::text[] IS NULL OR event_type = ANY ($4))
+			  AND ($5::text[] IS NULL OR aggregate_type = ANY ($5)))
+		(SELECT `+eventColumns+`, true FROM matching WHERE stream_position < (SELECT horizon FROM h)
+		 ORDER BY stream_position, seq LIMIT $6)
+		UNION ALL
+		(SELECT `+eventColumns+`, false FROM matching WHERE stream_position >= (SELECT horizon FROM h)
+		 ORDER BY stream_position, seq LIMIT 1)
+		ORDER BY stream_position, seq`,
 		workspaceID, f.After.Position, f.After.Seq, eventTypes, aggregateTypes, limit+1)
 	if err != nil {
 		return accountable.EventPage{}, mapError(err)
@@ -63,15 +72,21 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	defer rows.Close()
 	page := accountable.EventPage{Next: f.After, Events: make([]accountable.Event, 0, min(limit, 64))}
 	for rows.Next() {
-		e, pos, err := scanEvent(rows)
+		var settled bool
+		e, pos, err := scanEvent(rows, &settled)
 		if err != nil {
 			return accountable.EventPage{}, mapError(err)
+		}
+		if !settled {
+			page.Held = true
+			break
 		}
 		if len(page.Events) == limit {
 			page.HasMore = true
 			break
 		}
 		page.Events = append(page.Events, e)
+		page.Positions = append(page.Positions, pos)
 		page.Next = pos
 	}
 	if err := rows.Err(); err != nil {

@@ -109,6 +109,14 @@ func newTemporalClient(lc fx.Lifecycle, cfg Config, log *slog.Logger) (client.Cl
 	return c, nil
 }
 
+// newLedgerFeed wakes this process's live event streams when their workspace has new
+// events, and announces this process's commits to the others (store.LedgerFeed).
+func newLedgerFeed(lc fx.Lifecycle, db *store.DB, log *slog.Logger) *store.LedgerFeed {
+	f := store.NewLedgerFeed(db, log.With("component", "ledger_feed"))
+	inBackground(lc, f.Run)
+	return f
+}
+
 // The key cache tells authentication which keys it has found (their secrets skip the
 // failure budget); without this assertion a renamed method would silently turn that off.
 var _ api.KeyMemory = (*store.KeyCache)(nil)
@@ -119,7 +127,7 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 	return kc
 }
 
-func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
+func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, feed *store.LedgerFeed, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
@@ -129,7 +137,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Metrics: m,
-		MetricsHandler: m.fiberHandler()}, log)
+		Feed: feed, MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -284,17 +292,18 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newRelay),
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newRelay),
 		fx.Invoke(func(*api.Server, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // workerOptions runs the Temporal worker.
 func workerOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newWorker, newRelay), fx.Invoke(func(*worker.Worker, *worker.Relay) {}, warnPrivilegedRole, registerSearchAttributes))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newLedgerFeed, newWorker, newRelay),
+		fx.Invoke(func(*worker.Worker, *worker.Relay, *store.LedgerFeed) {}, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newAPIServer, newWorker, newRelay),
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newWorker, newRelay),
 		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }

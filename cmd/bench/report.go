@@ -123,6 +123,10 @@ func (b *bench) printTable() {
 	}
 	fmt.Println()
 	fmt.Print(b.table())
+	if len(b.streams) > 0 {
+		fmt.Println()
+		fmt.Print(b.streamTable())
+	}
 }
 
 // historyRow is this run's line of the history table.
@@ -180,6 +184,12 @@ func (b *bench) writeReport() error {
 		"The runs of a line alternate: service, limit, service, limit, … Ratio = service median / limit median. "+
 		"Target (DESIGN.md §6): ≥ %.1fx for every line, goal %.1fx.\n\n", b.s.Runs, b.s.Warmup, b.s.Duration, targetBar, targetGoal)
 	w.WriteString(b.table())
+	if len(b.streams) > 0 {
+		p("\n**Live stream** (GET /events/stream?transport=sse): commit-to-frame latency, from each event's recordedAt (taken as its " +
+			"command began) to the frame's arrival at each subscriber; subscribers follow one workspace, a writer commits " +
+			"work.created events at an even pace. Targets are DESIGN.md §6's, absolute.\n\n")
+		w.WriteString(b.streamTable())
+	}
 	p("\n")
 	for _, l := range b.lines {
 		for _, n := range l.Notes {
@@ -277,7 +287,7 @@ func (b *bench) writeReport() error {
 	p("\n## Commands\n\n")
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
-	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,doctor,validate,projection,proposal,launch,discovery BENCH_PROFILE=0\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,doctor,validate,projection,stream,proposal,launch,discovery BENCH_PROFILE=0\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
@@ -285,6 +295,7 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench paging' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench discovery' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {

@@ -37,8 +37,8 @@ type bench struct {
 	baseAddr                  string
 	accountable               string // the accountable binary
 
-	main, paging, discovery, projection keyInfo
-	pgb                                 *pgbench
+	main, paging, discovery, projection, stream keyInfo
+	pgb                                         *pgbench
 
 	// The work items the service completes: made through POST /work (by the create line
 	// and, when those are not enough, by seeding), handed out in order.
@@ -68,6 +68,7 @@ type bench struct {
 	runSeq     int
 	profileTop string
 	profileRun *sample
+	streams    []streamLatency // the live stream's line
 }
 
 type keyInfo struct {
@@ -183,7 +184,7 @@ func (b *bench) run() error {
 	for _, k := range []struct {
 		into *keyInfo
 		ws   string
-	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}} {
+	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}} {
 		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
 			"--user", "bench@example.com", "--json")
 		if err != nil {
@@ -259,6 +260,11 @@ func (b *bench) run() error {
 	}
 	if err := b.accountFreeLines(); err != nil {
 		return err
+	}
+	if b.s.Lines["stream"] {
+		if err := b.streamLine(); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
 	}
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
 		if err := b.workflowLines(); err != nil {
