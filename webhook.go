@@ -1,0 +1,269 @@
+package accountable
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Webhooks deliver a workspace's ledger events to a URL of the workspace's choosing, in
+// stream order, each POST signed with the endpoint's secret:
+//
+//	X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
+//
+// The secret is shown once, when the endpoint is registered, and stored encrypted
+// (AES-256-GCM with a key from the service's configuration), not hashed: the service must
+// sign with it. A receiver recomputes the HMAC over the raw body and refuses a timestamp
+// older than its tolerance (WebhookSignatureTolerance), which stops replays.
+
+// Ledger vocabulary of webhooks. Deliveries are not ledger events: a delivery of events
+// that made events would feed itself.
+const (
+	AggregateWebhook    = "webhook"
+	EventWebhookCreated = "webhook.created"
+	EventWebhookDeleted = "webhook.deleted"
+)
+
+// Bounds of a webhook endpoint.
+const (
+	MaxWebhookURLChars        = 2048
+	MaxWebhookEventTypes      = 50
+	MaxWebhookEventTypeChars  = 100
+	MinWebhookSecretChars     = 16
+	MaxWebhookSecretChars     = 256
+	WebhookSignatureHeader    = "X-Svc-Signature"
+	WebhookSignatureTolerance = 5 * time.Minute
+	// WebhookAllEvents as an event type subscribes to every event of the workspace.
+	WebhookAllEvents = "*"
+)
+
+// RegisterWebhook is POST /webhooks: where to deliver, which events, and the secret to
+// sign with (generated when absent).
+type RegisterWebhook struct {
+	URL        string   `json:"url" minLength:"1" maxLength:"2048" format:"uri" description:"http or https URL the events are POSTed to."`
+	EventTypes []string `json:"event_types" minItems:"1" maxItems:"50" uniqueItems:"true" description:"Event types to deliver (\"*\": every event)."`
+	Secret     *string  `json:"secret,omitempty" minLength:"16" maxLength:"256" description:"The signing secret (16-256 characters); generated when absent. Shown once."`
+}
+
+// Validate checks the registration's own rules: an absolute http(s) URL without
+// credentials, event types that are names or "*", a secret of printable ASCII. Whether
+// the URL's host may be reached is WebhookTargetPolicy's question.
+func (r RegisterWebhook) Validate() error {
+	var issues Issues
+	if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		issues = append(issues, Issue{Path: "/url", Message: "must be an absolute http or https URL"})
+	} else if u.User != nil {
+		issues = append(issues, Issue{Path: "/url", Message: "must not carry credentials (sign with the secret instead)"})
+	} else if u.Fragment != "" {
+		issues = append(issues, Issue{Path: "/url", Message: "must not have a fragment"})
+	}
+	if n := utf8.RuneCountInString(r.URL); n > MaxWebhookURLChars {
+		issues = append(issues, Issue{Path: "/url", Message: fmt.Sprintf("must be at most %d characters", MaxWebhookURLChars)})
+	}
+	switch n := len(r.EventTypes); {
+	case n == 0:
+		issues = append(issues, Issue{Path: "/event_types", Message: "must name at least one event type (\"*\" for every event)"})
+	case n > MaxWebhookEventTypes:
+		issues = append(issues, Issue{Path: "/event_types", Message: fmt.Sprintf("must have at most %d items", MaxWebhookEventTypes)})
+	}
+	for i, t := range r.EventTypes {
+		path := "/event_types/" + strconv.Itoa(i)
+		switch {
+		case !validEventTypeName(t):
+			issues = append(issues, Issue{Path: path, Message: "must be an event type (such as work.completed) or \"*\""})
+		case slices.Index(r.EventTypes, t) < i:
+			issues = append(issues, Issue{Path: path, Message: "is listed twice"})
+		}
+	}
+	if r.Secret != nil {
+		s := *r.Secret
+		switch {
+		case len(s) < MinWebhookSecretChars || len(s) > MaxWebhookSecretChars:
+			issues = append(issues, Issue{Path: "/secret", Message: fmt.Sprintf("must be %d to %d characters", MinWebhookSecretChars, MaxWebhookSecretChars)})
+		case strings.IndexFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0:
+			issues = append(issues, Issue{Path: "/secret", Message: "must be printable ASCII without spaces"})
+		}
+	}
+	return issues.Err()
+}
+
+// validEventTypeName reports whether t is "*" or a dotted lower-case name.
+func validEventTypeName(t string) bool {
+	if t == WebhookAllEvents {
+		return true
+	}
+	if t == "" || len(t) > MaxWebhookEventTypeChars || strings.HasPrefix(t, ".") || strings.HasSuffix(t, ".") || strings.Contains(t, "..") {
+		return false
+	}
+	return strings.IndexFunc(t, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.') }) < 0
+}
+
+// WebhookWants reports whether an endpoint subscribed to eventTypes delivers an event of
+// type t.
+func WebhookWants(eventTypes []string, t string) bool {
+	return slices.Contains(eventTypes, WebhookAllEvents) || slices.Contains(eventTypes, t)
+}
+
+// NewWebhookSecret returns a generated signing secret: "whsec_" and 32 random bytes in
+// base64url.
+func NewWebhookSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+	return "whsec_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// SignWebhook returns the X-Svc-Signature value of body sent at t.
+func SignWebhook(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + webhookMAC(secret, ts, body)
+}
+
+func webhookMAC(secret, ts string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Errors of VerifyWebhookSignature.
+var (
+	ErrWebhookSignatureMalformed = errors.New("webhook signature: malformed header")
+	ErrWebhookSignatureStale     = errors.New("webhook signature: timestamp outside the tolerance")
+	ErrWebhookSignatureMismatch  = errors.New("webhook signature: no v1 signature matches")
+)
+
+// VerifyWebhookSignature checks an X-Svc-Signature header against the raw body as a
+// receiver does: the timestamp within tolerance of now (either way), and one of its v1
+// signatures (there are several while a secret is being rotated) equal, in constant time,
+// to the HMAC it recomputes.
+func VerifyWebhookSignature(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	var ts string
+	var sigs []string
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return ErrWebhookSignatureMalformed
+		}
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sigs = append(sigs, v)
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return ErrWebhookSignatureMalformed
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return ErrWebhookSignatureStale
+	}
+	want := []byte(webhookMAC(secret, ts, body))
+	for _, s := range sigs {
+		if hmac.Equal([]byte(s), want) {
+			return nil
+		}
+	}
+	return ErrWebhookSignatureMismatch
+}
+
+// WebhookSecretKey encrypts and decrypts endpoints' signing secrets (AES-256-GCM).
+type WebhookSecretKey struct{ aead cipher.AEAD }
+
+// ParseWebhookSecretKey reads a key given as 32 bytes in base64 (standard or URL
+// alphabet, padded or not).
+func ParseWebhookSecretKey(s string) (WebhookSecretKey, error) {
+	s = strings.TrimRight(strings.TrimSpace(s), "=")
+	raw, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil {
+		raw, err = base64.RawURLEncoding.DecodeString(s)
+	}
+	if err != nil || len(raw) != 32 {
+		return WebhookSecretKey{}, errors.New("a webhook secret key is 32 bytes in base64 (openssl rand -base64 32)")
+	}
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return WebhookSecretKey{}, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return WebhookSecretKey{}, err
+	}
+	return WebhookSecretKey{aead: aead}, nil
+}
+
+// Configured reports whether the key was parsed (the zero key encrypts nothing).
+func (k WebhookSecretKey) Configured() bool { return k.aead != nil }
+
+// Seal encrypts secret, bound to the endpoint it belongs to (its id is the additional
+// data: a ciphertext copied to another endpoint does not open).
+func (k WebhookSecretKey) Seal(webhookID, secret string) []byte {
+	nonce := make([]byte, k.aead.NonceSize())
+	rand.Read(nonce) //nolint:errcheck // never fails (crypto/rand)
+	return k.aead.Seal(nonce, nonce, []byte(secret), []byte(webhookID))
+}
+
+// Open decrypts what Seal made for webhookID.
+func (k WebhookSecretKey) Open(webhookID string, sealed []byte) (string, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n {
+		return "", errors.New("webhook secret: ciphertext too short")
+	}
+	plain, err := k.aead.Open(nil, sealed[:n], sealed[n:], []byte(webhookID))
+	if err != nil {
+		return "", errors.New("webhook secret: does not open with this key (was WEBHOOK_SECRET_KEY changed?)")
+	}
+	return string(plain), nil
+}
+
+// WebhookTargetPolicy says which addresses deliveries may reach: public ones only,
+// unless the configuration allows private and loopback addresses (a service delivering
+// inside its own network, and the tests). Checked when an endpoint is registered (an IP
+// literal) and again for every connection (the address a name resolved to), so a name
+// that resolves to a private address later is refused too.
+type WebhookTargetPolicy struct{ AllowPrivate bool }
+
+// Allows reports whether a delivery may connect to addr.
+func (p WebhookTargetPolicy) Allows(addr netip.Addr) bool {
+	if p.AllowPrivate {
+		return addr.IsValid()
+	}
+	addr = addr.Unmap()
+	return addr.IsValid() && !(addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
+		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() ||
+		sharedAddressSpace.Contains(addr))
+}
+
+// sharedAddressSpace is 100.64.0.0/10 (RFC 6598, carrier-grade NAT), private in effect.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// CheckURL refuses a URL whose host is an address the policy does not allow (a name is
+// checked when a delivery connects).
+func (p WebhookTargetPolicy) CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ValidationError(Issue{Path: "/url", Message: "must be an absolute http or https URL"})
+	}
+	host := u.Hostname()
+	if addr, err := netip.ParseAddr(host); err == nil && !p.Allows(addr) {
+		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback or link-local address"})
+	}
+	if !p.AllowPrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback or link-local address"})
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package accountable_test
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+)
+
+func TestRegisterWebhookValidate(t *testing.T) {
+	secret := func(s string) *string { return &s }
+	ok := accountable.RegisterWebhook{URL: "https://hooks.example.com/in?x=1", EventTypes: []string{"work.completed", "receipt.imported"}}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid registration: %v", err)
+	}
+	all := accountable.RegisterWebhook{URL: "http://127.0.0.1:9/", EventTypes: []string{"*"}, Secret: secret("0123456789abcdef")}
+	if err := all.Validate(); err != nil {
+		t.Fatalf("valid registration: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		r    accountable.RegisterWebhook
+		path string
+	}{
+		{"relative URL", accountable.RegisterWebhook{URL: "/hooks", EventTypes: []string{"*"}}, "/url"},
+		{"other scheme", accountable.RegisterWebhook{URL: "ftp://example.com/", EventTypes: []string{"*"}}, "/url"},
+		{"credentials", accountable.RegisterWebhook{URL: "https://u:p@example.com/", EventTypes: []string{"*"}}, "/url"},
+		{"fragment", accountable.RegisterWebhook{URL: "https://example.com/#x", EventTypes: []string{"*"}}, "/url"},
+		{"long URL", accountable.RegisterWebhook{URL: "https://example.com/" + strings.Repeat("a", 2048), EventTypes: []string{"*"}}, "/url"},
+		{"no event types", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: nil}, "/event_types"},
+		{"bad event type", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: []string{"Work Completed"}}, "/event_types/0"},
+		{"dotted edge", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: []string{"work."}}, "/event_types/0"},
+		{"twice", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: []string{"work.created", "work.created"}}, "/event_types/1"},
+		{"short secret", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: []string{"*"}, Secret: secret("short")}, "/secret"},
+		{"secret with a space", accountable.RegisterWebhook{URL: "https://example.com/", EventTypes: []string{"*"}, Secret: secret("0123456789 abcdef")}, "/secret"},
+	} {
+		err := c.r.Validate()
+		var ae *accountable.Error
+		if !errors.As(err, &ae) || ae.Code != accountable.ECodeValidationFailed || !strings.Contains(errIssuesText(ae), `"`+c.path+`"`) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func errIssuesText(e *accountable.Error) string {
+	var b strings.Builder
+	if is, ok := e.Details["issues"].(accountable.Issues); ok {
+		for _, i := range is {
+			b.WriteString(`"` + i.Path + `" `)
+		}
+	}
+	return b.String()
+}
+
+// The signature is the HMAC-SHA256 of "<t>.<body>" (the vector is openssl's:
+// printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac whsec_test_secret_123).
+func TestWebhookSignature(t *testing.T) {
+	const secret = "whsec_test_secret_123"
+	at := time.Unix(1700000000, 0)
+	body := []byte(`{"a":1}`)
+	sig := accountable.SignWebhook(secret, at, body)
+	if want := "t=1700000000,v1=e89dcbfdce3392fb275033fb083d8c81e095a63bf687d9a2cd50e7d5f55e21f6"; sig != want {
+		t.Fatalf("signature %s, want %s", sig, want)
+	}
+	tol := accountable.WebhookSignatureTolerance
+	for _, c := range []struct {
+		name   string
+		secret string
+		header string
+		body   string
+		now    time.Time
+		want   error
+	}{
+		{"valid", secret, sig, `{"a":1}`, at.Add(time.Minute), nil},
+		{"valid beside a rotated one", secret, "t=1700000000,v1=00ff,v1=" + strings.Split(sig, "v1=")[1], `{"a":1}`, at, nil},
+		{"stale", secret, sig, `{"a":1}`, at.Add(tol + time.Second), accountable.ErrWebhookSignatureStale},
+		{"from the future", secret, sig, `{"a":1}`, at.Add(-tol - time.Second), accountable.ErrWebhookSignatureStale},
+		{"body changed", secret, sig, `{"a":2}`, at, accountable.ErrWebhookSignatureMismatch},
+		{"another secret", "whsec_other_secret_456", sig, `{"a":1}`, at, accountable.ErrWebhookSignatureMismatch},
+		{"timestamp changed", secret, strings.Replace(sig, "t=1700000000", "t=1700000001", 1), `{"a":1}`, at, accountable.ErrWebhookSignatureMismatch},
+		{"no v1", secret, "t=1700000000", `{"a":1}`, at, accountable.ErrWebhookSignatureMalformed},
+		{"garbage", secret, "sha256=abc", `{"a":1}`, at, accountable.ErrWebhookSignatureMalformed},
+	} {
+		if err := accountable.VerifyWebhookSignature(c.secret, c.header, []byte(c.body), c.now, tol); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if a, b := accountable.NewWebhookSecret(), accountable.NewWebhookSecret(); a == b || !strings.HasPrefix(a, "whsec_") || len(a) < 40 {
+		t.Fatalf("generated secrets %q %q", a, b)
+	}
+}
+
+func TestWebhookSecretKey(t *testing.T) {
+	key, err := accountable.ParseWebhookSecretKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	if err != nil || !key.Configured() {
+		t.Fatal(err)
+	}
+	sealed := key.Seal("wh-1", "whsec_secret")
+	if strings.Contains(string(sealed), "whsec_secret") {
+		t.Fatal("the secret is stored in the clear")
+	}
+	if got, err := key.Open("wh-1", sealed); err != nil || got != "whsec_secret" {
+		t.Fatalf("open: %q %v", got, err)
+	}
+	if again := key.Seal("wh-1", "whsec_secret"); string(again) == string(sealed) {
+		t.Fatal("two seals of one secret are equal (a fixed nonce)")
+	}
+	if _, err := key.Open("wh-2", sealed); err == nil {
+		t.Fatal("a ciphertext opened for another endpoint")
+	}
+	other, _ := accountable.ParseWebhookSecretKey("HxwdHhscGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA")
+	if _, err := other.Open("wh-1", sealed); err == nil {
+		t.Fatal("a ciphertext opened with another key")
+	}
+	for _, bad := range []string{"", "c2hvcnQ=", "not base64!"} {
+		if _, err := accountable.ParseWebhookSecretKey(bad); err == nil {
+			t.Errorf("key %q accepted", bad)
+		}
+	}
+}
+
+func TestWebhookTargetPolicy(t *testing.T) {
+	strict, open := accountable.WebhookTargetPolicy{}, accountable.WebhookTargetPolicy{AllowPrivate: true}
+	for _, c := range []struct {
+		addr    string
+		allowed bool
+	}{
+		{"8.8.8.8", true}, {"2606:4700::1111", true},
+		{"127.0.0.1", false}, {"::1", false}, {"10.1.2.3", false}, {"172.16.0.1", false}, {"192.168.1.1", false},
+		{"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false}, {"100.64.0.1", false}, {"0.0.0.0", false},
+		{"::ffff:127.0.0.1", false}, {"224.0.0.1", false},
+	} {
+		a := netip.MustParseAddr(c.addr)
+		if strict.Allows(a) != c.allowed {
+			t.Errorf("%s: allowed %v", c.addr, !c.allowed)
+		}
+		if !open.Allows(a) {
+			t.Errorf("%s refused with private addresses allowed", c.addr)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:8080/x", "http://[::1]/", "http://localhost/", "http://api.localhost/", "http://169.254.169.254/latest"} {
+		if strict.CheckURL(u) == nil {
+			t.Errorf("%s accepted", u)
+		}
+		if open.CheckURL(u) != nil {
+			t.Errorf("%s refused with private addresses allowed", u)
+		}
+	}
+	if err := strict.CheckURL("https://hooks.example.com/in"); err != nil {
+		t.Fatalf("a public name: %v", err)
+	}
+}
+
+func TestWebhookWants(t *testing.T) {
+	if !accountable.WebhookWants([]string{"*"}, "work.created") || !accountable.WebhookWants([]string{"work.created"}, "work.created") ||
+		accountable.WebhookWants([]string{"work.completed"}, "work.created") {
+		t.Fatal("event type matching")
+	}
+}
