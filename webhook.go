@@ -267,3 +267,93 @@ func (p WebhookTargetPolicy) CheckURL(raw string) error {
 	}
 	return nil
 }
+
+// WebhookStatus says whether an endpoint receives deliveries.
+type WebhookStatus string
+
+// Endpoint states.
+const (
+	WebhookActive  WebhookStatus = "active"
+	WebhookDeleted WebhookStatus = "deleted"
+)
+
+// Enum lists the states.
+func (WebhookStatus) Enum() []any { return EnumStrings(WebhookActive, WebhookDeleted) }
+
+// Webhook is a registered endpoint as the API shows it (never its secret).
+type Webhook struct {
+	ID               string        `json:"id" format:"uuid"`
+	WorkspaceID      string        `json:"workspace_id" format:"uuid"`
+	URL              string        `json:"url"`
+	EventTypes       []string      `json:"event_types"`
+	Status           WebhookStatus `json:"status"`
+	CreatedAt        Time          `json:"created_at"`
+	DeletedAt        *Time         `json:"deleted_at"`
+	AggregateVersion int64         `json:"aggregate_version" minimum:"1"`
+}
+
+// WebhookRegistration answers POST /webhooks: the endpoint and, this once, its secret
+// (null when the registration is replayed with its Idempotency-Key: the secret is not
+// kept where a replay could read it).
+type WebhookRegistration struct {
+	Webhook
+	Secret *string  `json:"secret" description:"The signing secret, shown once (null on a replay)."`
+	Event  EventRef `json:"event"`
+}
+
+// WebhookCreatedPayload is the payload of webhook.created (no secret).
+type WebhookCreatedPayload struct {
+	ID         string   `json:"id"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"event_types"`
+}
+
+// WebhookDeletedPayload is the payload of webhook.deleted.
+type WebhookDeletedPayload struct {
+	ID string `json:"id"`
+}
+
+// WebhookDeliveryID is the stable id of the delivery of an event to an endpoint: every
+// attempt and every redelivery of it carries the same id, so a receiver can drop repeats.
+func WebhookDeliveryID(webhookID, eventID string) string {
+	return "whd_" + Digest([]byte(webhookID + ":" + eventID))[len("sha256:"):][:24]
+}
+
+// WebhookDelivery is one event due to an endpoint.
+type WebhookDelivery struct {
+	WorkspaceID string         `json:"workspace_id"`
+	WebhookID   string         `json:"webhook_id"`
+	DeliveryID  string         `json:"delivery_id"`
+	EventID     string         `json:"event_id"`
+	EventType   string         `json:"event_type"`
+	Position    StreamPosition `json:"position"`
+}
+
+// WebhookEndpoint is what a delivery reads of its endpoint.
+type WebhookEndpoint struct {
+	URL          string
+	SealedSecret []byte
+	Deleted      bool
+	Delivered    StreamPosition // the position of the last event delivered
+}
+
+// WebhookBody is the JSON body of a delivery.
+type WebhookBody struct {
+	ID        string `json:"id"`   // the delivery id
+	Type      string `json:"type"` // the event's type
+	WebhookID string `json:"webhook_id"`
+	Event     Event  `json:"event"` // as the event stream serves it
+}
+
+// WebhookAttempt is one attempt to deliver an event (GET /webhooks/{id}/deliveries).
+type WebhookAttempt struct {
+	DeliveryID  string  `json:"delivery_id"`
+	Attempt     int     `json:"attempt" minimum:"1"`
+	EventID     string  `json:"event_id" format:"uuid"`
+	EventType   string  `json:"event_type"`
+	AttemptedAt Time    `json:"attempted_at"`
+	DurationMS  int64   `json:"duration_ms" minimum:"0"`
+	StatusCode  *int    `json:"status_code" description:"The receiver's HTTP status; null when no answer came."`
+	Error       *string `json:"error" description:"Why the attempt failed; null when it succeeded."`
+	Succeeded   bool    `json:"succeeded"`
+}

@@ -110,19 +110,27 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	queue := "api-test-" + uuid.NewString()
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
-	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue}
+	// Webhooks are enabled with a test key, and may reach this machine's test receivers.
+	webhookKey, err := accountable.ParseWebhookSecretKey(testWebhookKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue, WebhookSecretKey: webhookKey,
+		WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: true}}
 	// Live streams are woken by a feed of this env's own, as in a process of the service.
 	feed := store.NewLedgerFeed(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	feedCtx, stopFeed := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); feed.Run(feedCtx) }()
 	t.Cleanup(func() { stopFeed(); <-feedDone })
-	deps := api.Deps{Feed: feed, Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db}
+	deps := api.Deps{Feed: feed, Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
 	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
-		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db}})
+		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db},
+		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey,
+			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: true}, 5*time.Second)}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +163,9 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
 		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu, planner: planner}
 }
+
+// testWebhookKey keeps the test envs' webhook secrets.
+const testWebhookKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 type lockedWriter struct {
 	mu *sync.Mutex

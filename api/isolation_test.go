@@ -44,6 +44,7 @@ var fixtures = map[string]func(o *owner) string{
 	"discoveryRunId": (*owner).discoveryRun,
 	"episodeId":      (*owner).episode,
 	"artifactId":     (*owner).artifact,
+	"webhookId":      (*owner).webhook,
 }
 
 // pathValues are path parameters that name no resource of a workspace (every workspace
@@ -384,6 +385,15 @@ func (o *owner) artifact() string {
 			"entity_type": "task", "entity_id": o.task()}})
 	expect(o.t, r, http.StatusCreated, "")
 	return r.data()["artifact"].(map[string]any)["id"].(string)
+}
+
+// webhook registers an endpoint (the matrix's envs are quiet: nothing is delivered).
+func (o *owner) webhook() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/webhooks", key: o.tenant.Key,
+		body: map[string]any{"url": "https://hooks.example.com/" + o.marker, "event_types": []string{"work.created"}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
 }
 
 func (o *owner) handoff() string {

@@ -61,6 +61,10 @@ type Config struct {
 	// trusts, by key_id: receipt signatures are verified with them (the others are
 	// reported not_checked).
 	ReceiptSignerKeys accountable.ReceiptSignerKeys
+	// WebhookSecretKey keeps webhook endpoints' secrets (without one, registering an
+	// endpoint is 403); WebhookTargets says which addresses endpoints may have.
+	WebhookSecretKey accountable.WebhookSecretKey
+	WebhookTargets   accountable.WebhookTargetPolicy
 }
 
 // WorkStore is what the Work area needs.
@@ -151,6 +155,7 @@ type Deps struct {
 	Receipts    ReceiptStore
 	Artifacts   ArtifactStore
 	Projections ProjectionStore
+	Webhooks    WebhookStore
 	Metrics     Metrics
 	// Feed wakes live event streams when their workspace has new events (nil: they poll).
 	Feed EventFeed
@@ -228,7 +233,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.projectionOperations(), s.eventOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.projectionOperations(), s.eventOperations(), s.webhookOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

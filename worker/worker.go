@@ -19,6 +19,7 @@ type Activities struct {
 	Launches  *activities.Launches
 	Handoffs  *activities.Handoffs
 	Discovery *activities.Discovery
+	Webhooks  *activities.Webhooks
 }
 
 // Worker polls one task queue.
@@ -40,6 +41,8 @@ func New(c client.Client, taskQueue string, acts Activities, interceptors ...int
 	w.RegisterActivity(acts.Handoffs)
 	w.RegisterWorkflowWithOptions(workflows.DiscoveryRun, workflow.RegisterOptions{Name: workflows.DiscoveryRunName})
 	w.RegisterActivity(acts.Discovery)
+	w.RegisterWorkflowWithOptions(workflows.WebhookDelivery, workflow.RegisterOptions{Name: workflows.WebhookDeliveryName})
+	w.RegisterActivity(acts.Webhooks)
 	return &Worker{w: w}
 }
 

@@ -136,7 +136,8 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		},
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Metrics: m,
+		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Metrics: m,
 		Feed: feed, MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
@@ -185,6 +186,8 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *M
 		Launches:  &activities.Launches{Store: db},
 		Handoffs:  &activities.Handoffs{Store: db},
 		Discovery: &activities.Discovery{Store: db},
+		Webhooks: &activities.Webhooks{Store: db, Key: cfg.WebhookSecretKey,
+			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout)},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -61,6 +61,12 @@ type Config struct {
 	// ReceiptSignerKeys are the Ed25519 keys of the receipt signers the service trusts
 	// (RECEIPT_SIGNER_KEYS: comma-separated key_id=<base64url public key>).
 	ReceiptSignerKeys accountable.ReceiptSignerKeys
+	// Webhooks: the key that keeps endpoints' secrets (WEBHOOK_SECRET_KEY, 32 bytes in
+	// base64; `accountable dev --bootstrap` makes one in .data when unset), whether
+	// endpoints may have private and loopback addresses, and each attempt's timeout.
+	WebhookSecretKey    accountable.WebhookSecretKey
+	WebhookAllowPrivate bool
+	WebhookTimeout      time.Duration
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -117,6 +123,21 @@ func LoadConfig() (Config, error) {
 	} else {
 		c.ReceiptSignerKeys = keys
 	}
+	if v := env("WEBHOOK_SECRET_KEY", ""); v != "" {
+		if k, err := accountable.ParseWebhookSecretKey(v); err != nil {
+			errs = append(errs, "WEBHOOK_SECRET_KEY: "+err.Error())
+		} else {
+			c.WebhookSecretKey = k
+		}
+	}
+	switch v := strings.ToLower(env("WEBHOOK_ALLOW_PRIVATE", "false")); v {
+	case "1", "true", "yes":
+		c.WebhookAllowPrivate = true
+	case "0", "false", "no":
+	default:
+		errs = append(errs, "WEBHOOK_ALLOW_PRIVATE: true or false, not "+v)
+	}
+	c.WebhookTimeout = envDuration("WEBHOOK_TIMEOUT", 10*time.Second, &errs)
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}

@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -93,6 +95,13 @@ func run(args []string, out io.Writer) error {
 		if *bootstrap {
 			if err := devBootstrap(cfg, out); err != nil {
 				return err
+			}
+			if !cfg.WebhookSecretKey.Configured() {
+				key, err := devWebhookKey(filepath.Join(filepath.Dir(cfg.DevKeyFile), "webhook-secret-key"))
+				if err != nil {
+					return err
+				}
+				cfg.WebhookSecretKey = key
 			}
 		}
 		fx.New(devOptions(cfg)).Run()
@@ -267,6 +276,25 @@ func ledgerVerify(cfg Config, args []string, out io.Writer) error {
 
 func migrateConfig(cfg Config) store.MigrateConfig {
 	return store.MigrateConfig{OwnerURL: cfg.MigrationDatabaseURL, ServiceURL: cfg.DatabaseURL}
+}
+
+// devWebhookKey reads the dev webhook secret key from path, making it on first run (so
+// endpoints registered under make run keep working after a restart).
+func devWebhookKey(path string) (accountable.WebhookSecretKey, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		b := make([]byte, 32)
+		rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+		raw = []byte(base64.StdEncoding.EncodeToString(b) + "\n")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return accountable.WebhookSecretKey{}, err
+		}
+		err = os.WriteFile(path, raw, 0o600)
+	}
+	if err != nil {
+		return accountable.WebhookSecretKey{}, err
+	}
+	return accountable.ParseWebhookSecretKey(string(raw))
 }
 
 // devBootstrap migrates and, on first run, creates a dev user, workspace and API key. The

@@ -1,0 +1,166 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/accountablework/accountable"
+)
+
+// WebhookStore is what the webhook activities need.
+type WebhookStore interface {
+	NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookDelivery, bool, error)
+	WebhookEndpoint(ctx context.Context, workspaceID, webhookID string) (accountable.WebhookEndpoint, error)
+	WebhookEvent(ctx context.Context, workspaceID, eventID string) (accountable.Event, error)
+	RecordWebhookAttempt(ctx context.Context, d accountable.WebhookDelivery, a accountable.WebhookAttempt) error
+}
+
+// Webhooks holds the webhook activities: reading what is due to an endpoint and
+// delivering one event, signed, recording every attempt.
+type Webhooks struct {
+	Store WebhookStore
+	Key   accountable.WebhookSecretKey
+	// Client sends the deliveries; NewWebhookClient makes one that keeps to the policy.
+	Client *http.Client
+	// Now is the clock of the signatures (time.Now when nil).
+	Now func() time.Time
+}
+
+// WebhookRef names an endpoint.
+type WebhookRef struct {
+	WorkspaceID string `json:"workspaceId"`
+	WebhookID   string `json:"webhookId"`
+}
+
+// WebhookBatch is what is due to an endpoint.
+type WebhookBatch struct {
+	Deliveries []accountable.WebhookDelivery `json:"deliveries"`
+	Ended      bool                          `json:"ended"` // the endpoint was deleted
+}
+
+// WebhookBatchSize is the most events one read hands to the delivery workflow.
+const WebhookBatchSize = 20
+
+// NextWebhookDeliveries reads the events due to an endpoint.
+func (a *Webhooks) NextWebhookDeliveries(ctx context.Context, in WebhookRef) (WebhookBatch, error) {
+	ds, ended, err := a.Store.NextWebhookDeliveries(ctx, in.WorkspaceID, in.WebhookID, WebhookBatchSize)
+	return WebhookBatch{Deliveries: ds, Ended: ended}, retryable(err)
+}
+
+// errWebhookRefused is an attempt the receiver did not accept (a status other than 2xx,
+// or no answer): retried with backoff by the workflow's retry policy.
+var errWebhookRefused = errors.New("webhook delivery not accepted")
+
+// DeliverWebhook sends one event to its endpoint and records the attempt; an attempt that
+// is not accepted fails (and is retried). Idempotent: an event the endpoint has passed
+// already (a retry after a worker died between the receiver's answer and the activity's
+// completion) is not sent again, and a deleted endpoint is sent nothing.
+func (a *Webhooks) DeliverWebhook(ctx context.Context, d accountable.WebhookDelivery) error {
+	ep, err := a.Store.WebhookEndpoint(ctx, d.WorkspaceID, d.WebhookID)
+	if err != nil {
+		return retryable(err)
+	}
+	if ep.Deleted || !positionBefore(ep.Delivered, d.Position) {
+		return nil
+	}
+	secret, err := a.Key.Open(d.WebhookID, ep.SealedSecret)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "webhook_secret", err)
+	}
+	ev, err := a.Store.WebhookEvent(ctx, d.WorkspaceID, d.EventID)
+	if err != nil {
+		return retryable(err)
+	}
+	body, err := json.Marshal(accountable.WebhookBody{ID: d.DeliveryID, Type: d.EventType, WebhookID: d.WebhookID, Event: ev})
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "webhook_body", err)
+	}
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	attempt := accountable.WebhookAttempt{DeliveryID: d.DeliveryID, Attempt: int(activity.GetInfo(ctx).Attempt), EventID: d.EventID,
+		EventType: d.EventType}
+	started := now()
+	status, sendErr := a.send(ctx, ep.URL, secret, started, d, body)
+	attempt.AttemptedAt = accountable.TimeOf(started)
+	attempt.DurationMS = time.Since(started).Milliseconds()
+	if status != 0 {
+		attempt.StatusCode = &status
+	}
+	attempt.Succeeded = sendErr == nil && status >= 200 && status < 300
+	if !attempt.Succeeded {
+		msg := fmt.Sprintf("the receiver answered %d", status)
+		if sendErr != nil {
+			msg = sendErr.Error()
+		}
+		attempt.Error = &msg
+	}
+	if err := a.Store.RecordWebhookAttempt(context.WithoutCancel(ctx), d, attempt); err != nil {
+		return retryable(err)
+	}
+	if !attempt.Succeeded {
+		return fmt.Errorf("%w: %s", errWebhookRefused, *attempt.Error)
+	}
+	return nil
+}
+
+// send POSTs body signed at t and returns the receiver's status (0: no answer).
+func (a *Webhooks) send(ctx context.Context, url, secret string, t time.Time, d accountable.WebhookDelivery, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "accountable-webhooks/1")
+	req.Header.Set(accountable.WebhookSignatureHeader, accountable.SignWebhook(secret, t, body))
+	req.Header.Set("X-Svc-Delivery-Id", d.DeliveryID)
+	req.Header.Set("X-Svc-Event-Type", d.EventType)
+	res, err := a.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) //nolint:errcheck // the answer's body is not kept
+	return res.StatusCode, nil
+}
+
+// positionBefore reports whether a comes before b in the stream.
+func positionBefore(a, b accountable.StreamPosition) bool {
+	return a.Position < b.Position || a.Position == b.Position && a.Seq < b.Seq
+}
+
+// NewWebhookClient returns the HTTP client of deliveries: each attempt bounded by timeout,
+// no redirects followed (a receiver answers where it was registered), and every
+// connection refused unless the policy allows the address it resolved to (so a name that
+// resolves to a private address is refused too, whenever it does).
+func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		addr, err := netip.ParseAddr(host)
+		if err != nil || !policy.Allows(addr) {
+			return fmt.Errorf("webhook delivery to %s refused: not a public address (WEBHOOK_ALLOW_PRIVATE allows it)", host)
+		}
+		return nil
+	}}
+	return &http.Client{
+		Timeout:       timeout,
+		Transport:     &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workflows"
+)
+
+// WebhookStore is what the Webhooks area needs.
+type WebhookStore interface {
+	RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook,
+		seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error)
+	ListWebhooks(ctx context.Context, workspaceID string) ([]accountable.Webhook, error)
+	DeleteWebhook(ctx context.Context, p accountable.Principal, id string) (accountable.Webhook, error)
+	ListWebhookAttempts(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookAttempt, error)
+}
+
+const webhooksArea = "Webhooks"
+
+// webhookOperations are the Webhooks area (CONTRACT.md, "Events and webhooks").
+func (s *Server) webhookOperations() []operation {
+	return []operation{
+		op(Operation{ID: "registerWebhook", Method: fiber.MethodPost, Path: "/webhooks", Area: webhooksArea,
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency,
+			Summary: "Register an endpoint that receives the workspace's ledger events of event_types (\"*\": all), from now on, in " +
+				"stream order, each POST signed: X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>. " +
+				"The secret (given, or generated) is answered this once. Private, loopback and link-local addresses are refused " +
+				"unless the server allows them (WEBHOOK_ALLOW_PRIVATE); 403 forbidden when the server has no WEBHOOK_SECRET_KEY."},
+			s.registerWebhook),
+		op(Operation{ID: "listWebhooks", Method: fiber.MethodGet, Path: "/webhooks", Area: webhooksArea,
+			Summary: "List the workspace's endpoints (never their secrets), newest first."}, s.listWebhooks),
+		op(Operation{ID: "deleteWebhook", Method: fiber.MethodDelete, Path: "/webhooks/{webhookId}", Area: webhooksArea,
+			Summary: "Delete an endpoint: its deliveries stop (an attempt in flight may still arrive). Deleting it again answers it as it is."},
+			s.deleteWebhook),
+		op(Operation{ID: "listWebhookDeliveries", Method: fiber.MethodGet, Path: "/webhooks/{webhookId}/deliveries", Area: webhooksArea,
+			Summary: "Every delivery attempt to the endpoint, newest first: the delivery id (the same for every attempt of one event), " +
+				"the attempt, the receiver's status or why there was none, and how long it took."},
+			s.listWebhookDeliveries),
+	}
+}
+
+type webhookRef struct {
+	WebhookID string `json:"-" path:"webhookId" format:"uuid" description:"The endpoint."`
+}
+
+type webhookDeliveriesQuery struct {
+	webhookRef
+	Limit *int `json:"-" query:"limit" minimum:"1" maximum:"200" description:"At most this many attempts (default 50)."`
+}
+
+// registerWebhook: POST /webhooks.
+func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (accountable.WebhookRegistration, error) {
+	key := s.cfg.WebhookSecretKey
+	if !key.Configured() {
+		return accountable.WebhookRegistration{}, accountable.Errorf(accountable.ECodeForbidden,
+			"Webhooks are not enabled on this server: it has no WEBHOOK_SECRET_KEY to keep their secrets with.")
+	}
+	if err := s.cfg.WebhookTargets.CheckURL(in.URL); err != nil {
+		return accountable.WebhookRegistration{}, err
+	}
+	secret := accountable.NewWebhookSecret()
+	if in.Secret != nil {
+		secret = *in.Secret
+	}
+	reg, dup, err := s.deps.Webhooks.RegisterWebhook(c.ctx, c.principal, c.idem, *in,
+		func(id string) []byte { return key.Seal(id, secret) }, workflows.WebhookDeliveryStart)
+	if err != nil {
+		return reg, err
+	}
+	if !dup {
+		reg.Secret = &secret
+	}
+	c.replayed(dup)
+	return reg, nil
+}
+
+// listWebhooks: GET /webhooks.
+func (s *Server) listWebhooks(c *call, _ *struct{}) ([]accountable.Webhook, error) {
+	return s.deps.Webhooks.ListWebhooks(c.ctx, c.principal.WorkspaceID)
+}
+
+// deleteWebhook: DELETE /webhooks/{webhookId}.
+func (s *Server) deleteWebhook(c *call, in *webhookRef) (accountable.Webhook, error) {
+	return s.deps.Webhooks.DeleteWebhook(c.ctx, c.principal, accountable.NormalizeUUID(in.WebhookID))
+}
+
+// listWebhookDeliveries: GET /webhooks/{webhookId}/deliveries.
+func (s *Server) listWebhookDeliveries(c *call, in *webhookDeliveriesQuery) ([]accountable.WebhookAttempt, error) {
+	limit := 50
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	return s.deps.Webhooks.ListWebhookAttempts(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.WebhookID), limit)
+}

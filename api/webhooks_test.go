@@ -1,0 +1,213 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// receiver is a webhook receiver as the README shows one: it verifies the signature over
+// the raw body and refuses a stale timestamp; failNext makes it answer 500 that many times.
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	secret string
+	skew   time.Duration // added to the receiver's clock
+	fail   int
+	got    []received
+}
+
+type received struct {
+	status    int
+	delivery  string
+	signature string
+	body      []byte
+	parsed    accountable.WebhookBody
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{t: t}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := received{delivery: req.Header.Get("X-Svc-Delivery-Id"), signature: req.Header.Get(accountable.WebhookSignatureHeader), body: body}
+	err := accountable.VerifyWebhookSignature(r.secret, rec.signature, body, time.Now().Add(r.skew), accountable.WebhookSignatureTolerance)
+	switch {
+	case err != nil:
+		rec.status = http.StatusBadRequest
+	case r.fail > 0:
+		r.fail--
+		rec.status = http.StatusInternalServerError
+	default:
+		rec.status = http.StatusOK
+	}
+	json.Unmarshal(body, &rec.parsed) //nolint:errcheck // checked by the test
+	r.got = append(r.got, rec)
+	w.WriteHeader(rec.status)
+}
+
+// accepted waits until n deliveries were accepted and returns every request received.
+func (r *receiver) accepted(n int, within time.Duration) []received {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r.mu.Lock()
+		ok := 0
+		for _, g := range r.got {
+			if g.status == http.StatusOK {
+				ok++
+			}
+		}
+		got := append([]received(nil), r.got...)
+		r.mu.Unlock()
+		if ok >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d of %d deliveries accepted within %s (%d requests)", ok, n, within, len(got))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An endpoint receives the events of its types committed after it was registered, signed;
+// a 500 is retried with the same delivery id and every attempt is recorded; a stale
+// signature is refused by the receiver; a deleted endpoint receives nothing more.
+func TestWebhookDeliveries(t *testing.T) {
+	e := newEnv(t, nil)
+	key := storetest.NewTenant(t, e.db).Key
+	createWork(t, e, key, "before the endpoint")
+	rcv := newReceiver(t)
+	r := e.do(request{method: "POST", path: "/webhooks", key: key, headers: map[string]string{"Idempotency-Key": "hook-1"},
+		body: map[string]any{"url": rcv.srv.URL + "/in", "event_types": []string{"work.created"}}})
+	expect(t, r, http.StatusCreated, "")
+	hook := r.data()
+	secret, _ := hook["secret"].(string)
+	if !strings.HasPrefix(secret, "whsec_") || hook["status"] != "active" {
+		t.Fatalf("registration %s", r.raw)
+	}
+	rcv.mu.Lock()
+	rcv.secret, rcv.fail = secret, 1
+	rcv.mu.Unlock()
+	id := hook["id"].(string)
+
+	// The same key again: the endpoint, without its secret.
+	again := e.do(request{method: "POST", path: "/webhooks", key: key, headers: map[string]string{"Idempotency-Key": "hook-1"},
+		body: map[string]any{"url": rcv.srv.URL + "/in", "event_types": []string{"work.created"}}})
+	expect(t, again, http.StatusOK, "")
+	if again.data()["id"] != id || again.data()["secret"] != nil || again.meta()["duplicate"] != true {
+		t.Fatalf("replay %s", again.raw)
+	}
+
+	task := createWork(t, e, key, "after the endpoint")
+	got := rcv.accepted(1, 20*time.Second)
+	if len(got) != 2 || got[0].status != http.StatusInternalServerError || got[1].delivery != got[0].delivery ||
+		got[1].parsed.ID != got[0].delivery || got[1].parsed.Type != "work.created" || got[1].parsed.Event.AggregateID != task ||
+		got[1].parsed.WebhookID != id {
+		t.Fatalf("deliveries %+v", got)
+	}
+	attempts := e.do(request{method: "GET", path: "/webhooks/{webhookId}/deliveries", params: map[string]string{"webhookId": id}, key: key})
+	expect(t, attempts, http.StatusOK, "")
+	list := attempts.dataList()
+	if len(list) != 2 {
+		t.Fatalf("attempts %s", attempts.raw)
+	}
+	first, second := list[1].(map[string]any), list[0].(map[string]any)
+	if first["attempt"] != 1.0 || first["succeeded"] != false || first["status_code"] != 500.0 || first["error"] == nil ||
+		second["attempt"] != 2.0 || second["succeeded"] != true || second["status_code"] != 200.0 || second["error"] != nil ||
+		first["delivery_id"] != got[0].delivery || second["delivery_id"] != got[0].delivery || second["event_id"] != got[1].parsed.Event.ID {
+		t.Fatalf("attempts %s", attempts.raw)
+	}
+
+	// A delivery replayed after the tolerance is refused by the receiver.
+	rcv.mu.Lock()
+	rcv.skew = accountable.WebhookSignatureTolerance + time.Minute
+	rcv.mu.Unlock()
+	req, _ := http.NewRequest(http.MethodPost, rcv.srv.URL+"/in", bytes.NewReader(got[1].body))
+	req.Header.Set(accountable.WebhookSignatureHeader, got[1].signature)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a stale delivery answered %d", res.StatusCode)
+	}
+	rcv.mu.Lock()
+	rcv.skew, rcv.got = 0, nil
+	rcv.mu.Unlock()
+
+	// Only the endpoint's event types; then, deleted, nothing more.
+	r = e.do(request{method: "POST", path: "/decisions", key: key, body: map[string]any{"title": "Not delivered", "shape": "budget_approval", "urgency": "standard"}})
+	expect(t, r, http.StatusCreated, "")
+	second2 := createWork(t, e, key, "second")
+	got = rcv.accepted(1, 20*time.Second)
+	if len(got) != 1 || got[0].parsed.Event.AggregateID != second2 {
+		t.Fatalf("deliveries %+v", got)
+	}
+	list2 := e.do(request{method: "GET", path: "/webhooks", key: key})
+	expect(t, list2, http.StatusOK, "")
+	if hooks := list2.dataList(); len(hooks) != 1 || strings.Contains(string(list2.raw), secret) {
+		t.Fatalf("list %s", list2.raw)
+	}
+	del := e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key})
+	expect(t, del, http.StatusOK, "")
+	if del.data()["status"] != "deleted" || del.data()["deleted_at"] == nil {
+		t.Fatalf("delete %s", del.raw)
+	}
+	expect(t, e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}), http.StatusOK, "")
+	createWork(t, e, key, "after the delete")
+	time.Sleep(3 * time.Second) // longer than an idle endpoint's wait
+	rcv.mu.Lock()
+	n := len(rcv.got)
+	rcv.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d requests after the delete, want the 1 before it", n)
+	}
+	if list3 := e.do(request{method: "GET", path: "/webhooks", key: key}); len(list3.dataList()) != 0 {
+		t.Fatalf("list after delete %s", list3.raw)
+	}
+}
+
+func TestWebhookRefusals(t *testing.T) {
+	e := newEnv(t, nil)
+	key := storetest.NewTenant(t, e.db).Key
+	other := storetest.NewTenant(t, e.db).Key
+	for _, body := range []map[string]any{
+		{"url": "ftp://example.com/", "event_types": []string{"*"}},
+		{"url": "https://example.com/", "event_types": []string{}},
+		{"url": "https://example.com/", "event_types": []string{"*"}, "secret": "short"},
+	} {
+		expect(t, e.do(request{method: "POST", path: "/webhooks", key: key, body: body}), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	}
+	r := e.do(request{method: "POST", path: "/webhooks", key: key, body: map[string]any{"url": "https://example.com/hook", "event_types": []string{"work.completed"},
+		"secret": "0123456789abcdef-given"}})
+	expect(t, r, http.StatusCreated, "")
+	if r.data()["secret"] != "0123456789abcdef-given" {
+		t.Fatalf("given secret %s", r.raw)
+	}
+	id := r.data()["id"].(string)
+	e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}) // no delivery to example.com
+	for _, req := range []request{
+		{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: other},
+		{method: "GET", path: "/webhooks/{webhookId}/deliveries", params: map[string]string{"webhookId": id}, key: other},
+	} {
+		expect(t, e.do(req), http.StatusNotFound, accountable.ECodeNotFound)
+	}
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+// Webhook endpoints (migration 019): registered and deleted as commands with their ledger
+// events; delivered by a workflow per endpoint (workflows.WebhookDelivery) that reads the
+// workspace's stream after the endpoint's last delivered event and records every attempt.
+
+const webhookColumns = `id, workspace_id, url, event_types, created_at, deleted_at, aggregate_version`
+
+func scanWebhook(row pgx.Row) (accountable.Webhook, error) {
+	var w accountable.Webhook
+	var deleted *accountable.Time
+	err := row.Scan(&w.ID, &w.WorkspaceID, &w.URL, &w.EventTypes, &w.CreatedAt, &deleted, &w.AggregateVersion)
+	w.DeletedAt, w.Status = deleted, accountable.WebhookActive
+	if deleted != nil {
+		w.Status = accountable.WebhookDeleted
+	}
+	return w, err
+}
+
+// RegisterWebhook records an endpoint with its webhook.created event and the message that
+// starts its delivery workflow once the command commits. seal encrypts the secret for the
+// endpoint's id. The result carries no secret (it is the idempotency record's document).
+func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook,
+	seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error) {
+	cmd := commandOf[accountable.WebhookRegistration](p, idem, accountable.Causation{})
+	cmd.blind = true
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.WebhookRegistration, error) {
+		w := accountable.Webhook{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, URL: in.URL,
+			EventTypes: in.EventTypes, Status: accountable.WebhookActive, CreatedAt: accountable.TimeOf(tx.Now()), AggregateVersion: 1}
+		ev, err := tx.Append(aggregate(accountable.AggregateWebhook, w.ID), accountable.EventWebhookCreated,
+			accountable.WebhookCreatedPayload{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes})
+		if err != nil {
+			return accountable.WebhookRegistration{}, err
+		}
+		tx.Queue(`INSERT INTO webhooks (workspace_id, id, url, event_types, secret_sealed, created_at, created_event_id, aggregate_version)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1)`,
+			p.WorkspaceID, w.ID, w.URL, w.EventTypes, seal(w.ID), w.CreatedAt.Time, ev.ID)
+		msg, err := start(p.WorkspaceID, w.ID)
+		if err != nil {
+			return accountable.WebhookRegistration{}, err
+		}
+		tx.Send(msg)
+		return accountable.WebhookRegistration{Webhook: w, Event: ev.Ref()}, nil
+	}
+	return runCommand(ctx, db, cmd)
+}
+
+// ListWebhooks lists the workspace's active endpoints, newest first.
+func (db *DB) ListWebhooks(ctx context.Context, workspaceID string) ([]accountable.Webhook, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks
+		WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id DESC`, workspaceID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	out := []accountable.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		out = append(out, w)
+	}
+	return out, mapError(rows.Err())
+}
+
+// DeleteWebhook ends an endpoint's deliveries (its workflow stops at its next step) with a
+// webhook.deleted event. Deleting a deleted endpoint answers it as it is.
+func (db *DB) DeleteWebhook(ctx context.Context, p accountable.Principal, id string) (accountable.Webhook, error) {
+	ref := aggregate(accountable.AggregateWebhook, id)
+	cmd := commandOf[accountable.Webhook](p, nil, accountable.Causation{})
+	cmd.locks = []aggregateRef{ref}
+	cmd.run = func(ctx context.Context, tx *tx) (accountable.Webhook, error) {
+		w, err := scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, id))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return w, accountable.NotFound("webhook")
+		case err != nil || w.Status == accountable.WebhookDeleted:
+			return w, err
+		}
+		now := accountable.TimeOf(tx.Now())
+		w.Status, w.DeletedAt = accountable.WebhookDeleted, &now
+		w.AggregateVersion++
+		if _, err := tx.Append(ref, accountable.EventWebhookDeleted, accountable.WebhookDeletedPayload{ID: id}); err != nil {
+			return w, err
+		}
+		tx.Queue(`UPDATE webhooks SET deleted_at = $3, aggregate_version = $4 WHERE workspace_id = $1 AND id = $2`,
+			p.WorkspaceID, id, now.Time, w.AggregateVersion)
+		return w, nil
+	}
+	w, _, err := runCommand(ctx, db, cmd)
+	return w, err
+}
+
+// ListWebhookAttempts lists an endpoint's delivery attempts, newest first (404 for an
+// endpoint the workspace does not have).
+func (db *DB) ListWebhookAttempts(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookAttempt, error) {
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE workspace_id = $1 AND id = $2)`,
+		workspaceID, webhookID).Scan(&exists); err != nil {
+		return nil, mapError(err)
+	}
+	if !exists {
+		return nil, accountable.NotFound("webhook")
+	}
+	rows, err := db.pool.Query(ctx, `SELECT delivery_id, attempt, event_id, event_type, attempted_at, duration_ms, status_code, error, succeeded
+		FROM webhook_attempts WHERE workspace_id = $1 AND webhook_id = $2
+		ORDER BY attempted_at DESC, delivery_id, attempt DESC LIMIT $3`, workspaceID, webhookID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	out := []accountable.WebhookAttempt{}
+	for rows.Next() {
+		var a accountable.WebhookAttempt
+		if err := rows.Scan(&a.DeliveryID, &a.Attempt, &a.EventID, &a.EventType, &a.AttemptedAt, &a.DurationMS, &a.StatusCode, &a.Error, &a.Succeeded); err != nil {
+			return nil, mapError(err)
+		}
+		out = append(out, a)
+	}
+	return out, mapError(rows.Err())
+}
+
+// WebhookEndpoint reads what a delivery needs of an endpoint.
+func (db *DB) WebhookEndpoint(ctx context.Context, workspaceID, webhookID string) (accountable.WebhookEndpoint, error) {
+	var e accountable.WebhookEndpoint
+	var deleted *accountable.Time
+	var pos, seq *int64
+	err := db.pool.QueryRow(ctx, `SELECT url, secret_sealed, deleted_at, delivered_position, delivered_seq
+		FROM webhooks WHERE workspace_id = $1 AND id = $2`, workspaceID, webhookID).Scan(&e.URL, &e.SealedSecret, &deleted, &pos, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, accountable.NotFound("webhook")
+	}
+	if err != nil {
+		return e, mapError(err)
+	}
+	e.Deleted = deleted != nil
+	if pos != nil && seq != nil {
+		e.Delivered = accountable.StreamPosition{Position: *pos, Seq: *seq}
+	}
+	return e, nil
+}
+
+// NextWebhookDeliveries returns up to limit events due to an endpoint: those of its event
+// types after the last one delivered (or after its own webhook.created event), read with
+// the stream's horizon rule, so none that commits late is skipped. ended is true for a
+// deleted endpoint.
+func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended bool, err error) {
+	var eventTypes []string
+	var deleted *accountable.Time
+	var after accountable.StreamPosition
+	err = db.pool.QueryRow(ctx, `SELECT w.event_types, w.deleted_at,
+			coalesce(w.delivered_position, e.stream_position), coalesce(w.delivered_seq, e.seq)
+		FROM webhooks w JOIN ledger_events e ON e.workspace_id = w.workspace_id AND e.id = w.created_event_id
+		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, webhookID).Scan(&eventTypes, &deleted, &after.Position, &after.Seq)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && deleted != nil {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, mapError(err)
+	}
+	f := accountable.EventFilter{After: after, Limit: limit}
+	if !slices.Contains(eventTypes, accountable.WebhookAllEvents) {
+		f.EventTypes = eventTypes
+	}
+	page, err := db.StreamEvents(ctx, workspaceID, f)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, e := range page.Events {
+		deliveries = append(deliveries, accountable.WebhookDelivery{WorkspaceID: workspaceID, WebhookID: webhookID,
+			DeliveryID: accountable.WebhookDeliveryID(webhookID, e.ID), EventID: e.ID, EventType: e.EventType, Position: page.Positions[i]})
+	}
+	return deliveries, false, nil
+}
+
+// WebhookEvent reads the event a delivery carries.
+func (db *DB) WebhookEvent(ctx context.Context, workspaceID, eventID string) (accountable.Event, error) {
+	e, _, err := scanEvent(db.pool.QueryRow(ctx, `SELECT `+eventColumns+` FROM ledger_events WHERE workspace_id = $1 AND id = $2`,
+		workspaceID, eventID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, accountable.NotFound("event")
+	}
+	return e, mapError(err)
+}
+
+// RecordWebhookAttempt records an attempt (once: a repeated record of the same attempt
+// changes nothing) and, for a delivered one, moves the endpoint's place in the stream to
+// the event, never back, in the same transaction.
+func (db *DB) RecordWebhookAttempt(ctx context.Context, d accountable.WebhookDelivery, a accountable.WebhookAttempt) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`INSERT INTO webhook_attempts (workspace_id, webhook_id, delivery_id, attempt, event_id, event_type, attempted_at,
+			duration_ms, status_code, error, succeeded)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+		d.WorkspaceID, d.WebhookID, d.DeliveryID, a.Attempt, d.EventID, d.EventType, a.AttemptedAt.Time, a.DurationMS, a.StatusCode, a.Error, a.Succeeded)
+	if a.Succeeded {
+		batch.Queue(`UPDATE webhooks SET delivered_position = $3, delivered_seq = $4
+			WHERE workspace_id = $1 AND id = $2
+			  AND (delivered_position IS NULL OR (delivered_position, delivered_seq) < ($3::bigint, $4::bigint))`,
+			d.WorkspaceID, d.WebhookID, d.Position.Position, d.Position.Seq)
+	}
+	return mapError(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() }))
+}
