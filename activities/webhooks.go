@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
@@ -91,8 +90,7 @@ func (a *Webhooks) DeliverWebhook(ctx context.Context, d accountable.WebhookDeli
 	if a.Now != nil {
 		now = a.Now
 	}
-	attempt := accountable.WebhookAttempt{DeliveryID: d.DeliveryID, Attempt: int(activity.GetInfo(ctx).Attempt), EventID: d.EventID,
-		EventType: d.EventType}
+	attempt := accountable.WebhookAttempt{DeliveryID: d.DeliveryID, EventID: d.EventID, EventType: d.EventType} // numbered by the store
 	started := now()
 	status, sendErr := a.send(ctx, ep.URL, secret, started, d, body)
 	attempt.AttemptedAt = accountable.TimeOf(started)

@@ -195,15 +195,18 @@ func (db *DB) WebhookEvent(ctx context.Context, workspaceID, eventID string) (ac
 	return e, mapError(err)
 }
 
-// RecordWebhookAttempt records an attempt (once: a repeated record of the same attempt
-// changes nothing) and, for a delivered one, moves the endpoint's place in the stream to
-// the event, never back, in the same transaction.
+// RecordWebhookAttempt records an attempt as the delivery's next (its number counts the
+// attempts recorded before it, so a delivery retried by a new workflow run after a worker
+// died goes on counting) and, for a delivered one, moves the endpoint's place in the
+// stream to the event, never back, in the same transaction. One delivery is attempted by
+// one activity at a time.
 func (db *DB) RecordWebhookAttempt(ctx context.Context, d accountable.WebhookDelivery, a accountable.WebhookAttempt) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`INSERT INTO webhook_attempts (workspace_id, webhook_id, delivery_id, attempt, event_id, event_type, attempted_at,
 			duration_ms, status_code, error, succeeded)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
-		d.WorkspaceID, d.WebhookID, d.DeliveryID, a.Attempt, d.EventID, d.EventType, a.AttemptedAt.Time, a.DurationMS, a.StatusCode, a.Error, a.Succeeded)
+		SELECT $1, $2, $3, coalesce(max(attempt), 0) + 1, $4, $5, $6, $7, $8, $9, $10
+		FROM webhook_attempts WHERE workspace_id = $1 AND webhook_id = $2 AND delivery_id = $3`,
+		d.WorkspaceID, d.WebhookID, d.DeliveryID, d.EventID, d.EventType, a.AttemptedAt.Time, a.DurationMS, a.StatusCode, a.Error, a.Succeeded)
 	if a.Succeeded {
 		batch.Queue(`UPDATE webhooks SET delivered_position = $3, delivered_seq = $4
 			WHERE workspace_id = $1 AND id = $2
