@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
@@ -92,7 +93,23 @@ func (a *Webhooks) DeliverWebhook(ctx context.Context, d accountable.WebhookDeli
 	}
 	attempt := accountable.WebhookAttempt{DeliveryID: d.DeliveryID, EventID: d.EventID, EventType: d.EventType} // numbered by the store
 	started := now()
+	// Heartbeats while the receiver is waited for: a worker that dies in the middle of an
+	// attempt is noticed within the heartbeat timeout, and the event is delivered again.
+	beat, stopBeat := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-beat.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
 	status, sendErr := a.send(ctx, ep.URL, secret, started, d, body)
+	stopBeat()
 	attempt.AttemptedAt = accountable.TimeOf(started)
 	attempt.DurationMS = time.Since(started).Milliseconds()
 	if status != 0 {

@@ -51,6 +51,7 @@ func WebhookDelivery(ctx workflow.Context, in activities.WebhookRef) error {
 	})
 	deliverCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, // an attempt's own timeout (WEBHOOK_TIMEOUT) is shorter
+		HeartbeatTimeout:    5 * time.Second,
 		RetryPolicy:         &WebhookRetryPolicy,
 	})
 	var a *activities.Webhooks
