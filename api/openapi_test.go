@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,7 +175,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	}
 	var missing, extra []string
 	for op := range served {
-		if !documented[op] {
+		if !documented[op] && !slices.Contains(api.WebRoutes, op) {
 			missing = append(missing, op)
 		}
 	}

@@ -156,7 +156,9 @@ type Deps struct {
 	Artifacts   ArtifactStore
 	Projections ProjectionStore
 	Webhooks    WebhookStore
-	Metrics     Metrics
+	// Settings serves the key settings page and its sign-in (none: no page).
+	Settings SettingsStore
+	Metrics  Metrics
 	// Feed wakes live event streams when their workspace has new events (nil: they poll).
 	Feed EventFeed
 	// MetricsHandler serves GET /metrics when set.
@@ -174,6 +176,7 @@ type Server struct {
 	usage        *keyUsage
 	limiter      *buckets // requests per API key
 	authFailures *buckets // failed authentications per client address
+	signIns      *buckets // failed sign-ins to the settings page per client address
 	metrics      metrics
 	// streams is the context of live event streams: Shutdown cancels it, so that they end
 	// instead of holding their connections until their lease runs out.
@@ -202,7 +205,9 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
 		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
-		metrics:      metrics{deps.Metrics},
+		// Five failed sign-ins a minute per address, after a first ten.
+		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
+		metrics: metrics{deps.Metrics},
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.ops = s.operations()
@@ -267,6 +272,7 @@ func fiberPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
 
 func (s *Server) routes() {
 	s.app.Use(s.requestContext)
+	s.settingsRoutes()
 	for i := range s.ops {
 		o := &s.ops[i]
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }

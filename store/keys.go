@@ -67,8 +67,23 @@ type (
 // issues a key, each with its ledger event, in one transaction: access grants are
 // accountable like any other change.
 func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, error) {
-	if req.Name == "" || req.UserEmail == "" || (req.WorkspaceID == "") == (req.NewWorkspace == "") {
-		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "a key needs a name, a user email and exactly one of a workspace id or a new workspace name")
+	if req.Name == "" {
+		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "a key needs a name")
+	}
+	return db.grantAccess(ctx, req, true)
+}
+
+// CreateUser creates (when asked) the workspace and the user, and makes the user a
+// member, as CreateKey does, without issuing a key (a person who signs in to the settings
+// page; `accountable users create`). Name and AgentName are not used.
+func (db *DB) CreateUser(ctx context.Context, req CreateKeyRequest) (CreatedKey, error) {
+	return db.grantAccess(ctx, req, false)
+}
+
+// grantAccess is CreateKey, and CreateUser when issueKey is false.
+func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bool) (CreatedKey, error) {
+	if req.UserEmail == "" || (req.WorkspaceID == "") == (req.NewWorkspace == "") {
+		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "a user email and exactly one of a workspace id or a new workspace name are needed")
 	}
 	if req.WorkspaceID != "" && !accountable.ValidUUID(req.WorkspaceID) {
 		return CreatedKey{}, accountable.Errorf(accountable.ECodeValidationFailed, "the workspace id must be a UUID")
@@ -124,6 +139,9 @@ func (db *DB) CreateKey(ctx context.Context, req CreateKeyRequest) (CreatedKey, 
 			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, memberAddedPayload{UserID: userID, Role: "owner"}); err != nil {
 				return CreatedKey{}, err
 			}
+		}
+		if !issueKey {
+			return CreatedKey{WorkspaceID: wsID, UserID: userID}, nil
 		}
 		key, prefix := accountable.NewAPIKey()
 		keyID := uuid.Must(uuid.NewV7()).String()

@@ -137,7 +137,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Metrics: m,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, Metrics: m,
 		Feed: feed, MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err

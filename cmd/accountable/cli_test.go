@@ -8,12 +8,15 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -334,5 +337,41 @@ func TestCLIRefusesMalformedWorkspaceIDs(t *testing.T) {
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "UUID") || out.Len() != 0 {
 			t.Errorf("%v: err=%v out=%q", args, err, out.String())
 		}
+	}
+}
+
+// users create makes a member without a key; users set-password stores an Argon2id hash
+// of standard input's first line (never the password), refusing a short one.
+func TestUsersCommands(t *testing.T) {
+	cmd := cli(t)
+	email := "person-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@example.test"
+	out, err := cmd("users", "create", "--email", email, "--new-workspace", "People")
+	if err != nil || !strings.Contains(out, "workspace id:") {
+		t.Fatalf("users create: %v %s", err, out)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := usersCommand(cfg, []string{"set-password", "--email", email}, strings.NewReader("short\n"), &buf); !errors.Is(err, errUsage) {
+		t.Fatalf("a short password: %v", err)
+	}
+	if err := usersCommand(cfg, []string{"set-password", "--email", email}, strings.NewReader("a long enough password\nignored\n"), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := usersCommand(cfg, []string{"set-password", "--email", "nobody@example.test"}, strings.NewReader("a long enough password\n"), &buf); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("an unknown user: %v", err)
+	}
+	db := storetest.Open(t)
+	_, hash, _, err := db.SignInTarget(t.Context(), email)
+	if err != nil || !strings.HasPrefix(hash, "$argon2id$") || strings.Contains(hash, "long enough") {
+		t.Fatalf("stored %q %v", hash, err)
+	}
+	if ok, err := passwords.Verify(hash, "a long enough password"); err != nil || !ok {
+		t.Fatalf("verify: %v %v", ok, err)
+	}
+	if keys, _ := cmd("keys", "list", "--json"); strings.Contains(keys, email) {
+		t.Fatal("users create issued a key")
 	}
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
 )
 
@@ -38,6 +40,12 @@ Usage:
                                     the ledger records its commands as the agent's
   accountable keys list [--workspace ID] [--json]
   accountable keys revoke PREFIX
+  accountable users create --email EMAIL [--new-workspace NAME | --workspace ID]
+                                    a person who signs in to the key settings page (a member of
+                                    the workspace); set their password next
+  accountable users set-password --email EMAIL
+                                    reads the password (12 characters or more) from the first line
+                                    of standard input; it is stored as an Argon2id hash
   accountable ledger verify [--workspace ID]
 
 Configuration comes from environment variables (see README.md).
@@ -116,6 +124,8 @@ func run(args []string, out io.Writer) error {
 		})
 	case "keys":
 		return keysCommand(cfg, args[1:], out)
+	case "users":
+		return usersCommand(cfg, args[1:], os.Stdin, out)
 	case "ledger":
 		if len(args) < 2 || args[1] != "verify" {
 			fmt.Fprint(os.Stderr, usage)
@@ -340,4 +350,44 @@ func printDevKey(out io.Writer, cfg Config, key, workspaceID string) {
   Try:  curl -s -H "Authorization: Bearer %[2]s" %[1]s/api/v1/credential
 
 `, cfg.SiteURL, key, workspaceID, cfg.DevKeyFile, cfg.TemporalUIURL)
+}
+
+// usersCommand is `accountable users create|set-password`.
+func usersCommand(cfg Config, args []string, in io.Reader, out io.Writer) error {
+	if len(args) == 0 || (args[0] != "create" && args[0] != "set-password") {
+		fmt.Fprint(os.Stderr, usage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("users "+args[0], flag.ContinueOnError)
+	email := fs.String("email", "", "the user's email")
+	newWorkspace := fs.String("new-workspace", "", "create a workspace with this name for the user")
+	workspace := fs.String("workspace", "", "the id of an existing workspace")
+	if err := fs.Parse(args[1:]); err != nil || *email == "" {
+		return fmt.Errorf("%w: --email is required", errUsage)
+	}
+	if args[0] == "create" {
+		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+			u, err := db.CreateUser(ctx, store.CreateKeyRequest{UserEmail: *email, WorkspaceID: *workspace, NewWorkspace: *newWorkspace})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "user id:      %s\nworkspace id: %s\n(set a password with: accountable users set-password --email %s)\n", u.UserID, u.WorkspaceID, *email)
+			return nil
+		})
+	}
+	line, err := bufio.NewReader(io.LimitReader(in, passwords.MaxLength+2)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	hash, err := passwords.Hash(strings.TrimRight(line, "\r\n"))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+		if err := db.SetPassword(ctx, *email, hash); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "password set for %s\n", *email)
+		return nil
+	})
 }

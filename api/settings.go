@@ -1,0 +1,289 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/passwords"
+)
+
+// The key settings page: {site_url}/settings/api-keys, server-rendered (html/template, no
+// build step), behind the `__session` cookie of a sign-in page. People list their
+// workspace's keys (prefix, name, created, last used), create one (the full key shown
+// once, on the answer of the form that made it, never stored) and revoke one.
+//
+// Every form carries a CSRF token: the session's own once signed in, and on the sign-in
+// form a random one that must equal the `__signin` cookie (double submit), so another
+// site can neither sign a browser in nor act for it. The session cookie is HttpOnly,
+// SameSite=Lax, Secure when the site URL is https, and lasts accountable.SessionLifetime;
+// signing out revokes it. Sign-in attempts are limited per client address. Passwords and
+// keys never reach a log: the request log has only the method, path and status.
+
+// SettingsStore is what the settings page needs of the store.
+type SettingsStore interface {
+	SignInTarget(ctx context.Context, email string) (userID, hash, workspaceID string, err error)
+	CreateSession(ctx context.Context, tokenHash []byte, s accountable.Session) error
+	SessionByToken(ctx context.Context, tokenHash []byte) (accountable.Session, error)
+	RevokeSession(ctx context.Context, tokenHash []byte) error
+	IssueKey(ctx context.Context, s accountable.Session, name string) (key, prefix string, err error)
+	ListKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error)
+	RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error)
+}
+
+// Paths of the settings page.
+const (
+	SignInPath   = "/sign-in"
+	SignOutPath  = "/sign-out"
+	SettingsPath = "/settings/api-keys"
+	signInCookie = "__signin"
+)
+
+// dummyHash is verified against when an email has no password, so that the answer takes
+// as long as for a wrong password (no telling which emails exist).
+var dummyHash, _ = passwords.Hash("not the password of anyone")
+
+// WebRoutes are the settings page's routes: HTML for browsers, not operations of the API
+// description.
+var WebRoutes = []string{"GET " + SignInPath, "POST " + SignInPath, "POST " + SignOutPath, "GET " + SettingsPath,
+	"POST " + SettingsPath, "POST " + SettingsPath + "/revoke"}
+
+func (s *Server) settingsRoutes() {
+	if s.deps.Settings == nil {
+		return
+	}
+	s.app.Get(SignInPath, s.signInPage)
+	s.app.Post(SignInPath, s.signIn)
+	s.app.Post(SignOutPath, s.signOut)
+	s.app.Get(SettingsPath, s.withSession(s.keysPage))
+	s.app.Post(SettingsPath, s.withSession(s.createKeyForm))
+	s.app.Post(SettingsPath+"/revoke", s.withSession(s.revokeKeyForm))
+}
+
+// secureCookies reports whether cookies are marked Secure (an https site URL).
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.cfg.SiteURL, "https://") }
+
+func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duration) {
+	ck := &fiber.Cookie{Name: name, Value: value, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: s.secureCookies(), MaxAge: int(maxAge.Seconds())}
+	if maxAge < 0 {
+		ck.MaxAge, ck.Expires, ck.Value = -1, time.Unix(0, 0), ""
+	}
+	c.Cookie(ck)
+}
+
+// page renders a template with the headers every page has: nothing cached, not framed,
+// no script, forms only to this site.
+func page(c *fiber.Ctx, status int, t *template.Template, data any) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
+	c.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Type("html", "utf-8")
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return err
+	}
+	return c.Status(status).SendString(b.String())
+}
+
+type signInData struct {
+	CSRF, Email, Error string
+}
+
+func (s *Server) signInPage(c *fiber.Ctx) error {
+	return s.renderSignIn(c, fiber.StatusOK, "", "")
+}
+
+func (s *Server) renderSignIn(c *fiber.Ctx, status int, email, message string) error {
+	token := accountable.NewCSRFToken()
+	s.setCookie(c, signInCookie, token, 30*time.Minute)
+	return page(c, status, signInTemplate, signInData{CSRF: token, Email: email, Error: message})
+}
+
+func (s *Server) signIn(c *fiber.Ctx) error {
+	form := c.FormValue
+	cookie := c.Cookies(signInCookie)
+	if cookie == "" || subtle.ConstantTimeCompare([]byte(cookie), []byte(form("csrf"))) != 1 {
+		return s.renderSignIn(c, fiber.StatusForbidden, "", "The form expired; sign in again.")
+	}
+	budget := "sign-in " + clientAddress(c.Context().RemoteIP())
+	now := time.Now()
+	if ok, wait := s.signIns.available(budget, now); !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(wait.Seconds())+1))
+		return s.renderSignIn(c, fiber.StatusTooManyRequests, "", "Too many sign-in attempts from this address; wait a minute.")
+	}
+	email, password := strings.TrimSpace(form("email")), form("password")
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
+	defer cancel()
+	userID, hash, workspaceID, err := s.deps.Settings.SignInTarget(ctx, email)
+	if err != nil && accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		return err
+	}
+	ok := false
+	if hash != "" {
+		ok, _ = passwords.Verify(hash, password)
+	} else {
+		passwords.Verify(dummyHash, password) //nolint:errcheck // only takes the same time
+	}
+	if !ok {
+		s.signIns.charge(budget, now)
+		return s.renderSignIn(c, fiber.StatusUnauthorized, email, "That email and password do not match.")
+	}
+	token, tokenHash := accountable.NewSessionToken()
+	session := accountable.Session{UserID: userID, UserEmail: email, WorkspaceID: workspaceID, CSRFToken: accountable.NewCSRFToken(),
+		ExpiresAt: time.Now().Add(accountable.SessionLifetime)}
+	if err := s.deps.Settings.CreateSession(ctx, tokenHash, session); err != nil {
+		return err
+	}
+	s.setCookie(c, accountable.SessionCookie, token, accountable.SessionLifetime)
+	s.setCookie(c, signInCookie, "", -1)
+	return c.Redirect(SettingsPath, fiber.StatusSeeOther)
+}
+
+// session returns the request's live session, if any.
+func (s *Server) session(c *fiber.Ctx) (accountable.Session, []byte, bool) {
+	token := c.Cookies(accountable.SessionCookie)
+	if token == "" {
+		return accountable.Session{}, nil, false
+	}
+	hash := accountable.HashSessionToken(token)
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
+	defer cancel()
+	sess, err := s.deps.Settings.SessionByToken(ctx, hash)
+	return sess, hash, err == nil
+}
+
+// withSession serves h to a signed-in browser (others go to the sign-in page); a POST must
+// carry the session's CSRF token.
+func (s *Server) withSession(h func(*fiber.Ctx, accountable.Session) error) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		sess, _, ok := s.session(c)
+		if !ok {
+			return c.Redirect(SignInPath, fiber.StatusSeeOther)
+		}
+		if c.Method() == fiber.MethodPost && subtle.ConstantTimeCompare([]byte(c.FormValue("csrf")), []byte(sess.CSRFToken)) != 1 {
+			return page(c, fiber.StatusForbidden, messageTemplate, "The form is not from this page (CSRF check failed); reload the page.")
+		}
+		return h(c, sess)
+	}
+}
+
+func (s *Server) signOut(c *fiber.Ctx) error {
+	if sess, hash, ok := s.session(c); ok {
+		if subtle.ConstantTimeCompare([]byte(c.FormValue("csrf")), []byte(sess.CSRFToken)) != 1 {
+			return page(c, fiber.StatusForbidden, messageTemplate, "The form is not from this page (CSRF check failed); reload the page.")
+		}
+		if err := s.deps.Settings.RevokeSession(c.UserContext(), hash); err != nil {
+			return err
+		}
+	}
+	s.setCookie(c, accountable.SessionCookie, "", -1)
+	return c.Redirect(SignInPath, fiber.StatusSeeOther)
+}
+
+type keysData struct {
+	Session accountable.Session
+	Keys    []accountable.APIKey
+	NewKey  string
+	NewName string
+	Error   string
+	APIRoot string
+}
+
+func (s *Server) renderKeys(c *fiber.Ctx, status int, sess accountable.Session, d keysData) error {
+	keys, err := s.deps.Settings.ListKeys(c.UserContext(), sess.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	d.Session, d.Keys, d.APIRoot = sess, keys, s.cfg.SiteURL+V1Root
+	return page(c, status, keysTemplate, d)
+}
+
+func (s *Server) keysPage(c *fiber.Ctx, sess accountable.Session) error {
+	return s.renderKeys(c, fiber.StatusOK, sess, keysData{})
+}
+
+func (s *Server) createKeyForm(c *fiber.Ctx, sess accountable.Session) error {
+	name := strings.TrimSpace(c.FormValue("name"))
+	if name == "" || len(name) > 100 {
+		return s.renderKeys(c, fiber.StatusBadRequest, sess, keysData{Error: "Give the key a name of 1 to 100 characters."})
+	}
+	key, _, err := s.deps.Settings.IssueKey(c.UserContext(), sess, name)
+	if err != nil {
+		return err
+	}
+	return s.renderKeys(c, fiber.StatusOK, sess, keysData{NewKey: key, NewName: name})
+}
+
+func (s *Server) revokeKeyForm(c *fiber.Ctx, sess accountable.Session) error {
+	prefix := c.FormValue("prefix")
+	keys, err := s.deps.Settings.ListKeys(c.UserContext(), sess.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, k := range keys {
+		found = found || k.Prefix == prefix
+	}
+	if !found { // another workspace's key is not this page's to revoke
+		return s.renderKeys(c, fiber.StatusNotFound, sess, keysData{Error: "No key of this workspace has that prefix."})
+	}
+	if _, err := s.deps.Settings.RevokeKey(c.UserContext(), prefix); err != nil {
+		return err
+	}
+	return c.Redirect(SettingsPath, fiber.StatusSeeOther)
+}
+
+const pageStyle = `<style>
+body{font:15px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #d0d7de}
+input[type=text],input[type=email],input[type=password]{padding:.35rem;width:16rem}button{padding:.35rem .8rem}
+.key{font-family:ui-monospace,monospace;background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;word-break:break-all}
+.error{color:#b42318}.muted{color:#57606a}header{display:flex;justify-content:space-between;align-items:center}
+</style>`
+
+var signInTemplate = template.Must(template.New("sign-in").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in · Accountable</title>` + pageStyle + `</head><body>
+<h1>Sign in</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<form method="post" action="/sign-in">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<p><label>Email<br><input type="email" name="email" id="email" value="{{.Email}}" autocomplete="username" required></label></p>
+<p><label>Password<br><input type="password" name="password" id="password" autocomplete="current-password" required></label></p>
+<p><button type="submit" id="sign-in">Sign in</button></p>
+</form>
+<p class="muted">No password yet? An operator sets one with <code>accountable users set-password --email you@example.com</code>.</p>
+</body></html>`))
+
+var keysTemplate = template.Must(template.New("keys").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>API keys · Accountable</title>` + pageStyle + `</head><body>
+<header><h1>API keys</h1>
+<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
+<span class="muted">{{.Session.UserEmail}}</span> <button type="submit" id="sign-out">Sign out</button></form></header>
+<p class="muted">Workspace {{.Session.WorkspaceID}}. Keys act for you in it against <code>{{.APIRoot}}</code> (<code>Authorization: Bearer …</code>).</p>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+{{if .NewKey}}<section><h2>New key “{{.NewName}}”</h2>
+<p>Copy it now: it is shown only this once.</p><p class="key" id="new-key">{{.NewKey}}</p></section>{{end}}
+<h2>Create a key</h2>
+<form method="post" action="/settings/api-keys"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
+<label>Name <input type="text" name="name" id="key-name" maxlength="100" required></label> <button type="submit" id="create-key">Create key</button></form>
+<h2>Keys</h2>
+<table><thead><tr><th>Prefix</th><th>Name</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>
+{{range .Keys}}<tr data-prefix="{{.Prefix}}"><td><code>{{.Prefix}}</code></td><td>{{.Name}}</td><td>{{.CreatedAt.UTC.Format "2006-01-02 15:04"}}</td>
+<td>{{with .LastUsedAt}}{{.UTC.Format "2006-01-02 15:04"}}{{else}}never{{end}}</td>
+<td>{{if .RevokedAt}}revoked{{else}}<form method="post" action="/settings/api-keys/revoke"><input type="hidden" name="csrf" value="{{$.Session.CSRFToken}}">
+<input type="hidden" name="prefix" value="{{.Prefix}}"><button type="submit" class="revoke">Revoke</button></form>{{end}}</td></tr>
+{{else}}<tr><td colspan="5" class="muted">No keys yet.</td></tr>{{end}}
+</tbody></table>
+</body></html>`))
+
+var messageTemplate = template.Must(template.New("message").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Accountable</title>` + pageStyle + `</head><body>
+<p class="error" role="alert">{{.}}</p><p><a href="/settings/api-keys">Back to the API keys</a></p></body></html>`))

@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	t    *testing.T
+	e    *env
+	http *http.Client
+}
+
+func newBrowser(t *testing.T, e *env) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, e: e, http: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) get(path string) (*http.Response, string) {
+	b.t.Helper()
+	res, err := b.http.Get(b.e.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	b.t.Helper()
+	res, err := b.http.PostForm(b.e.base+path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF field in %s", page)
+	}
+	return m[1]
+}
+
+func cookieHeader(res *http.Response, name string) string {
+	for _, c := range res.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, name+"=") {
+			return c
+		}
+	}
+	return ""
+}
+
+// Sign in, create a key on the page (shown once), use it, revoke it (the API answers 401
+// at once), sign out; CSRF on every form, the cookie's flags, wrong passwords limited, and
+// no password or key in the logs.
+func TestSettingsPage(t *testing.T) {
+	e := newEnv(t, nil)
+	ten := storetest.NewTenant(t, e.db)
+	const password = "correct horse battery staple"
+	hash, err := passwords.Hash(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SetPassword(context.Background(), ten.Principal.UserEmail, hash); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e)
+
+	res, page := b.get("/settings/api-keys")
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/sign-in" {
+		t.Fatalf("signed out: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, page = b.get("/sign-in")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `type="password"`) || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("sign-in page: %d %s", res.StatusCode, page)
+	}
+	csrf := csrfOf(t, page)
+	if res, _ := b.post("/sign-in", url.Values{"email": {ten.Principal.UserEmail}, "password": {password}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("sign-in without its CSRF token: %d", res.StatusCode)
+	}
+	res, page = b.get("/sign-in")
+	csrf = csrfOf(t, page)
+	res, page = b.post("/sign-in", url.Values{"csrf": {csrf}, "email": {ten.Principal.UserEmail}, "password": {"wrong password!"}})
+	if res.StatusCode != http.StatusUnauthorized || cookieHeader(res, "__session") != "" || !strings.Contains(page, "do not match") {
+		t.Fatalf("a wrong password: %d %s", res.StatusCode, page)
+	}
+	csrf = csrfOf(t, page)
+	res, _ = b.post("/sign-in", url.Values{"csrf": {csrf}, "email": {ten.Principal.UserEmail}, "password": {password}})
+	session := cookieHeader(res, "__session")
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/settings/api-keys" ||
+		!strings.Contains(session, "HttpOnly") || !strings.Contains(strings.ToLower(session), "samesite=lax") || strings.Contains(session, "Secure") {
+		t.Fatalf("sign-in: %d %q", res.StatusCode, session)
+	}
+
+	res, page = b.get("/settings/api-keys")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, ten.Principal.KeyPrefix) || !strings.Contains(page, ten.Principal.UserEmail) {
+		t.Fatalf("keys page: %d %s", res.StatusCode, page)
+	}
+	csrf = csrfOf(t, page)
+	if res, _ := b.post("/settings/api-keys", url.Values{"name": {"no token"}}); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("create without the CSRF token: %d", res.StatusCode)
+	}
+	res, page = b.post("/settings/api-keys", url.Values{"csrf": {csrf}, "name": {"From the page"}})
+	key := regexp.MustCompile(`id="new-key">(svk_[0-9a-f]+)<`).FindStringSubmatch(page)
+	if res.StatusCode != http.StatusOK || key == nil {
+		t.Fatalf("create: %d %s", res.StatusCode, page)
+	}
+	expect(t, e.do(request{method: "GET", path: "/credential", key: key[1]}), http.StatusOK, "")
+	if _, again := b.get("/settings/api-keys"); strings.Contains(again, key[1]) || !strings.Contains(again, "From the page") {
+		t.Fatal("the new key is shown again, or not listed")
+	}
+	prefix := key[1][:12]
+	if res, _ := b.post("/settings/api-keys/revoke", url.Values{"csrf": {csrf}, "prefix": {prefix}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", res.StatusCode)
+	}
+	if r := e.do(request{method: "GET", path: "/credential", key: key[1]}); r.status != http.StatusUnauthorized {
+		t.Fatalf("a revoked key: %d", r.status)
+	}
+	other := storetest.NewTenant(t, e.db)
+	if res, _ := b.post("/settings/api-keys/revoke", url.Values{"csrf": {csrf}, "prefix": {other.Principal.KeyPrefix}}); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("revoking another workspace's key: %d", res.StatusCode)
+	}
+	expect(t, e.do(request{method: "GET", path: "/credential", key: other.Key}), http.StatusOK, "")
+
+	if res, _ := b.post("/sign-out", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", res.StatusCode)
+	}
+	if res, _ := b.get("/settings/api-keys"); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("after sign-out: %d", res.StatusCode)
+	}
+
+	// Wrong passwords from one address are limited (the first ten pass to the check).
+	limited := false
+	for range 15 {
+		_, page := b.get("/sign-in")
+		res, _ := b.post("/sign-in", url.Values{"csrf": {csrfOf(t, page)}, "email": {ten.Principal.UserEmail}, "password": {"guess guess guess"}})
+		limited = limited || res.StatusCode == http.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("15 wrong passwords in a row were not limited")
+	}
+	e.logsMu.Lock()
+	logs := e.logs.String()
+	e.logsMu.Unlock()
+	for _, secret := range []string{password, key[1], "guess guess guess"} {
+		if strings.Contains(logs, secret) {
+			t.Fatalf("the logs contain %q", secret)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+func TestSessions(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	ten := storetest.NewTenant(t, db)
+	email := ten.Principal.UserEmail
+	if _, hash, ws, err := db.SignInTarget(ctx, email); err != nil || hash != "" || ws != ten.Principal.WorkspaceID {
+		t.Fatalf("before a password: %q %q %v", hash, ws, err)
+	}
+	if err := db.SetPassword(ctx, "nobody@example.test", "h"); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("unknown user: %v", err)
+	}
+	if err := db.SetPassword(ctx, email, "$argon2id$stored"); err != nil {
+		t.Fatal(err)
+	}
+	user, hash, ws, err := db.SignInTarget(ctx, email)
+	if err != nil || hash != "$argon2id$stored" || user != ten.Principal.UserID || ws != ten.Principal.WorkspaceID {
+		t.Fatalf("sign-in target: %q %q %q %v", user, hash, ws, err)
+	}
+
+	token, tokenHash := accountable.NewSessionToken()
+	s := accountable.Session{UserID: user, WorkspaceID: ws, CSRFToken: accountable.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := db.CreateSession(ctx, tokenHash, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.SessionByToken(ctx, accountable.HashSessionToken(token))
+	if err != nil || got.UserID != user || got.UserEmail != email || got.WorkspaceID != ws || got.CSRFToken != s.CSRFToken {
+		t.Fatalf("session %+v %v", got, err)
+	}
+	if err := db.RevokeSession(ctx, tokenHash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SessionByToken(ctx, tokenHash); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("a revoked session: %v", err)
+	}
+
+	_, expiredHash := accountable.NewSessionToken()
+	s.ExpiresAt = time.Now().Add(-time.Second)
+	if err := db.CreateSession(ctx, expiredHash, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SessionByToken(ctx, expiredHash); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("an expired session: %v", err)
+	}
+	if n, err := db.PurgeSessions(ctx, time.Now().Add(time.Minute)); err != nil || n < 2 {
+		t.Fatalf("purged %d: %v", n, err)
+	}
+}
