@@ -102,6 +102,10 @@ func (s *Server) listErrors(c *call, _ *struct{}) ([]accountable.ErrorSpec, erro
 // getCredential: GET /credential.
 func (s *Server) getCredential(c *call, _ *struct{}) (accountable.Credential, error) {
 	k := apiKey(c.fiber)
+	if k.ID == "" { // authenticated by a session cookie: there is no key to describe
+		return accountable.Credential{}, accountable.Errorf(accountable.ECodeNotFound,
+			"GET /credential describes the API key of the request; this request was authenticated by a session cookie.")
+	}
 	ws, err := s.deps.Keys.GetWorkspace(c.ctx, c.principal.WorkspaceID)
 	if err != nil {
 		return accountable.Credential{}, err

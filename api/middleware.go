@@ -105,19 +105,59 @@ func (e errUnauthorized) Error() string { return "unauthorized: " + e.message }
 // authenticate resolves the bearer API key to a principal and the workspace the request
 // is scoped to: the key's own, or another of its user's workspaces named by workspace_id.
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	k, err := s.verifyKey(c)
-	if err != nil {
-		return err
+	if c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(accountable.SessionCookie) != "" && s.deps.Settings != nil {
+		p, err := s.verifySession(c)
+		if err != nil {
+			return err
+		}
+		c.Locals(localPrincipal, p)
+	} else {
+		k, err := s.verifyKey(c)
+		if err != nil {
+			return err
+		}
+		s.usage.touch(k.ID)
+		c.Locals(localPrincipal, k.Principal())
+		c.Locals(localAPIKey, k)
 	}
-	s.usage.touch(k.ID)
-	c.Locals(localPrincipal, k.Principal())
-	c.Locals(localAPIKey, k)
 	if ws := c.Query("workspace_id"); ws != "" {
 		if err := s.selectWorkspace(c, "workspace_id", ws); err != nil {
 			return err
 		}
 	}
 	return c.Next()
+}
+
+// CSRFHeader carries a session's CSRF token on cookie-authenticated requests that change
+// state (the settings page shows it in its csrf-token meta element).
+const CSRFHeader = "X-CSRF-Token"
+
+// verifySession returns the principal of the request's `__session` cookie (the
+// specification's second security scheme): the signed-in user in the session's
+// workspace. A request other than GET and HEAD must carry the session's CSRF token in
+// X-CSRF-Token (403 otherwise): a cookie goes with every request a browser sends, even
+// one another site makes it send. Unknown sessions spend the address's failure budget, as
+// unknown keys do.
+func (s *Server) verifySession(c *fiber.Ctx) (accountable.Principal, error) {
+	budget := clientAddress(c.Context().RemoteIP())
+	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
+		return accountable.Principal{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+	}
+	ctx, cancel := s.lookupContext(c)
+	defer cancel()
+	sess, err := s.deps.Settings.SessionByToken(ctx, accountable.HashSessionToken(c.Cookies(accountable.SessionCookie)))
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return accountable.Principal{}, s.authFailed(budget, true, msgSessionEnded)
+	}
+	if err != nil {
+		return accountable.Principal{}, err
+	}
+	if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead &&
+		subtle.ConstantTimeCompare([]byte(c.Get(CSRFHeader)), []byte(sess.CSRFToken)) != 1 {
+		return accountable.Principal{}, accountable.Errorf(accountable.ECodeForbidden,
+			"A request authenticated by the session cookie that changes state needs the session's CSRF token in the X-CSRF-Token header.")
+	}
+	return accountable.Principal{UserID: sess.UserID, UserEmail: sess.UserEmail, WorkspaceID: sess.WorkspaceID, KeyID: "session:" + sess.UserID}, nil
 }
 
 // Messages of the 401s.
@@ -127,6 +167,7 @@ const (
 	msgMalformedKey    = "Malformed API key. Obtain a valid svk_ key and send it as a bearer token."
 	msgInvalidKey      = "Invalid API key. Obtain a valid key and send it as a bearer token."
 	msgRevokedKey      = "This API key was revoked. Obtain a valid key and send it as a bearer token."
+	msgSessionEnded    = "The session expired or was signed out. Sign in again, or send an API key as a bearer token."
 	msgTooManyFailures = "Too many failed authentications from this address; retry after error.retryAfter seconds with a valid key."
 )
 

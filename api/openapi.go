@@ -464,7 +464,8 @@ func (o *operation) errorCodes() []string {
 			accountable.ECodeUnsupportedMediaType)
 	}
 	if o.Method != "GET" && !o.Public {
-		codes = append(codes, accountable.ECodeWriteConflict, accountable.ECodeResourceBusy)
+		// forbidden: a session-cookie request without its CSRF token (verifySession).
+		codes = append(codes, accountable.ECodeWriteConflict, accountable.ECodeResourceBusy, accountable.ECodeForbidden)
 	}
 	switch o.Idempotency {
 	case RequiredIdempotency:

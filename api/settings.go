@@ -263,7 +263,8 @@ var signInTemplate = template.Must(template.New("sign-in").Parse(`<!doctype html
 </body></html>`))
 
 var keysTemplate = template.Must(template.New("keys").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>API keys · Accountable</title>` + pageStyle + `</head><body>
+<html lang="en"><head><meta charset="utf-8"><title>API keys · Accountable</title>
+<meta name="csrf-token" content="{{.Session.CSRFToken}}">` + pageStyle + `</head><body>
 <header><h1>API keys</h1>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
 <span class="muted">{{.Session.UserEmail}}</span> <button type="submit" id="sign-out">Sign out</button></form></header>

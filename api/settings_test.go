@@ -140,11 +140,29 @@ func TestSettingsPage(t *testing.T) {
 	}
 	expect(t, e.do(request{method: "GET", path: "/credential", key: other.Key}), http.StatusOK, "")
 
+	// The REST API takes the session cookie: reads as they are, changes with the CSRF token.
+	session = strings.SplitN(strings.TrimPrefix(session, "__session="), ";", 2)[0]
+	cookie := map[string]string{"Cookie": "__session=" + session}
+	if r := e.do(request{method: "GET", path: "/events/stream", query: "limit=1", headers: cookie}); r.status != http.StatusOK || r.meta()["workspaceId"] != ten.Principal.WorkspaceID {
+		t.Fatalf("GET with the cookie: %d %s", r.status, r.raw)
+	}
+	expect(t, e.do(request{method: "GET", path: "/credential", headers: cookie}), http.StatusNotFound, "not_found") // no key to describe
+	expect(t, e.do(request{method: "POST", path: "/work", headers: cookie, body: map[string]any{"title": "no token"}}), http.StatusForbidden, "forbidden")
+	cookie["X-CSRF-Token"], cookie["Idempotency-Key"] = csrf, "by-cookie"
+	created := e.do(request{method: "POST", path: "/work", headers: cookie, body: map[string]any{"title": "by cookie"}})
+	expect(t, created, http.StatusCreated, "")
+	task := created.data()["taskId"].(string)
+	expect(t, e.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": task}, key: ten.Key}), http.StatusOK, "")
+	expect(t, e.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": task}, key: other.Key}), http.StatusNotFound, "not_found")
+
 	if res, _ := b.post("/sign-out", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-out: %d", res.StatusCode)
 	}
 	if res, _ := b.get("/settings/api-keys"); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after sign-out: %d", res.StatusCode)
+	}
+	if r := e.do(request{method: "GET", path: "/events/stream", headers: map[string]string{"Cookie": "__session=" + session}}); r.status != http.StatusUnauthorized {
+		t.Fatalf("a signed-out session's cookie: %d %s", r.status, r.raw)
 	}
 
 	// Wrong passwords from one address are limited (the first ten pass to the check).
