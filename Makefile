@@ -14,7 +14,7 @@ run: build
 	@scripts/stack.sh $(BIN) dev --bootstrap
 
 test:
-	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; go test -race -count=1 -timeout 30m ./...'
+	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; export CHROMIUM_PATH=$$(scripts/chromium.sh); go test -race -count=1 -timeout 30m ./...'
 
 # make bench: the service beside the machine's own limits (pgbench, a bare Fiber + pgx server),
 # measured in one run; writes docs/benchmarks.md. See README.md.

@@ -1,0 +1,93 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// The settings page in headless Chromium (CHROMIUM_PATH, which make test sets with
+// scripts/chromium.sh): sign in, create a key, read it from the page, use it against the
+// API, revoke it, and see the API answer 401. SCREENSHOT writes the page with its new key
+// to that file (the README's picture: SCREENSHOT=docs/settings-api-keys.png).
+func TestSettingsPageInChromium(t *testing.T) {
+	browserPath := os.Getenv("CHROMIUM_PATH")
+	if browserPath == "" {
+		t.Fatal("CHROMIUM_PATH is not set: run the tests with `make test`, which finds or installs Chromium (scripts/chromium.sh)")
+	}
+	e := newEnv(t, nil)
+	ten := storetest.NewTenant(t, e.db)
+	const password = "correct horse battery staple"
+	hash, err := passwords.Hash(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SetPassword(context.Background(), ten.Principal.UserEmail, hash); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 720))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTimeout()
+
+	var key, location string
+	var screenshot []byte
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(e.base+"/settings/api-keys"), // signed out: to the sign-in page
+		chromedp.WaitVisible(`#email`, chromedp.ByID),
+		chromedp.SendKeys(`#email`, ten.Principal.UserEmail, chromedp.ByID),
+		chromedp.SendKeys(`#password`, password, chromedp.ByID),
+		chromedp.Click(`#sign-in`, chromedp.ByID),
+		chromedp.WaitVisible(`#key-name`, chromedp.ByID),
+		chromedp.Location(&location),
+		chromedp.SendKeys(`#key-name`, "From Chromium", chromedp.ByID),
+		chromedp.Click(`#create-key`, chromedp.ByID),
+		chromedp.WaitVisible(`#new-key`, chromedp.ByID),
+		chromedp.Text(`#new-key`, &key, chromedp.ByID),
+		chromedp.FullScreenshot(&screenshot, 100), // 100: PNG
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = strings.TrimSpace(key)
+	if !strings.HasSuffix(location, "/settings/api-keys") || !strings.HasPrefix(key, "svk_") {
+		t.Fatalf("after sign-in at %s, the page showed key %q", location, key)
+	}
+	if path := os.Getenv("SCREENSHOT"); path != "" {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join("..", path) // relative to the repository, not to api/
+		}
+		if err := os.WriteFile(path, screenshot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect(t, e.do(request{method: "GET", path: "/credential", key: key}), http.StatusOK, "")
+
+	prefix := key[:12]
+	err = chromedp.Run(ctx,
+		chromedp.Click(`tr[data-prefix="`+prefix+`"] button.revoke`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-prefix="`+prefix+`"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`tr[data-prefix="`+prefix+`"] button.revoke`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(request{method: "GET", path: "/credential", key: key}); r.status != http.StatusUnauthorized {
+		t.Fatalf("the key revoked on the page answered %d", r.status)
+	}
+}
