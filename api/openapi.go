@@ -221,13 +221,16 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 				"the same operations as {site_url}/api/v1/*. Generated from the service's operation table and Go types.",
 		},
 		"servers":  []any{map[string]any{"url": siteURL + V1Root}},
-		"security": []any{map[string]any{"bearerAuth": []any{}}},
+		"security": []any{map[string]any{"bearerAuth": []any{}}, map[string]any{"sessionCookie": []any{}}},
 		"tags":     areaTags(ops),
 		"paths":    paths,
 		"components": map[string]any{
 			"schemas": schemas,
 			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "API key: Authorization: Bearer svk_..."}},
+				"description": "API key: Authorization: Bearer svk_..."},
+				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": accountable.SessionCookie,
+					"description": "The session of the key settings page's sign-in (used when no Authorization header is sent); " +
+						"requests other than GET and HEAD also send the session's CSRF token in X-CSRF-Token."}},
 			"parameters": commonParameters(),
 		},
 	}
