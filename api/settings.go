@@ -34,7 +34,7 @@ type SettingsStore interface {
 	RevokeSession(ctx context.Context, tokenHash []byte) error
 	IssueKey(ctx context.Context, s accountable.Session, name string) (key, prefix string, err error)
 	ListKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error)
-	RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error)
+	RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error)
 }
 
 // Paths of the settings page.
@@ -235,7 +235,8 @@ func (s *Server) revokeKeyForm(c *fiber.Ctx, sess accountable.Session) error {
 	if !found { // another workspace's key is not this page's to revoke
 		return s.renderKeys(c, fiber.StatusNotFound, sess, keysData{Error: "No key of this workspace has that prefix."})
 	}
-	if _, err := s.deps.Settings.RevokeKey(c.UserContext(), prefix); err != nil {
+	by := accountable.Actor{Type: accountable.ActorHuman, ID: sess.UserID}
+	if _, err := s.deps.Settings.RevokeKeyAs(c.UserContext(), prefix, by); err != nil {
 		return err
 	}
 	return c.Redirect(SettingsPath, fiber.StatusSeeOther)

@@ -134,6 +134,13 @@ func TestSettingsPage(t *testing.T) {
 	if r := e.do(request{method: "GET", path: "/credential", key: key[1]}); r.status != http.StatusUnauthorized {
 		t.Fatalf("a revoked key: %d", r.status)
 	}
+	// The page's key events are the user's acts, not the command line's.
+	events := e.streamEvents(ten.Key, "aggregate_type=api_key", 3)
+	for _, ev := range events[len(events)-2:] {
+		if ev["actorType"] != "human" || ev["actorId"] != ten.Principal.UserID {
+			t.Fatalf("%v by %v %v, want the user", ev["eventType"], ev["actorType"], ev["actorId"])
+		}
+	}
 	other := storetest.NewTenant(t, e.db)
 	if res, _ := b.post("/settings/api-keys/revoke", url.Values{"csrf": {csrf}, "prefix": {other.Principal.KeyPrefix}}); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("revoking another workspace's key: %d", res.StatusCode)

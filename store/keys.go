@@ -20,6 +20,8 @@ type CreateKeyRequest struct {
 	WorkspaceID  string
 	NewWorkspace string
 	AgentName    string
+	// By is who grants the access, recorded on its events (nil: the command line's operator).
+	By *accountable.Actor
 }
 
 // CreatedKey is a new key: the secret is returned once and never stored.
@@ -97,7 +99,11 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 		agent = &req.AgentName
 	}
 	wsRef := aggregate(accountable.AggregateWorkspace, wsID)
-	cmd := command[CreatedKey]{workspaceID: wsID, actor: operator}
+	by := operator
+	if req.By != nil {
+		by = *req.By
+	}
+	cmd := command[CreatedKey]{workspaceID: wsID, actor: by}
 	if req.NewWorkspace == "" {
 		cmd.locks = []aggregateRef{wsRef} // a new member changes the workspace
 	}
@@ -192,6 +198,11 @@ func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.A
 // RevokeKey revokes the key with prefix, with its ledger event; revoking a revoked key is a
 // no-op. Every process serving the API hears of it at once (notifyKeyChanged).
 func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error) {
+	return db.RevokeKeyAs(ctx, prefix, operator)
+}
+
+// RevokeKeyAs is RevokeKey with the actor its event records (a person on the settings page).
+func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error) {
 	k, _, err := db.KeyByPrefix(ctx, prefix)
 	if err != nil {
 		return k, err
@@ -200,7 +211,7 @@ func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey,
 		return k, nil
 	}
 	ref := aggregate(accountable.AggregateAPIKey, k.ID)
-	cmd := command[accountable.APIKey]{workspaceID: k.WorkspaceID, actor: operator, locks: []aggregateRef{ref}}
+	cmd := command[accountable.APIKey]{workspaceID: k.WorkspaceID, actor: by, locks: []aggregateRef{ref}}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.APIKey, error) {
 		revoked, err := scanKey(tx.QueryRow(ctx, `WITH r AS (
 				UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING *)

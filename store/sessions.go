@@ -78,8 +78,9 @@ func (db *DB) PurgeSessions(ctx context.Context, cutoff time.Time) (int64, error
 }
 
 // IssueKey issues a key named name to the session's user in its workspace (the settings
-// page's "Create key"), with its ledger event; the key is returned once.
+// page's "Create key"), with its ledger event (the user's act); the key is returned once.
 func (db *DB) IssueKey(ctx context.Context, s accountable.Session, name string) (key, prefix string, err error) {
-	k, err := db.CreateKey(ctx, CreateKeyRequest{Name: name, UserEmail: s.UserEmail, WorkspaceID: s.WorkspaceID})
+	by := accountable.Actor{Type: accountable.ActorHuman, ID: s.UserID}
+	k, err := db.CreateKey(ctx, CreateKeyRequest{Name: name, UserEmail: s.UserEmail, WorkspaceID: s.WorkspaceID, By: &by})
 	return k.Key, k.KeyPrefix, err
 }
