@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/accountablework/accountable/passwords"
-	"github.com/accountablework/accountable/store/storetest"
 )
 
 // The settings page in headless Chromium (CHROMIUM_PATH, which make test sets with
@@ -25,15 +22,7 @@ func TestSettingsPageInChromium(t *testing.T) {
 		t.Fatal("CHROMIUM_PATH is not set: run the tests with `make test`, which finds or installs Chromium (scripts/chromium.sh)")
 	}
 	e := newEnv(t, nil)
-	ten := storetest.NewTenant(t, e.db)
-	const password = "correct horse battery staple"
-	hash, err := passwords.Hash(password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.SetPassword(context.Background(), ten.Principal.UserEmail, hash); err != nil {
-		t.Fatal(err)
-	}
+	ten := newPerson(t, e)
 
 	// The profile's directory is removed when the test ends, retried: Chromium's helper
 	// processes may still be writing to it for a moment after the browser has exited
@@ -67,7 +56,7 @@ func TestSettingsPageInChromium(t *testing.T) {
 		chromedp.Navigate(e.base+"/settings/api-keys"), // signed out: to the sign-in page
 		chromedp.WaitVisible(`#email`, chromedp.ByID),
 		chromedp.SendKeys(`#email`, ten.Principal.UserEmail, chromedp.ByID),
-		chromedp.SendKeys(`#password`, password, chromedp.ByID),
+		chromedp.SendKeys(`#password`, testPassword, chromedp.ByID),
 		chromedp.Click(`#sign-in`, chromedp.ByID),
 		chromedp.WaitVisible(`#key-name`, chromedp.ByID),
 		chromedp.Location(&location),

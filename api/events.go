@@ -53,19 +53,17 @@ func (s *Server) streamEvents(c *call, in *streamQuery) ([]accountable.Event, er
 	if in.Limit != nil {
 		f.Limit = *in.Limit
 	}
-	for _, p := range []struct {
-		name   string
-		cursor *string
-	}{{"cursor", in.Cursor}, {"after", in.After}} {
-		if p.cursor == nil {
-			continue
-		}
-		pos, ok := accountable.ParseStreamCursor(*p.cursor)
+	if in.Cursor != nil && in.After != nil && *in.Cursor != *in.After {
+		return nil, accountable.ValidationError(accountable.Issue{Path: "after", Message: "differs from cursor (send one of them)"})
+	}
+	name, cursor := "cursor", in.Cursor
+	if cursor == nil {
+		name, cursor = "after", in.After
+	}
+	if cursor != nil {
+		pos, ok := accountable.ParseStreamCursor(*cursor)
 		if !ok {
-			return nil, accountable.ValidationError(accountable.Issue{Path: p.name, Message: "is not a cursor this stream returned"})
-		}
-		if in.Cursor != nil && in.After != nil && *in.Cursor != *in.After {
-			return nil, accountable.ValidationError(accountable.Issue{Path: "after", Message: "differs from cursor (send one of them)"})
+			return nil, accountable.ValidationError(accountable.Issue{Path: name, Message: "is not a cursor this stream returned"})
 		}
 		f.After = pos
 	}

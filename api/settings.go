@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -46,8 +47,12 @@ const (
 )
 
 // dummyHash is verified against when an email has no password, so that the answer takes
-// as long as for a wrong password (no telling which emails exist).
-var dummyHash, _ = passwords.Hash("not the password of anyone")
+// as long as for a wrong password (no telling which emails exist). Made at the first
+// such sign-in, not at start-up (a hash costs tens of milliseconds).
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := passwords.Hash("not the password of anyone")
+	return h
+})
 
 // WebRoutes are the settings page's routes: HTML for browsers, not operations of the API
 // description.
@@ -130,7 +135,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	if hash != "" {
 		ok, _ = passwords.Verify(hash, password)
 	} else {
-		passwords.Verify(dummyHash, password) //nolint:errcheck // only takes the same time
+		passwords.Verify(dummyHash(), password) //nolint:errcheck // only takes the same time
 	}
 	if !ok {
 		s.signIns.charge(budget, now)

@@ -14,6 +14,23 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// testPassword is the password of the people newPerson makes.
+const testPassword = "correct horse battery staple"
+
+// newPerson makes a tenant whose user can sign in to the settings page with testPassword.
+func newPerson(t *testing.T, e *env) storetest.Tenant {
+	t.Helper()
+	ten := storetest.NewTenant(t, e.db)
+	hash, err := passwords.Hash(testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SetPassword(context.Background(), ten.Principal.UserEmail, hash); err != nil {
+		t.Fatal(err)
+	}
+	return ten
+}
+
 // browser is a cookie-keeping client that does not follow redirects.
 type browser struct {
 	t    *testing.T
@@ -73,15 +90,7 @@ func cookieHeader(res *http.Response, name string) string {
 // no password or key in the logs.
 func TestSettingsPage(t *testing.T) {
 	e := newEnv(t, nil)
-	ten := storetest.NewTenant(t, e.db)
-	const password = "correct horse battery staple"
-	hash, err := passwords.Hash(password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.SetPassword(context.Background(), ten.Principal.UserEmail, hash); err != nil {
-		t.Fatal(err)
-	}
+	ten := newPerson(t, e)
 	b := newBrowser(t, e)
 
 	res, page := b.get("/settings/api-keys")
@@ -93,7 +102,7 @@ func TestSettingsPage(t *testing.T) {
 		t.Fatalf("sign-in page: %d %s", res.StatusCode, page)
 	}
 	csrf := csrfOf(t, page)
-	if res, _ := b.post("/sign-in", url.Values{"email": {ten.Principal.UserEmail}, "password": {password}}); res.StatusCode != http.StatusForbidden {
+	if res, _ := b.post("/sign-in", url.Values{"email": {ten.Principal.UserEmail}, "password": {testPassword}}); res.StatusCode != http.StatusForbidden {
 		t.Fatalf("sign-in without its CSRF token: %d", res.StatusCode)
 	}
 	res, page = b.get("/sign-in")
@@ -103,7 +112,7 @@ func TestSettingsPage(t *testing.T) {
 		t.Fatalf("a wrong password: %d %s", res.StatusCode, page)
 	}
 	csrf = csrfOf(t, page)
-	res, _ = b.post("/sign-in", url.Values{"csrf": {csrf}, "email": {ten.Principal.UserEmail}, "password": {password}})
+	res, _ = b.post("/sign-in", url.Values{"csrf": {csrf}, "email": {ten.Principal.UserEmail}, "password": {testPassword}})
 	session := cookieHeader(res, "__session")
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/settings/api-keys" ||
 		!strings.Contains(session, "HttpOnly") || !strings.Contains(strings.ToLower(session), "samesite=lax") || strings.Contains(session, "Secure") {
@@ -185,7 +194,7 @@ func TestSettingsPage(t *testing.T) {
 	e.logsMu.Lock()
 	logs := e.logs.String()
 	e.logsMu.Unlock()
-	for _, secret := range []string{password, key[1], "guess guess guess"} {
+	for _, secret := range []string{testPassword, key[1], "guess guess guess"} {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("the logs contain %q", secret)
 		}

@@ -185,14 +185,29 @@ func (f *LedgerFeed) listenOnce(ctx context.Context) error {
 	}
 }
 
+// announceGap is the least time between two announcements of a process: under load its
+// commits gather into at most one NOTIFY per gap (a NOTIFY is a transaction that takes
+// PostgreSQL's notification lock), so announcing costs the same at any write rate; other
+// processes' streams hear of a commit at most this much later.
+const announceGap = 5 * time.Millisecond
+
 // announce sends the pending workspaces in as few NOTIFYs as fit.
 func (f *LedgerFeed) announce(ctx context.Context) {
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-f.kick:
 		}
+		if wait := announceGap - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		f.mu.Lock()
 		pending := f.pending
 		f.pending = map[string]struct{}{}

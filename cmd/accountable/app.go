@@ -272,7 +272,8 @@ func startProfiler(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 }
 
 // startIdempotencyJanitor deletes idempotency records past their retention every hour
-// (replays of expired keys are already ignored; this keeps the table small), in small
+// (replays of expired keys are already ignored; this keeps the table small), and ended
+// settings-page sessions, in small
 // batches, by one replica at a time (the others find the janitor's lock taken).
 func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 	inBackground(lc, func(ctx context.Context) {
@@ -287,6 +288,12 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 					log.Warn("purging expired idempotency records", "err", err)
 				} else if n > 0 {
 					log.Info("purged expired idempotency records", "count", n)
+				}
+				// Settings-page sessions that ended a day ago are no use to anyone.
+				if n, err := db.PurgeSessions(ctx, time.Now().Add(-24*time.Hour)); err != nil {
+					log.Warn("purging ended sessions", "err", err)
+				} else if n > 0 {
+					log.Info("purged ended sessions", "count", n)
 				}
 			}
 		}

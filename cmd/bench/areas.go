@@ -20,23 +20,20 @@ import (
 // endpoint on this stack does); the projection against a bare Fiber + pgx handler sending
 // the same aggregate query and encoding its buckets.
 
-// doctorBody is a mid-sized workload: three systems, six actions.
-const doctorBody = `{"schema_version":"workload-diagnosis/0.1","workload":{"name":"Release notes agent",` +
-	`"outcome":"Draft release notes from merged pull requests and post them for review.","time_horizon":"recurring",` +
-	`"agent_count":2,"coordination":"handoff","systems":[` +
-	`{"category":"code_repository","access":"read","side_effect":"none","data_class":"internal"},` +
-	`{"category":"document_store","access":"write","side_effect":"reversible","data_class":"internal"},` +
-	`{"category":"messaging","access":"write","side_effect":"external","data_class":"confidential"}],` +
-	`"authority":{"actions":["research","draft","read_internal_data","write_internal_records","send_external_message","modify_code"],` +
-	`"approval_policy":"sensitive_actions","budget_control":"fixed_limit"},` +
-	`"accountability":{"evidence":"artifact","acceptance":"human","consequence":"moderate","retention":"long_term"}}}`
+// doctorFixture is the workload the diagnosis line posts (three systems, six actions;
+// the root package's BenchmarkDiagnose diagnoses it too).
+const doctorFixture = "testdata/workload/release-notes-agent.json"
 
 // receiptFixture is the receipt the validation line posts: the shared Codex fixture.
 const receiptFixture = "testdata/agent-work-receipt/fixtures/codex.json"
 
 func (b *bench) accountFreeLines() error {
 	if b.s.Lines["doctor"] {
-		if err := b.postLine("doctor", "POST /doctor/workload", "/api/v1/doctor/workload", []byte(doctorBody)); err != nil {
+		body, err := os.ReadFile(doctorFixture)
+		if err != nil {
+			return fmt.Errorf("doctor: %w", err)
+		}
+		if err := b.postLine("doctor", "POST /doctor/workload", "/api/v1/doctor/workload", body); err != nil {
 			return fmt.Errorf("doctor: %w", err)
 		}
 	}

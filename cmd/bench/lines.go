@@ -367,14 +367,16 @@ func (b *bench) profile() error {
 		}
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
 			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids))
-	case "doctor":
-		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+"/api/v1/doctor/workload", []byte(doctorBody)))
-	case "validate":
-		body, err := os.ReadFile(receiptFixture)
+	case "doctor", "validate":
+		path, fixture := "/api/v1/doctor/workload", doctorFixture
+		if b.s.ProfileLine == "validate" {
+			path, fixture = "/api/v1/agent-work-receipts/validate", receiptFixture
+		}
+		body, err := os.ReadFile(fixture)
 		if err != nil {
 			return err
 		}
-		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+"/api/v1/agent-work-receipts/validate", body))
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+path, body))
 	default:
 		s = b.serviceComplete(c)
 	}
