@@ -70,6 +70,12 @@ type Principal struct {
 	KeyPrefix   string
 	// AgentName is set when the key is an agent's: its commands are recorded as the agent's.
 	AgentName string
+	// Scopes limit what the credential may do (nil: everything its user may: keys and
+	// sessions); an OAuth access token has the scopes its user granted.
+	Scopes Scopes
+	// TokenBound is set for an OAuth access token: it is bound to one workspace, and the
+	// request may not select another.
+	TokenBound bool
 }
 
 // Actor is the actor recorded on ledger events for commands made by this principal: the

@@ -102,23 +102,25 @@ type errUnauthorized struct{ message string }
 
 func (e errUnauthorized) Error() string { return "unauthorized: " + e.message }
 
-// authenticate resolves the bearer API key to a principal and the workspace the request
-// is scoped to: the key's own, or another of its user's workspaces named by workspace_id.
+// authenticate resolves the request's credential to a principal and the workspace the
+// request is scoped to: the credential's own, or another of its user's workspaces named by
+// workspace_id (not for an OAuth token, which is bound to its workspace). The credential
+// is a bearer API key or OAuth access token, or the `__session` cookie when no
+// Authorization header is sent. A request the MCP server dispatches in-process (mcp.go)
+// arrives with the principal /mcp authenticated already.
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	if c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(accountable.SessionCookie) != "" && s.deps.Settings != nil {
-		p, err := s.verifySession(c)
+	if _, ok := c.Locals(localPrincipal).(accountable.Principal); !ok {
+		var p accountable.Principal
+		var err error
+		if c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(accountable.SessionCookie) != "" && s.deps.Settings != nil {
+			p, err = s.verifySession(c)
+		} else {
+			p, err = s.verifyBearer(c)
+		}
 		if err != nil {
 			return err
 		}
 		c.Locals(localPrincipal, p)
-	} else {
-		k, err := s.verifyKey(c)
-		if err != nil {
-			return err
-		}
-		s.usage.touch(k.ID)
-		c.Locals(localPrincipal, k.Principal())
-		c.Locals(localAPIKey, k)
 	}
 	if ws := c.Query("workspace_id"); ws != "" {
 		if err := s.selectWorkspace(c, "workspace_id", ws); err != nil {
@@ -126,6 +128,34 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 		}
 	}
 	return c.Next()
+}
+
+// verifyBearer returns the principal of the request's bearer credential: an OAuth access
+// token (accountable.AccessTokenPrefix) or an API key.
+func (s *Server) verifyBearer(c *fiber.Ctx) (accountable.Principal, error) {
+	if token, ok := bearerAccessToken(c.Get(fiber.HeaderAuthorization)); ok && s.deps.OAuth != nil {
+		return s.verifyAccessToken(c, token)
+	}
+	k, err := s.verifyKey(c)
+	if err != nil {
+		return accountable.Principal{}, err
+	}
+	s.usage.touch(k.ID)
+	c.Locals(localAPIKey, k)
+	return k.Principal(), nil
+}
+
+// requireScope refuses a credential without the operation's scope: 403 forbidden, with
+// the RFC 6750 insufficient_scope challenge naming it (an MCP client asks its user for
+// more on that).
+func requireScope(scope string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if scope == "" || principal(c).Scopes.Allows(scope) {
+			return c.Next()
+		}
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer error="insufficient_scope", scope="`+scope+`"`)
+		return accountable.Errorf(accountable.ECodeForbidden, "The access token was not granted the scope %s this operation needs; authorize again with it.", scope)
+	}
 }
 
 // CSRFHeader carries a session's CSRF token on cookie-authenticated requests that change
@@ -282,6 +312,9 @@ func (s *Server) selectWorkspace(c *fiber.Ctx, field, id string) error {
 	id = accountable.NormalizeUUID(id)
 	if id == p.WorkspaceID {
 		return nil
+	}
+	if p.TokenBound { // an access token acts in the workspace its user consented to, only
+		return accountable.NotFound("workspace")
 	}
 	ctx, cancel := s.lookupContext(c)
 	defer cancel()

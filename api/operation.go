@@ -674,3 +674,30 @@ func (p param) check(v reflect.Value) string {
 	}
 	return ""
 }
+
+// areaScopes are the scope families of the areas (accountable.Scopes): an operation needs
+// its family's read scope when it is a GET, its write scope otherwise. The Credential area
+// needs none (any credential may describe itself); account-free operations need no
+// credential at all.
+var areaScopes = map[string]accountable.ScopeFamily{
+	"Work": accountable.ScopesWork, "Artifacts": accountable.ScopesWork, "Deduplication": accountable.ScopesWork,
+	"Receipt import": accountable.ScopesWork, "Content Studio": accountable.ScopesWork, "Projections": accountable.ScopesWork,
+	"Initiatives": accountable.ScopesInitiatives, "Launches": accountable.ScopesInitiatives, "Runs": accountable.ScopesInitiatives,
+	"Decisions": accountable.ScopesInitiatives, "Lifecycle": accountable.ScopesInitiatives,
+	"Operating processes": accountable.ScopesProcesses, "Operating map": accountable.ScopesProcesses,
+	"Handoffs": accountable.ScopesProcesses, "Discovery runs": accountable.ScopesProcesses, "Episodes": accountable.ScopesProcesses,
+	"Controllers": accountable.ScopesProcesses,
+	"Events":      accountable.ScopesEvents, webhooksArea: accountable.ScopesEvents, serviceArea: accountable.ScopesEvents,
+}
+
+// scope is the OAuth scope the operation needs ("" for none).
+func (o *operation) scope() string {
+	if o.Public || o.Area == "Credential" {
+		return ""
+	}
+	f, ok := areaScopes[o.Area]
+	if !ok { // a new area must choose its family (TestEveryOperationHasAScope)
+		panic("api: no scope family for area " + o.Area)
+	}
+	return f.Scope(o.Method != fiber.MethodGet && o.Method != fiber.MethodHead)
+}

@@ -99,7 +99,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	id := requestID(c)
 	var unauthorized errUnauthorized
 	if errors.As(err, &unauthorized) {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="accountable"`)
+		// The challenge points an OAuth client to the protected resource's metadata (RFC
+		// 9728 section 5.1): the MCP endpoint's, or the API's.
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="accountable", resource_metadata="`+s.resourceMetadataURL(c.Path())+`"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(unauthorizedBody{Error: "Unauthorized", Message: unauthorized.message})
 	}
 	// The error may be shared by concurrent requests (a package variable, a cached

@@ -158,6 +158,8 @@ type Deps struct {
 	Webhooks    WebhookStore
 	// Settings serves the key settings page and its sign-in (none: no page).
 	Settings SettingsStore
+	// OAuth is the authorization server of MCP clients (none: no OAuth, no token).
+	OAuth OAuthServer
 	Metrics  Metrics
 	// Feed wakes live event streams when their workspace has new events (nil: they poll).
 	Feed EventFeed
@@ -273,12 +275,14 @@ func fiberPath(p string) string { return pathParam.ReplaceAllString(p, ":$1") }
 func (s *Server) routes() {
 	s.app.Use(s.requestContext)
 	s.settingsRoutes()
+	s.oauthRoutes()
+	s.mcpRoutes()
 	for i := range s.ops {
 		o := &s.ops[i]
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }
 		handlers := []fiber.Handler{serve}
 		if !o.Public {
-			handlers = []fiber.Handler{s.authenticate, s.rateLimit, serve}
+			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
 		}
 		for _, root := range o.roots() {
 			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/accountablework/accountable"
+)
+
+// OAuthServer is the authorization server (package oauth) as the API uses it.
+type OAuthServer interface {
+	// AccessToken resolves an access token: not_found when it is unknown, expired or
+	// revoked.
+	AccessToken(ctx context.Context, token string) (accountable.OAuthToken, error)
+}
+
+// bearerAccessToken returns the OAuth access token of an Authorization header, when it
+// carries one (rather than an API key).
+func bearerAccessToken(auth string) (string, bool) {
+	scheme, token, found := strings.Cut(auth, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, strings.HasPrefix(token, accountable.AccessTokenPrefix)
+}
+
+const msgInvalidToken = "Invalid, expired or revoked access token. Refresh it, or authorize again."
+
+// verifyAccessToken returns the principal of an OAuth access token: its user, acting
+// through the client (an agent, on the ledger) in the workspace the user consented to,
+// with the scopes they granted. Unknown tokens spend the address's failure budget, as
+// unknown keys do.
+func (s *Server) verifyAccessToken(c *fiber.Ctx, token string) (accountable.Principal, error) {
+	budget := clientAddress(c.Context().RemoteIP())
+	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
+		return accountable.Principal{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
+	}
+	ctx, cancel := s.lookupContext(c)
+	defer cancel()
+	t, err := s.deps.OAuth.AccessToken(ctx, token)
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return accountable.Principal{}, s.authFailed(budget, true, msgInvalidToken)
+	}
+	if err != nil {
+		return accountable.Principal{}, err
+	}
+	return accountable.Principal{UserID: t.UserID, WorkspaceID: t.WorkspaceID, KeyID: "oauth:" + t.ClientID + ":" + t.UserID,
+		AgentName: accountable.AgentFor(t.ClientName, t.UserID), Scopes: t.Scopes, TokenBound: true}, nil
+}
+
+// MCPPath is the MCP endpoint (Streamable HTTP), at the site root.
+const MCPPath = "/mcp"
+
+// Paths of the protected resource metadata (RFC 9728): the API's at the root, the MCP
+// endpoint's with its path appended.
+const (
+	ProtectedResourcePath = "/.well-known/oauth-protected-resource"
+	AuthServerMetaPath    = "/.well-known/oauth-authorization-server"
+)
+
+// resourceMetadataURL is the metadata URL of the resource that path belongs to.
+func (s *Server) resourceMetadataURL(path string) string {
+	if path == MCPPath || strings.HasPrefix(path, MCPPath+"/") {
+		return s.cfg.SiteURL + ProtectedResourcePath + MCPPath
+	}
+	return s.cfg.SiteURL + ProtectedResourcePath
+}
+
+// authenticateMCP authenticates a request to /mcp: a bearer credential only (an OAuth
+// access token, or the API key of a headless agent; not the session cookie), whose 401
+// points the client to the MCP endpoint's resource metadata.
+func (s *Server) authenticateMCP(c *fiber.Ctx) error {
+	p, err := s.verifyBearer(c)
+	if err != nil {
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	return c.Next()
+}
+
+// OAuthRoutes are the authorization server's routes: OAuth 2.1 endpoints and metadata,
+// not operations of the API description.
+var OAuthRoutes = []string{}
+
+// oauthRoutes mounts the authorization server and the resource metadata.
+func (s *Server) oauthRoutes() {}
