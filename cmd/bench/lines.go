@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -195,14 +197,9 @@ func (b *bench) pgbenchComplete(c int, l *line, name, script string) (sample, er
 // --- GET /work/{id} --------------------------------------------------------------------
 
 func (b *bench) readLine() error {
-	if len(b.pool) < 1000 {
-		if err := b.ensureServicePool(1000); err != nil {
-			return err
-		}
-	}
-	ids := make([]string, 0, 1000)
-	for _, t := range b.pool[:1000] {
-		ids = append(ids, t.id)
+	ids, err := b.readTaskIDs()
+	if err != nil {
+		return err
 	}
 	for _, c := range b.s.ReadClients {
 		l := &line{ID: "read", Name: "GET /work/{id}", Clients: c, Unit: "req/s", Latency: "request",
@@ -221,6 +218,78 @@ func (b *bench) readLine() error {
 		}
 	}
 	return nil
+}
+
+// readTaskIDs are the 1000 tasks the read lines read.
+func (b *bench) readTaskIDs() ([]string, error) {
+	if len(b.pool) < 1000 {
+		if err := b.ensureServicePool(1000); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]string, 0, 1000)
+	for _, t := range b.pool[:1000] {
+		ids = append(ids, t.id)
+	}
+	return ids, nil
+}
+
+// --- MCP: tools/call get_work ---------------------------------------------------------
+
+// mcpLine reads the same tasks as the read line, through the MCP endpoint: a JSON-RPC
+// tools/call of get_work, which the service decodes, dispatches in-process to GET
+// /work/{taskId} and wraps in a tool result (structured content and its text). The limit
+// is the read line's: the bare Fiber + pgx read of the same row.
+func (b *bench) mcpLine() error {
+	ids, err := b.readTaskIDs()
+	if err != nil {
+		return err
+	}
+	for _, c := range b.s.ReadClients {
+		l := &line{ID: "mcp", Name: "MCP tools/call get_work", Clients: c, Unit: "req/s", Latency: "request",
+			LimitName: "bare Fiber + pgx: the same primary-key SELECT, similar JSON"}
+		b.lines = append(b.lines, l)
+		logf("MCP tools/call get_work at %d clients", c)
+		err := b.measure(l, func() (sample, error) {
+			var toolErrors atomic.Int64
+			s := runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
+			if n := toolErrors.Load(); n > 0 {
+				return s, fmt.Errorf("%d tool calls answered without a result or with a tool error", n)
+			}
+			return s, sampleErr(s)
+		}, func() (sample, error) {
+			return runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration,
+				readWork("http://"+b.baseAddr+"/work/", "X-Workspace-Id", b.main.WorkspaceID, ids)), nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mcpGetWork is a stateless MCP client's tools/call of get_work; answers without a
+// result, or with a tool error, are counted in toolErrors.
+func mcpGetWork(uri, auth string, ids []string, toolErrors *atomic.Int64) workload {
+	return workload{
+		prepare: func(i int, req *fasthttp.Request) bool {
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetRequestURI(uri)
+			req.Header.Set(fasthttp.HeaderAuthorization, auth)
+			req.Header.SetContentType("application/json")
+			req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			req.SetBodyRaw(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_work","arguments":{"taskId":%q}}}`,
+				i, ids[i%len(ids)]))
+			return true
+		},
+		ok: func(status int) bool { return status == fasthttp.StatusOK },
+		onResponse: func(_ int, body []byte) {
+			if !bytes.Contains(body, []byte(`"structuredContent"`)) || bytes.Contains(body, []byte(`"isError":true`)) {
+				toolErrors.Add(1)
+			}
+		},
+	}
 }
 
 func readWork(prefix, header, value string, ids []string) workload {

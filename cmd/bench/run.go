@@ -45,7 +45,6 @@ type bench struct {
 	poolMu   sync.Mutex
 	pool     []poolTask
 	poolNext int
-	readIDs  []string
 
 	// pgbench's counters: the next k of the create script, the seeded range of tasks the
 	// complete script completes (k in [pgbPoolNext, pgbPoolEnd)) and the transactions done.
@@ -248,7 +247,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		id string
 		fn func() error
-	}{{"create", b.createLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"paging", b.pagingLine},
+	}{{"create", b.createLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"mcp", b.mcpLine}, {"paging", b.pagingLine},
 		{"projection", b.projectionLine}}
 	for _, st := range steps {
 		if !b.s.Lines[st.id] {

@@ -45,7 +45,7 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery"}
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery"}
 
 func loadSettings() (settings, error) {
 	var errs []string
