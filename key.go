@@ -97,6 +97,9 @@ const (
 	EventUserCreated      = "user.created"
 	EventAPIKeyCreated    = "api_key.created"
 	EventAPIKeyRevoked    = "api_key.revoked"
+	// EventOAuthClientAuthorized: a user consented to an OAuth client (an MCP client)
+	// acting for them in the workspace.
+	EventOAuthClientAuthorized = "oauth.client_authorized"
 )
 
 // UserRef names a user in responses.

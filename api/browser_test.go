@@ -17,42 +17,13 @@ import (
 // API, revoke it, and see the API answer 401. SCREENSHOT writes the page with its new key
 // to that file (the README's picture: SCREENSHOT=docs/settings-api-keys.png).
 func TestSettingsPageInChromium(t *testing.T) {
-	browserPath := os.Getenv("CHROMIUM_PATH")
-	if browserPath == "" {
-		t.Fatal("CHROMIUM_PATH is not set: run the tests with `make test`, which finds or installs Chromium (scripts/chromium.sh)")
-	}
 	e := newEnv(t, nil)
 	ten := newPerson(t, e)
-
-	// The profile's directory is removed when the test ends, retried: Chromium's helper
-	// processes may still be writing to it for a moment after the browser has exited
-	// (t.TempDir would fail the test over it).
-	profile, err := os.MkdirTemp("", "accountable-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("left %s behind", profile)
-	})
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1000, 720))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelTimeout()
+	ctx := newChromium(t)
 
 	var key, location string
 	var screenshot []byte
-	err = chromedp.Run(ctx,
+	err := chromedp.Run(ctx,
 		chromedp.Navigate(e.base+"/settings/api-keys"), // signed out: to the sign-in page
 		chromedp.WaitVisible(`#email`, chromedp.ByID),
 		chromedp.SendKeys(`#email`, ten.Principal.UserEmail, chromedp.ByID),
@@ -95,4 +66,38 @@ func TestSettingsPageInChromium(t *testing.T) {
 	if r := e.do(request{method: "GET", path: "/credential", key: key}); r.status != http.StatusUnauthorized {
 		t.Fatalf("the key revoked on the page answered %d", r.status)
 	}
+}
+
+// newChromium starts headless Chromium (CHROMIUM_PATH) for the test, with a context that
+// ends with it (and at most a minute after it starts).
+func newChromium(t *testing.T) context.Context {
+	t.Helper()
+	browserPath := os.Getenv("CHROMIUM_PATH")
+	if browserPath == "" {
+		t.Fatal("CHROMIUM_PATH is not set: run the tests with `make test`, which finds or installs Chromium (scripts/chromium.sh)")
+	}
+	// The profile's directory is removed when the test ends, retried: Chromium's helper
+	// processes may still be writing to it for a moment after the browser has exited
+	// (t.TempDir would fail the test over it).
+	profile, err := os.MkdirTemp("", "accountable-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("left %s behind", profile)
+	})
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browserPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1000, 720))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	return ctx
 }

@@ -102,9 +102,9 @@ func (s *Server) listErrors(c *call, _ *struct{}) ([]accountable.ErrorSpec, erro
 // getCredential: GET /credential.
 func (s *Server) getCredential(c *call, _ *struct{}) (accountable.Credential, error) {
 	k := apiKey(c.fiber)
-	if k.ID == "" { // authenticated by a session cookie: there is no key to describe
+	if k.ID == "" { // authenticated by a session cookie or an OAuth token: there is no key to describe
 		return accountable.Credential{}, accountable.Errorf(accountable.ECodeNotFound,
-			"GET /credential describes the API key of the request; this request was authenticated by a session cookie.")
+			"GET /credential describes the API key of the request; this request was authenticated otherwise (a session cookie or an OAuth access token).")
 	}
 	ws, err := s.deps.Keys.GetWorkspace(c.ctx, c.principal.WorkspaceID)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/oauth"
 	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -127,6 +128,10 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
 		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db},
 		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey,
@@ -146,11 +151,18 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	logs := &bytes.Buffer{}
 	mu := &sync.Mutex{}
 	log := slog.New(slog.NewJSONHandler(lockedWriter{mu, logs}, nil))
-	srv, err := api.NewServer(cfg, deps, log)
-	if err != nil {
-		t.Fatal(err)
+	if cfg.SiteURL == siteIsListener {
+		cfg.SiteURL = "http://" + ln.Addr().String()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if deps.OAuth == nil { // the authorization server, as `make run` has it
+		authz, err := oauth.New(oauth.Config{Issuer: cfg.SiteURL, Resources: []string{cfg.SiteURL, cfg.SiteURL + api.MCPPath},
+			Secret: []byte(testWebhookKey)}, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps.OAuth = authz
+	}
+	srv, err := api.NewServer(cfg, deps, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +175,13 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
 		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu, planner: planner}
 }
+
+// siteIsListener as the site URL (withSiteURLOfListener) is replaced by the env's own
+// address: an OAuth client checks that the metadata names the URL it connected to.
+const siteIsListener = "listener"
+
+// withSiteURLOfListener makes the env's site URL its own address.
+func withSiteURLOfListener(cfg *api.Config, _ *api.Deps) { cfg.SiteURL = siteIsListener }
 
 // testWebhookKey keeps the test envs' webhook secrets.
 const testWebhookKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="

@@ -26,6 +26,8 @@ const (
 	localContractDate    = "contractDate"
 	localCanonicalBody   = "canonicalBody"
 	localFailure         = "failureBody"
+	// localInProcess marks a request the MCP server dispatched in-process (mcp.go).
+	localInProcess = "inProcess"
 )
 
 // A client-supplied request id is echoed when it is short and plain
@@ -109,7 +111,9 @@ func (e errUnauthorized) Error() string { return "unauthorized: " + e.message }
 // Authorization header is sent. A request the MCP server dispatches in-process (mcp.go)
 // arrives with the principal /mcp authenticated already.
 func (s *Server) authenticate(c *fiber.Ctx) error {
-	if _, ok := c.Locals(localPrincipal).(accountable.Principal); !ok {
+	if _, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
+		c.Locals(localInProcess, true)
+	} else {
 		var p accountable.Principal
 		var err error
 		if c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(accountable.SessionCookie) != "" && s.deps.Settings != nil {
@@ -429,6 +433,9 @@ func (u *keyUsage) flush(ctx context.Context) {
 
 // rateLimit refuses requests over the per-key rate with 429 rate_limited.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
+	if c.Locals(localInProcess) != nil { // an MCP tool call's request: its /mcp request was charged
+		return c.Next()
+	}
 	ok, wait := s.limiter.take(principal(c).KeyID, time.Now())
 	if !ok {
 		return RateLimited(accountable.ECodeRateLimited, "Too many requests for this API key.", wait)

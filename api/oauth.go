@@ -6,15 +6,25 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/ory/fosite"
 
 	"github.com/accountablework/accountable"
 )
 
-// OAuthServer is the authorization server (package oauth) as the API uses it.
+// OAuthServer is the authorization server (package oauth) as the API uses it: fosite's
+// provider for the protocol endpoints, and the service's side of tokens and clients.
 type OAuthServer interface {
+	fosite.OAuth2Provider
 	// AccessToken resolves an access token: not_found when it is unknown, expired or
 	// revoked.
 	AccessToken(ctx context.Context, token string) (accountable.OAuthToken, error)
+	Client(ctx context.Context, id string) (accountable.OAuthClient, error)
+	RegisterClient(ctx context.Context, reg accountable.ClientRegistration) (accountable.OAuthClient, string, error)
+	// NewSession is the session of a consent; EmptySession one to fill from a grant.
+	NewSession(userID, workspaceID, clientName string) fosite.Session
+	EmptySession() fosite.Session
+	// Resources are the identifiers tokens may be bound to (RFC 8707).
+	Resources() []string
 }
 
 // bearerAccessToken returns the OAuth access token of an Authorization header, when it
@@ -81,10 +91,3 @@ func (s *Server) authenticateMCP(c *fiber.Ctx) error {
 	c.Locals(localPrincipal, p)
 	return c.Next()
 }
-
-// OAuthRoutes are the authorization server's routes: OAuth 2.1 endpoints and metadata,
-// not operations of the API description.
-var OAuthRoutes = []string{}
-
-// oauthRoutes mounts the authorization server and the resource metadata.
-func (s *Server) oauthRoutes() {}

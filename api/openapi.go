@@ -221,7 +221,7 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 				"the same operations as {site_url}/api/v1/*. Generated from the service's operation table and Go types.",
 		},
 		"servers":  []any{map[string]any{"url": siteURL + V1Root}},
-		"security": []any{map[string]any{"bearerAuth": []any{}}, map[string]any{"sessionCookie": []any{}}},
+		"security": []any{map[string]any{"bearerAuth": []any{}}, map[string]any{"sessionCookie": []any{}}, map[string]any{"oauth2": []any{}}},
 		"tags":     areaTags(ops),
 		"paths":    paths,
 		"components": map[string]any{
@@ -230,7 +230,8 @@ func buildDocument(ops []operation, siteURL string) ([]byte, error) {
 				"description": "API key: Authorization: Bearer svk_..."},
 				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": accountable.SessionCookie,
 					"description": "The session of the key settings page's sign-in (used when no Authorization header is sent); " +
-						"requests other than GET and HEAD also send the session's CSRF token in X-CSRF-Token."}},
+						"requests other than GET and HEAD also send the session's CSRF token in X-CSRF-Token."},
+				"oauth2": oauthScheme(siteURL)},
 			"parameters": commonParameters(),
 		},
 	}
@@ -310,6 +311,11 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 	params := []any{map[string]any{"$ref": "#/components/parameters/SvcVersion"}}
 	if o.Public {
 		entry["security"] = []any{}
+	} else if scope := o.scope(); scope != "" {
+		// Keys and sessions may call it; an OAuth access token needs the scope.
+		entry["security"] = []any{map[string]any{"bearerAuth": []any{}}, map[string]any{"sessionCookie": []any{}},
+			map[string]any{"oauth2": []any{scope}}}
+		params = append(params, map[string]any{"$ref": "#/components/parameters/WorkspaceId"})
 	} else {
 		params = append(params, map[string]any{"$ref": "#/components/parameters/WorkspaceId"})
 	}
@@ -470,6 +476,9 @@ func (o *operation) errorCodes() []string {
 		// forbidden: a session-cookie request without its CSRF token (verifySession).
 		codes = append(codes, accountable.ECodeWriteConflict, accountable.ECodeResourceBusy, accountable.ECodeForbidden)
 	}
+	if o.scope() != "" {
+		codes = append(codes, accountable.ECodeForbidden) // an access token without the scope (requireScope)
+	}
 	switch o.Idempotency {
 	case RequiredIdempotency:
 		codes = append(codes, accountable.ECodeIdempotencyKeyRequired)
@@ -508,4 +517,19 @@ func normalizeSchemas(v any) {
 func typeAdmitsNull(t any) bool {
 	list, ok := t.([]any)
 	return ok && slices.Contains(list, any("null"))
+}
+
+// oauthScheme describes the OAuth access tokens of MCP (and other) clients: the
+// authorization code flow with PKCE of the service's authorization server, sent as a
+// bearer token like a key; each operation names the scope it needs.
+func oauthScheme(siteURL string) map[string]any {
+	scopes := map[string]any{}
+	for _, sc := range accountable.ScopesSupported {
+		scopes[sc] = accountable.ScopeDescriptions[sc]
+	}
+	return map[string]any{"type": "oauth2",
+		"description": "OAuth 2.1 access token (authorization code with PKCE S256; dynamic client registration at " + siteURL +
+			"/oauth/register; metadata at " + siteURL + "/.well-known/oauth-authorization-server): Authorization: Bearer ory_at_...",
+		"flows": map[string]any{"authorizationCode": map[string]any{"authorizationUrl": siteURL + OAuthAuthorizePath,
+			"tokenUrl": siteURL + OAuthTokenPath, "refreshUrl": siteURL + OAuthTokenPath, "scopes": scopes}}}
 }

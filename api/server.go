@@ -159,8 +159,8 @@ type Deps struct {
 	// Settings serves the key settings page and its sign-in (none: no page).
 	Settings SettingsStore
 	// OAuth is the authorization server of MCP clients (none: no OAuth, no token).
-	OAuth OAuthServer
-	Metrics  Metrics
+	OAuth   OAuthServer
+	Metrics Metrics
 	// Feed wakes live event streams when their workspace has new events (nil: they poll).
 	Feed EventFeed
 	// MetricsHandler serves GET /metrics when set.
@@ -169,17 +169,18 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg          Config
-	deps         Deps
-	log          *slog.Logger
-	app          *fiber.App
-	ops          []operation
-	document     []byte
-	usage        *keyUsage
-	limiter      *buckets // requests per API key
-	authFailures *buckets // failed authentications per client address
-	signIns      *buckets // failed sign-ins to the settings page per client address
-	metrics      metrics
+	cfg           Config
+	deps          Deps
+	log           *slog.Logger
+	app           *fiber.App
+	ops           []operation
+	document      []byte
+	usage         *keyUsage
+	limiter       *buckets // requests per API key
+	authFailures  *buckets // failed authentications per client address
+	signIns       *buckets // failed sign-ins to the settings page per client address
+	registrations *buckets // OAuth client registrations per client address
+	metrics       metrics
 	// streams is the context of live event streams: Shutdown cancels it, so that they end
 	// instead of holding their connections until their lease runs out.
 	streams     context.Context
@@ -209,7 +210,9 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		// Five failed sign-ins a minute per address, after a first ten.
 		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
-		metrics: metrics{deps.Metrics},
+		// Ten client registrations a minute per address, after a first twenty.
+		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
+		metrics:       metrics{deps.Metrics},
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.ops = s.operations()

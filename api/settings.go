@@ -86,10 +86,9 @@ func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duratio
 // page renders a template with the headers every page has: nothing cached, not framed,
 // no script, forms only to this site.
 func page(c *fiber.Ctx, status int, t *template.Template, data any) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderXFrameOptions, "DENY")
-	c.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	c.Set("Referrer-Policy", "no-referrer")
+	for k, v := range pageHeaders("") {
+		c.Set(k, v)
+	}
 	c.Type("html", "utf-8")
 	var b strings.Builder
 	if err := t.Execute(&b, data); err != nil {
@@ -98,8 +97,30 @@ func page(c *fiber.Ctx, status int, t *template.Template, data any) error {
 	return c.Status(status).SendString(b.String())
 }
 
+// pageHeaders are the headers of every page; formTarget is a place other than this site
+// that its forms may lead to (the consent form's redirect to the client).
+func pageHeaders(formTarget string) map[string]string {
+	return map[string]string{
+		fiber.HeaderCacheControl:  "no-store",
+		fiber.HeaderXFrameOptions: "DENY",
+		"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'" + formTarget +
+			"; frame-ancestors 'none'; base-uri 'none'",
+		"Referrer-Policy": "no-referrer",
+	}
+}
+
 type signInData struct {
-	CSRF, Email, Error string
+	CSRF, Email, Error, Next string
+}
+
+// afterSignIn is where a sign-in continues: the authorization request that sent the
+// browser to sign in (next), else the key settings page. Only an authorization request
+// of this site is followed (never another site: no open redirect).
+func afterSignIn(next string) string {
+	if strings.HasPrefix(next, OAuthAuthorizePath+"?") && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	return SettingsPath
 }
 
 func (s *Server) signInPage(c *fiber.Ctx) error {
@@ -109,7 +130,11 @@ func (s *Server) signInPage(c *fiber.Ctx) error {
 func (s *Server) renderSignIn(c *fiber.Ctx, status int, email, message string) error {
 	token := accountable.NewCSRFToken()
 	s.setCookie(c, signInCookie, token, 30*time.Minute)
-	return page(c, status, signInTemplate, signInData{CSRF: token, Email: email, Error: message})
+	next := ""
+	if n := afterSignIn(c.FormValue("next")); n != SettingsPath {
+		next = n
+	}
+	return page(c, status, signInTemplate, signInData{CSRF: token, Email: email, Error: message, Next: next})
 }
 
 func (s *Server) signIn(c *fiber.Ctx) error {
@@ -149,7 +174,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	}
 	s.setCookie(c, accountable.SessionCookie, token, accountable.SessionLifetime)
 	s.setCookie(c, signInCookie, "", -1)
-	return c.Redirect(SettingsPath, fiber.StatusSeeOther)
+	return c.Redirect(afterSignIn(form("next")), fiber.StatusSeeOther)
 }
 
 // session returns the request's live session, if any.
@@ -261,6 +286,7 @@ var signInTemplate = template.Must(template.New("sign-in").Parse(`<!doctype html
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
 <form method="post" action="/sign-in">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
+{{if .Next}}<input type="hidden" name="next" value="{{.Next}}">{{end}}
 <p><label>Email<br><input type="email" name="email" id="email" value="{{.Email}}" autocomplete="username" required></label></p>
 <p><label>Password<br><input type="password" name="password" id="password" autocomplete="current-password" required></label></p>
 <p><button type="submit" id="sign-in">Sign in</button></p>

@@ -21,6 +21,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/worker"
@@ -127,7 +128,21 @@ func newKeyCache(lc fx.Lifecycle, cfg Config, db *store.DB, log *slog.Logger) *s
 	return kc
 }
 
+// newOAuth is the authorization server of MCP clients, when a token secret is configured.
+func newOAuth(cfg Config, db *store.DB, log *slog.Logger) (api.OAuthServer, error) {
+	if cfg.OAuthTokenSecret == nil {
+		log.Info("no OAuth authorization server (OAUTH_TOKEN_SECRET is not set): /mcp accepts API keys only")
+		return nil, nil
+	}
+	return oauth.New(oauth.Config{Issuer: cfg.SiteURL, Resources: []string{cfg.SiteURL, cfg.SiteURL + api.MCPPath},
+		Secret: cfg.OAuthTokenSecret, AccessTokenLifespan: cfg.OAuthAccessTokenTTL, RefreshTokenLifespan: cfg.OAuthRefreshTokenTTL}, db)
+}
+
 func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, feed *store.LedgerFeed, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
+	authz, err := newOAuth(cfg, db, log)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
@@ -137,7 +152,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, Metrics: m,
+	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
 		Feed: feed, MetricsHandler: m.fiberHandler()}, log)
 	if err != nil {
 		return nil, err
@@ -294,6 +309,11 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 					log.Warn("purging ended sessions", "err", err)
 				} else if n > 0 {
 					log.Info("purged ended sessions", "count", n)
+				}
+				if n, err := db.PurgeOAuthGrants(ctx, time.Now().Add(-24*time.Hour)); err != nil {
+					log.Warn("purging expired OAuth grants", "err", err)
+				} else if n > 0 {
+					log.Info("purged expired OAuth grants", "count", n)
 				}
 			}
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/workflows"
 )
@@ -67,6 +70,13 @@ type Config struct {
 	WebhookSecretKey    accountable.WebhookSecretKey
 	WebhookAllowPrivate bool
 	WebhookTimeout      time.Duration
+	// OAuth for MCP clients: the secret that keys tokens' HMAC (OAUTH_TOKEN_SECRET, at
+	// least 32 bytes in base64, the same in every API process; `accountable dev
+	// --bootstrap` makes one in .data when unset; without one there is no authorization
+	// server, and /mcp takes API keys only) and the tokens' lifetimes.
+	OAuthTokenSecret     []byte
+	OAuthAccessTokenTTL  time.Duration
+	OAuthRefreshTokenTTL time.Duration
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -130,6 +140,15 @@ func LoadConfig() (Config, error) {
 			c.WebhookSecretKey = k
 		}
 	}
+	if v := env("OAUTH_TOKEN_SECRET", ""); v != "" {
+		if b, err := parseTokenSecret(v); err != nil {
+			errs = append(errs, "OAUTH_TOKEN_SECRET: "+err.Error())
+		} else {
+			c.OAuthTokenSecret = b
+		}
+	}
+	c.OAuthAccessTokenTTL = envDuration("OAUTH_ACCESS_TOKEN_TTL", 15*time.Minute, &errs)
+	c.OAuthRefreshTokenTTL = envDuration("OAUTH_REFRESH_TOKEN_TTL", 30*24*time.Hour, &errs)
 	switch v := strings.ToLower(env("WEBHOOK_ALLOW_PRIVATE", "false")); v {
 	case "1", "true", "yes":
 		c.WebhookAllowPrivate = true
@@ -180,4 +199,16 @@ func envFloat(name string, def float64, errs *[]string) float64 {
 
 func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
 	return envParse(name, def, time.ParseDuration, "a duration such as 20s", errs)
+}
+
+// parseTokenSecret reads OAUTH_TOKEN_SECRET: base64 of at least 32 bytes.
+func parseTokenSecret(v string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil {
+		return nil, errors.New("must be base64 (openssl rand -base64 32)")
+	}
+	if len(b) < oauth.MinSecretLength {
+		return nil, errors.New("must be at least 32 bytes")
+	}
+	return b, nil
 }

@@ -111,6 +111,13 @@ func run(args []string, out io.Writer) error {
 				}
 				cfg.WebhookSecretKey = key
 			}
+			if cfg.OAuthTokenSecret == nil {
+				secret, err := devTokenSecret(filepath.Join(filepath.Dir(cfg.DevKeyFile), "oauth-token-secret"))
+				if err != nil {
+					return err
+				}
+				cfg.OAuthTokenSecret = secret
+			}
 		}
 		fx.New(devOptions(cfg)).Run()
 		return nil
@@ -288,23 +295,40 @@ func migrateConfig(cfg Config) store.MigrateConfig {
 	return store.MigrateConfig{OwnerURL: cfg.MigrationDatabaseURL, ServiceURL: cfg.DatabaseURL}
 }
 
-// devWebhookKey reads the dev webhook secret key from path, making it on first run (so
-// endpoints registered under make run keep working after a restart).
-func devWebhookKey(path string) (accountable.WebhookSecretKey, error) {
+// devSecret reads a dev secret (32 random bytes in base64) from path, making it on first
+// run, so that what depends on it survives a restart of make run.
+func devSecret(path string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		b := make([]byte, 32)
 		rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
 		raw = []byte(base64.StdEncoding.EncodeToString(b) + "\n")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return accountable.WebhookSecretKey{}, err
+			return "", err
 		}
 		err = os.WriteFile(path, raw, 0o600)
 	}
+	return string(raw), err
+}
+
+// devWebhookKey is the dev webhook secret key (endpoints registered under make run keep
+// working after a restart).
+func devWebhookKey(path string) (accountable.WebhookSecretKey, error) {
+	raw, err := devSecret(path)
 	if err != nil {
 		return accountable.WebhookSecretKey{}, err
 	}
-	return accountable.ParseWebhookSecretKey(string(raw))
+	return accountable.ParseWebhookSecretKey(raw)
+}
+
+// devTokenSecret is the dev OAuth token secret (MCP clients connected under make run stay
+// connected after a restart).
+func devTokenSecret(path string) ([]byte, error) {
+	raw, err := devSecret(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseTokenSecret(raw)
 }
 
 // devBootstrap migrates and, on first run, creates a dev user, workspace and API key. The
