@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,13 +25,17 @@ import (
 // tool calls with a key) with their members, parameters and headers mutated: whatever
 // comes in, no 5xx and an answer within the timeout; nothing is registered but by a 201;
 // no grant exists but for a consent; a tool call's answer is JSON-RPC (a result, or an
-// error object), never a transport failure.
+// error object), never a transport failure. OAUTH_FUZZ_REQUESTS (default 1000; make soak
+// sends more) and OAUTH_FUZZ_SEED (default: random, logged) repeat a run.
 func TestOAuthAndMCPRefuseHostileInput(t *testing.T) {
 	e := newEnv(t, nil, withSiteURLOfListener)
 	ten := newPerson(t, e)
 	conn := storetest.Conn(t)
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if n, err := strconv.ParseUint(os.Getenv("OAUTH_FUZZ_SEED"), 10, 64); err == nil {
+		seed = n
+	}
+	t.Logf("OAUTH_FUZZ_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	app := registerApp(t, e, map[string]any{"client_name": "Fuzz", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "token_endpoint_auth_method": "none"})
 	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -106,8 +112,12 @@ func TestOAuthAndMCPRefuseHostileInput(t *testing.T) {
 		"code_verifier": {strings.Repeat("v", 43)}, "refresh_token": {"ory_rt_x.y"}}
 	toolArgs := map[string]any{"title": "t", "idempotency_key": "k", "taskId": "00000000-0000-0000-0000-000000000000", "limit": 5}
 
+	requests := 1000 // make soak: OAUTH_FUZZ_REQUESTS
+	if n, err := strconv.Atoi(os.Getenv("OAUTH_FUZZ_REQUESTS")); err == nil && n > 0 {
+		requests = n
+	}
 	registered := 0
-	for i := range 1000 {
+	for i := range requests {
 		var req *http.Request
 		var err error
 		kind := rng.IntN(5)

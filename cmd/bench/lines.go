@@ -407,7 +407,7 @@ func (b *bench) pageRun(addr, path, header, value string, events int, warmup tim
 // table) while the service's CPU profile is taken over the measured window.
 func (b *bench) profile() error {
 	c := b.s.ProfileClients
-	if pl := b.s.ProfileLine; pl == "complete" || pl == "read" {
+	if pl := b.s.ProfileLine; pl == "complete" || pl == "read" || pl == "mcp" {
 		if err := b.ensureServicePool(b.runsNeed(b.serviceRateEstimate(), 1)); err != nil {
 			return err
 		}
@@ -436,6 +436,13 @@ func (b *bench) profile() error {
 		}
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
 			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids))
+	case "mcp":
+		ids := make([]string, 0, 1000)
+		for _, t := range b.pool[:min(1000, len(b.pool))] {
+			ids = append(ids, t.id)
+		}
+		var toolErrors atomic.Int64
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
 	case "doctor", "validate":
 		path, fixture := "/api/v1/doctor/workload", doctorFixture
 		if b.s.ProfileLine == "validate" {

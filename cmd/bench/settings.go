@@ -88,8 +88,8 @@ func loadSettings() (settings, error) {
 	if s.PageLimit < 1 || s.PageLimit > 1000 {
 		errs = append(errs, "BENCH_PAGE_LIMIT: 1 to 1000 (the API's bound)")
 	}
-	if !slices.Contains([]string{"complete", "create", "read", "doctor", "validate"}, s.ProfileLine) {
-		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, doctor or validate")
+	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate"}, s.ProfileLine) {
+		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
 	}
 	maxClients := 1
 	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, []int{s.ProfileClients}) {
