@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // OAuth 2.1 for MCP clients (and any other client that cannot hold an API key): a client
@@ -191,6 +192,15 @@ func (r ClientRegistration) Validate() error {
 	}
 	if len(r.ClientName) > maxClientNameLength {
 		issues = append(issues, Issue{Path: "client_name", Message: "at most 100 characters"})
+	}
+	// The name is shown on the consent screen and is the agent the ledger records: no
+	// control, format or bidirectional characters to disguise it, and not a name that
+	// would read as acting for someone in particular.
+	if strings.IndexFunc(r.ClientName, func(c rune) bool { return unicode.IsControl(c) || unicode.Is(unicode.Cf, c) }) >= 0 {
+		issues = append(issues, Issue{Path: "client_name", Message: "must not contain control or formatting characters"})
+	}
+	if strings.Contains(strings.ToLower(r.ClientName), " for user ") {
+		issues = append(issues, Issue{Path: "client_name", Message: `must not contain " for user "`})
 	}
 	for path, u := range map[string]string{"client_uri": r.ClientURI, "logo_uri": r.LogoURI} {
 		if u == "" {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -56,6 +57,13 @@ func (s *Server) mcpRoutes() {
 	})
 	serve := adaptor.HTTPHandler(h)
 	s.app.Post(MCPPath, s.authenticateMCP, s.rateLimit, func(c *fiber.Ctx) error {
+		// One message per request: a JSON-RPC batch (which the SDK still takes from clients
+		// of protocol versions before 2025-06-18) would run many tool calls on one charge
+		// of the rate limit.
+		if b := bytes.TrimLeft(c.Body(), " \t\r\n"); len(b) > 0 && b[0] == '[' {
+			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"jsonrpc": "2.0", "id": nil,
+				"error": fiber.Map{"code": -32600, "message": "JSON-RPC batches are not accepted: send one message per request."}})
+		}
 		c.Locals(localMCPClient, c.Context().RemoteAddr())
 		return serve(c)
 	})

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,14 +187,19 @@ func errInvalidTarget(resource string) error {
 // this service's.
 func (s *Server) authorizeRequest(w http.ResponseWriter, r *http.Request) (fosite.AuthorizeRequester, bool) {
 	ctx := r.Context()
-	ar, err := s.deps.OAuth.NewAuthorizeRequest(ctx, r)
-	if err != nil {
-		s.deps.OAuth.WriteAuthorizeError(ctx, w, ar, err)
+	if err := r.ParseForm(); err != nil {
+		writePage(w, http.StatusBadRequest, oauthMessageTemplate, "The authorization request could not be read.")
 		return nil, false
 	}
-	if ru := r.Form.Get("redirect_uri"); ru != "" && !slices.Contains(ar.GetClient().GetRedirectURIs(), ru) {
-		// Never redirect to an address the client did not register.
-		writePage(w, http.StatusBadRequest, oauthMessageTemplate, "The redirect URI is not one this client registered; the client must be registered again.")
+	ar, err := s.deps.OAuth.NewAuthorizeRequest(ctx, r)
+	// Never redirect to an address the client did not register, not even with an error
+	// (fosite would: it takes any port of a registered loopback address).
+	if ru := r.Form.Get("redirect_uri"); ru != "" && (ar == nil || ar.GetClient() == nil || !slices.Contains(ar.GetClient().GetRedirectURIs(), ru)) {
+		writePage(w, http.StatusBadRequest, oauthMessageTemplate, "The redirect URI is not one this client registered (or the client is unknown); the client must be registered again.")
+		return nil, false
+	}
+	if err != nil {
+		s.deps.OAuth.WriteAuthorizeError(ctx, w, ar, err)
 		return nil, false
 	}
 	// PKCE is checked here too, not only when the code is issued (fosite's handlers run
@@ -223,6 +230,11 @@ type consentData struct {
 
 type scopeLine struct{ Name, Description string }
 
+// authorizeParams are the parameters of an authorization request the consent form carries
+// back (and nothing else a client put in its URL).
+var authorizeParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
+	"code_challenge_method", "resource", "audience", "response_mode", "nonce", "prompt"}
+
 type param2 struct{ Name, Value string }
 
 // authorize is GET /oauth/authorize: a signed-in user sees the consent screen, others
@@ -232,7 +244,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess, ok := s.browserSession(r)
+	sess, ok, err := s.browserSession(r)
+	if err != nil {
+		writePage(w, http.StatusServiceUnavailable, oauthMessageTemplate, msgPageUnavailable)
+		return
+	}
 	if !ok {
 		http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
@@ -258,6 +274,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		d.Scopes = append(d.Scopes, scopeLine{sc, accountable.ScopeDescriptions[sc]})
 	}
 	for name, values := range r.URL.Query() {
+		if !slices.Contains(authorizeParams, name) { // not csrf, not decision: the user's answer is the user's
+			continue
+		}
 		for _, v := range values {
 			d.Params = append(d.Params, param2{name, v})
 		}
@@ -285,7 +304,11 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		writePage(w, http.StatusBadRequest, oauthMessageTemplate, "The form could not be read.")
 		return
 	}
-	sess, ok := s.browserSession(r)
+	sess, ok, err := s.browserSession(r)
+	if err != nil {
+		writePage(w, http.StatusServiceUnavailable, oauthMessageTemplate, msgPageUnavailable)
+		return
+	}
 	if !ok || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.CSRFToken)) != 1 {
 		writePage(w, http.StatusForbidden, oauthMessageTemplate, "The form is not from this page (CSRF check failed) or the session ended; start the connection again from the client.")
 		return
@@ -295,6 +318,10 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if d := r.PostForm["decision"]; len(d) != 1 || (d[0] != "allow" && d[0] != "deny") {
+		writePage(w, http.StatusBadRequest, oauthMessageTemplate, "The answer of the consent form is not one answer; start the connection again from the client.")
+		return
+	}
 	if r.PostForm.Get("decision") != "allow" {
 		s.deps.OAuth.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("The user declined the authorization."))
 		return
@@ -334,8 +361,19 @@ func (s *Server) servesResource(res string) bool {
 // the resources of its consent).
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	// A wrong client secret costs a bcrypt comparison: failed client authentications
+	// spend the address's failure budget, as unknown keys do.
+	budget := clientAddress(remoteIP(r))
+	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		writeOAuthJSON(w, http.StatusTooManyRequests, oauthError{"temporarily_unavailable", "Too many failed client authentications from this address; retry later."})
+		return
+	}
 	ar, err := s.deps.OAuth.NewAccessRequest(ctx, r, s.deps.OAuth.EmptySession())
 	if err != nil {
+		if errors.Is(err, fosite.ErrInvalidClient) {
+			s.authFailures.charge(budget, time.Now())
+		}
 		s.deps.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
 	}
@@ -346,6 +384,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp, err := s.deps.OAuth.NewAccessResponse(ctx, ar)
+	if errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) { // exchanged at the same moment by another request
+		err = fosite.ErrInvalidGrant.WithHint("The authorization code was already used.")
+	}
 	if err != nil {
 		s.deps.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
@@ -359,18 +400,24 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	s.deps.OAuth.WriteRevocationResponse(ctx, w, s.deps.OAuth.NewRevocationRequest(ctx, r))
 }
 
-// browserSession returns the live settings-page session of a browser's request.
-func (s *Server) browserSession(r *http.Request) (accountable.Session, bool) {
+// browserSession returns the live settings-page session of a browser's request; err is a
+// failure to look it up (the store down), not its absence.
+func (s *Server) browserSession(r *http.Request) (accountable.Session, bool, error) {
 	if s.deps.Settings == nil {
-		return accountable.Session{}, false
+		return accountable.Session{}, false, nil
 	}
 	ck, err := r.Cookie(accountable.SessionCookie)
 	if err != nil || ck.Value == "" {
-		return accountable.Session{}, false
+		return accountable.Session{}, false, nil
 	}
 	sess, err := s.deps.Settings.SessionByToken(r.Context(), accountable.HashSessionToken(ck.Value))
-	return sess, err == nil
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return sess, false, nil
+	}
+	return sess, err == nil, err
 }
+
+const msgPageUnavailable = "The service cannot read its data right now; try again in a moment."
 
 // writePage renders a page on a net/http response with the headers of every page (page).
 func writePage(w http.ResponseWriter, status int, t *template.Template, data any) {
@@ -412,3 +459,19 @@ var consentTemplate = template.Must(template.New("consent").Parse(`<!doctype htm
 var oauthMessageTemplate = template.Must(template.New("oauth-message").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Authorization · Accountable</title>` + pageStyle + `</head><body>
 <p class="error" role="alert">{{.}}</p></body></html>`))
+
+// remoteIP is the client address of a request served through the net/http adaptor.
+func remoteIP(r *http.Request) net.IP {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return net.ParseIP(host)
+}
+
+func writeOAuthJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -150,6 +150,8 @@ func TestOAuthAuthorizationServer(t *testing.T) {
 		{"redirect_uris": []string{"https://example.com/cb#frag"}},
 		{"redirect_uris": []string{"https://example.com/cb"}, "grant_types": []string{"implicit"}},
 		{"redirect_uris": []string{}},
+		{"redirect_uris": []string{"https://example.com/cb"}, "client_name": "Helper\u202e"},
+		{"redirect_uris": []string{"https://example.com/cb"}, "client_name": "Bot for user 0190"},
 	} {
 		if status, out, _ := e.postJSON(t, "/oauth/register", bad); status != http.StatusBadRequest || !strings.HasPrefix(out["error"].(string), "invalid_") {
 			t.Fatalf("registration of %v: %d %v", bad, status, out)
@@ -187,9 +189,13 @@ func TestOAuthAuthorizationServer(t *testing.T) {
 		t.Fatalf("consent page CSP: %s", csp)
 	}
 
-	// Deny: access_denied at the client.
+	// Deny: access_denied at the client, also when the client slipped an answer of its own
+	// into the authorization request.
 	if u := b.consent(authorize, "deny"); u.Query().Get("error") != "access_denied" {
 		t.Fatalf("denied: %s", u)
+	}
+	if u := b.consent(authorize+"&decision=allow&csrf=x", "deny"); u.Query().Get("error") != "access_denied" || u.Query().Get("code") != "" {
+		t.Fatalf("denied, with decision=allow in the request: %s", u)
 	}
 	// Allow: a code for the client, with the issuer (RFC 9207).
 	u := b.consent(authorize, "allow")
@@ -259,9 +265,26 @@ func TestOAuthAuthorizationServer(t *testing.T) {
 	}
 
 	// Refresh rotates: a new pair; the old access token and refresh token stop working, and
-	// reusing the old refresh token revokes the new pair too (the family).
+	// reusing the old refresh token revokes the new pair too (the family). Refreshes with
+	// one token at the same moment: one wins.
 	refreshWith := func(rt string) (int, map[string]any) {
 		return tokenRequest(t, e, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {app.id}})
+	}
+	raceVerifier := oauth2.GenerateVerifier()
+	code = b.consent(authorizeURL(app, raceVerifier, "work:read offline_access", nil), "allow").Query().Get("code")
+	_, raceTok := exchange(code, raceVerifier)
+	statuses := make(chan int, 8)
+	for range 8 {
+		go func() { st, _ := refreshWith(raceTok["refresh_token"].(string)); statuses <- st }()
+	}
+	won := 0
+	for range 8 {
+		if <-statuses == http.StatusOK {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of 8 simultaneous refreshes with one token succeeded", won)
 	}
 	status, tok2 := refreshWith(refresh)
 	if status != http.StatusOK || tok2["refresh_token"] == refresh || tok2["access_token"] == access {
@@ -302,10 +325,15 @@ func TestOAuthAuthorizationServer(t *testing.T) {
 
 	// Redirect URIs match exactly: another port of the loopback address, another path, or
 	// an unregistered address gets an error page, never a redirect.
-	for _, ru := range []string{"http://127.0.0.1:10/callback", "http://127.0.0.1:9/other", "https://evil.example/cb"} {
+	for _, ru := range []string{"http://127.0.0.1:10/callback", "http://127.0.0.1:9/other", "https://evil.example/cb", "http://127.0.0.1:10/callback?scope"} {
 		bad := app
-		bad.redirect = ru
-		res, page := b.get(authorizeURL(bad, verifier, "", nil))
+		redirect, invalid := strings.CutSuffix(ru, "?scope")
+		bad.redirect = redirect
+		q := url.Values{}
+		if invalid { // an invalid request too: its error must not be sent there either
+			q.Set("scope", "admin")
+		}
+		res, page := b.get(authorizeURL(bad, verifier, "", q))
 		if res.StatusCode < 400 || res.Header.Get("Location") != "" {
 			t.Fatalf("redirect %s: %d %s %s", ru, res.StatusCode, res.Header.Get("Location"), page)
 		}
@@ -323,6 +351,17 @@ func TestOAuthAuthorizationServer(t *testing.T) {
 		if loc == nil || loc.Query().Get("error") == "" || loc.Query().Get("code") != "" {
 			t.Fatalf("%s: %d %s", name, res.StatusCode, res.Header.Get("Location"))
 		}
+	}
+
+	// /mcp takes one JSON-RPC message per request, not a batch.
+	batch, _ := http.NewRequest("POST", e.base+"/mcp", strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`))
+	batch.Header.Set("Authorization", "Bearer "+ten.Key)
+	batch.Header.Set("Content-Type", "application/json")
+	batch.Header.Set("Accept", "application/json, text/event-stream")
+	if res, err := e.client.Do(batch); err != nil || res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a batch: %v %v", err, res)
+	} else {
+		res.Body.Close()
 	}
 
 	// Revocation (RFC 7009) ends a token at once.

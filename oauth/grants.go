@@ -158,8 +158,13 @@ func (g *grants) GetAuthorizeCodeSession(ctx context.Context, code string, sessi
 }
 
 // InvalidateAuthorizeCodeSession marks a code used; using it again revokes what it gave.
+// A code another request has just used is refused (the api answers invalid_grant).
 func (g *grants) InvalidateAuthorizeCodeSession(ctx context.Context, code string) error {
-	return g.store.DeactivateOAuthGrant(ctx, accountable.GrantKindCode, signatureHash(code))
+	ok, err := g.store.DeactivateOAuthGrant(ctx, accountable.GrantKindCode, signatureHash(code))
+	if err == nil && !ok {
+		err = fosite.ErrInvalidatedAuthorizeCode
+	}
+	return err
 }
 
 func (g *grants) CreateAccessTokenSession(ctx context.Context, signature string, r fosite.Requester) error {
@@ -190,10 +195,14 @@ func (g *grants) DeleteRefreshTokenSession(ctx context.Context, signature string
 
 // RotateRefreshToken retires the refresh token just used (kept inactive, so that its
 // reuse is recognized) and the family's access tokens: after a refresh only the new pair
-// works.
+// works. Of refreshes with one token at the same moment, one rotates it.
 func (g *grants) RotateRefreshToken(ctx context.Context, requestID, signature string) error {
-	if err := g.store.DeactivateOAuthGrant(ctx, accountable.GrantKindRefresh, signatureHash(signature)); err != nil {
+	ok, err := g.store.DeactivateOAuthGrant(ctx, accountable.GrantKindRefresh, signatureHash(signature))
+	if err != nil {
 		return err
+	}
+	if !ok { // another refresh with this token won: fosite rolls back and asks for a retry
+		return fosite.ErrSerializationFailure
 	}
 	return g.store.DeleteOAuthFamily(ctx, accountable.GrantKindAccess, requestID)
 }

@@ -50,7 +50,7 @@ type Store interface {
 	CreateOAuthGrant(ctx context.Context, g accountable.OAuthGrant) error
 	AuthorizeOAuthCode(ctx context.Context, g accountable.OAuthGrant, clientName string, scopes, resources []string) error
 	OAuthGrant(ctx context.Context, kind string, signature []byte) (accountable.OAuthGrant, error)
-	DeactivateOAuthGrant(ctx context.Context, kind string, signature []byte) error
+	DeactivateOAuthGrant(ctx context.Context, kind string, signature []byte) (bool, error)
 	DeleteOAuthGrant(ctx context.Context, kind string, signature []byte) error
 	DeactivateOAuthFamily(ctx context.Context, kind, requestID string) error
 	DeleteOAuthFamily(ctx context.Context, kind, requestID string) error
@@ -169,6 +169,11 @@ func (s *Server) AccessToken(ctx context.Context, token string) (accountable.OAu
 	if !ok || sess.Subject == "" || sess.WorkspaceID == "" {
 		return accountable.OAuthToken{}, accountable.NotFound("access token")
 	}
+	// Bound to this service: its API or its MCP endpoint. A token consented for the MCP
+	// endpoint works on the API too, deliberately: every tool is an API operation, so
+	// either audience grants the same operations (those of its scopes); what the binding
+	// keeps out is a token for another resource (or for this service under another site
+	// URL).
 	if !slices.ContainsFunc(ar.GetGrantedAudience(), func(a string) bool { return slices.Contains(s.cfg.Resources, a) }) {
 		return accountable.OAuthToken{}, accountable.NotFound("access token")
 	}

@@ -107,11 +107,16 @@ func (db *DB) OAuthGrant(ctx context.Context, kind string, signature []byte) (ac
 	return g, mapError(err)
 }
 
-// DeactivateOAuthGrant marks a grant used (an authorization code, a rotated refresh
-// token): it is kept, so that its reuse is recognized.
-func (db *DB) DeactivateOAuthGrant(ctx context.Context, kind string, signature []byte) error {
-	_, err := db.oauthQuerier(ctx).Exec(ctx, `UPDATE oauth_grants SET active = false WHERE kind = $1 AND signature = $2`, kind, signature)
-	return mapError(err)
+// DeactivateOAuthGrant marks an active grant used (an authorization code, a rotated
+// refresh token): it is kept, so that its reuse is recognized. false: it was not active
+// (another request used it first; of requests using one token at the same moment, one
+// wins: the row's lock orders them and the others find it used).
+func (db *DB) DeactivateOAuthGrant(ctx context.Context, kind string, signature []byte) (bool, error) {
+	tag, err := db.oauthQuerier(ctx).Exec(ctx, `UPDATE oauth_grants SET active = false WHERE kind = $1 AND signature = $2 AND active`, kind, signature)
+	if err != nil {
+		return false, mapError(err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // DeleteOAuthGrant deletes a grant.
