@@ -544,6 +544,9 @@ func TestIsolationMatrix(t *testing.T) {
 			}
 			m := &matrix{e: e, doc: doc, conn: conn, tables: tables, a: a, b: b}
 			for _, op := range doc.operations(t) {
+				if credential == "token" && len(op.Mounts) > 1 {
+					op.Mounts = op.Mounts[:1] // the mounts are the key run's subject; this run's is the credential
+				}
 				t.Run(op.ID, func(t *testing.T) { m.check(t, op) })
 			}
 		})
