@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accountablework/accountable"
@@ -55,7 +54,7 @@ func (s *Server) mcpRoutes() {
 		// adaptor the SDK does not see the local address anyway.)
 		DisableLocalhostProtection: true,
 	})
-	serve := adaptor.HTTPHandler(h)
+	serve := s.netHTTP(h, localPrincipal, localRequestID, localContractDate, localMCPClient)
 	s.app.Post(MCPPath, s.authenticateMCP, s.rateLimit, func(c *fiber.Ctx) error {
 		// One message per request: a JSON-RPC batch (which the SDK still takes from clients
 		// of protocol versions before 2025-06-18) would run many tool calls on one charge

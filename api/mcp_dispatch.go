@@ -36,9 +36,9 @@ func newMCPDispatcher(s *Server) *mcpDispatcher {
 func (d *mcpDispatcher) handler(o *operation, args mcpArgs) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		// A stateless request is served on a session made for it, whose handlers' contexts
-		// derive from the HTTP request's; behind Fiber's adaptor that is fasthttp's
-		// RequestCtx, whose values are Fiber's Locals: the principal authenticateMCP
-		// stored, from the credential (never from an argument).
+		// derive from the HTTP request's, which netHTTP gives the Fiber Locals of the /mcp
+		// request: the principal authenticateMCP stored, from the credential (never from
+		// an argument).
 		p, ok := ctx.Value(localPrincipal).(accountable.Principal)
 		if !ok {
 			return nil, errors.New("api: an MCP tool call without the principal of its /mcp request")

@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/ory/fosite"
 
 	"github.com/accountablework/accountable"
@@ -90,4 +92,25 @@ func (s *Server) authenticateMCP(c *fiber.Ctx) error {
 	}
 	c.Locals(localPrincipal, p)
 	return c.Next()
+}
+
+// netHTTP serves a net/http handler (fosite's endpoints, the MCP SDK) on Fiber. Fiber's
+// adaptor gives the handler fasthttp's RequestCtx as its request's context; that context
+// must not reach database calls or goroutines (fasthttp reuses it once the handler
+// returns, and its Done reads server state without synchronisation: the race detector
+// caught a pgx context watcher reading it while the server shut down). The handler gets
+// instead a context of its own, bounded by the command deadline, carrying the request's
+// values it needs (keys: the Fiber Locals to copy).
+func (s *Server) netHTTP(h http.Handler, keys ...string) fiber.Handler {
+	detached := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(context.Background(), s.deadline(DeadlineCommand))
+		defer cancel()
+		for _, k := range keys {
+			if v := r.Context().Value(k); v != nil {
+				ctx = context.WithValue(ctx, k, v)
+			}
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+	return adaptor.HTTPHandler(detached)
 }

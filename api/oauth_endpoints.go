@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/ory/fosite"
@@ -62,10 +61,10 @@ func (s *Server) oauthRoutes() {
 	s.app.Get(ProtectedResourcePath+MCPPath, s.protectedResourceMetadata(s.cfg.SiteURL+MCPPath, "Accountable Work MCP server"))
 	s.app.Get(AuthServerMetaPath, s.authServerMetadata)
 	s.app.Post(OAuthRegisterPath, s.registerClient)
-	s.app.Get(OAuthAuthorizePath, adaptor.HTTPHandlerFunc(s.authorize))
-	s.app.Post(OAuthAuthorizePath, adaptor.HTTPHandlerFunc(s.consent))
-	s.app.Post(OAuthTokenPath, adaptor.HTTPHandlerFunc(s.token))
-	s.app.Post(OAuthRevokePath, adaptor.HTTPHandlerFunc(s.revoke))
+	s.app.Get(OAuthAuthorizePath, s.netHTTP(http.HandlerFunc(s.authorize)))
+	s.app.Post(OAuthAuthorizePath, s.netHTTP(http.HandlerFunc(s.consent)))
+	s.app.Post(OAuthTokenPath, s.netHTTP(http.HandlerFunc(s.token)))
+	s.app.Post(OAuthRevokePath, s.netHTTP(http.HandlerFunc(s.revoke)))
 }
 
 func (s *Server) protectedResourceMetadata(resource, name string) fiber.Handler {
