@@ -33,6 +33,14 @@ const (
 	ScopeOfflineAccess = "offline_access"
 )
 
+// Paths of the authorization server's endpoints, at the site root.
+const (
+	OAuthAuthorizePath = "/oauth/authorize"
+	OAuthTokenPath     = "/oauth/token"
+	OAuthRegisterPath  = "/oauth/register"
+	OAuthRevokePath    = "/oauth/revoke"
+)
+
 // Prefixes of the OAuth tokens (the HMAC strategy of the authorization server's library):
 // an access token is told from an API key by its prefix.
 const (
@@ -119,13 +127,10 @@ type ClientRegistration struct {
 	RedirectURIs            []string `json:"redirect_uris"`
 	ClientName              string   `json:"client_name,omitempty"`
 	ClientURI               string   `json:"client_uri,omitempty"`
-	LogoURI                 string   `json:"logo_uri,omitempty"`
 	GrantTypes              []string `json:"grant_types,omitempty"`
 	ResponseTypes           []string `json:"response_types,omitempty"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method,omitempty"`
 	Scope                   string   `json:"scope,omitempty"`
-	SoftwareID              string   `json:"software_id,omitempty"`
-	SoftwareVersion         string   `json:"software_version,omitempty"`
 }
 
 // Registration limits.
@@ -202,12 +207,9 @@ func (r ClientRegistration) Validate() error {
 	if strings.Contains(strings.ToLower(r.ClientName), " for user ") {
 		issues = append(issues, Issue{Path: "client_name", Message: `must not contain " for user "`})
 	}
-	for path, u := range map[string]string{"client_uri": r.ClientURI, "logo_uri": r.LogoURI} {
-		if u == "" {
-			continue
-		}
+	if u := r.ClientURI; u != "" {
 		if p, err := url.Parse(u); err != nil || len(u) > maxURILength || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			issues = append(issues, Issue{Path: path, Message: "must be an http(s) URL"})
+			issues = append(issues, Issue{Path: "client_uri", Message: "must be an http(s) URL"})
 		}
 	}
 	if _, unknown := ParseScopeParam(r.Scope); len(unknown) > 0 {
@@ -281,8 +283,6 @@ type OAuthToken struct {
 	UserID      string
 	WorkspaceID string
 	Scopes      Scopes
-	Audience    []string
-	ExpiresAt   time.Time
 }
 
 // OAuthGrant is a stored authorization code, access token, refresh token or PKCE request

@@ -205,18 +205,26 @@ const (
 	msgTooManyFailures = "Too many failed authentications from this address; retry after error.retryAfter seconds with a valid key."
 )
 
+// bearerCredential returns the credential of a "Bearer <credential>" header.
+func bearerCredential(auth string) (string, bool) {
+	scheme, credential, found := strings.Cut(auth, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(credential), true
+}
+
 // bearerKey returns the API key of an Authorization header and its prefix, or why the
 // header is refused.
 func bearerKey(auth string) (key, prefix, refused string) {
-	scheme, key, found := strings.Cut(auth, " ")
 	if auth == "" {
 		return "", "", msgMissingKey
 	}
-	if !found || !strings.EqualFold(scheme, "Bearer") {
+	key, ok := bearerCredential(auth)
+	if !ok {
 		return "", "", msgMalformedHeader
 	}
-	key = strings.TrimSpace(key)
-	prefix, ok := accountable.ParseAPIKey(key)
+	prefix, ok = accountable.ParseAPIKey(key)
 	if !ok {
 		return "", "", msgMalformedKey
 	}

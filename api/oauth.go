@@ -32,12 +32,8 @@ type OAuthServer interface {
 // bearerAccessToken returns the OAuth access token of an Authorization header, when it
 // carries one (rather than an API key).
 func bearerAccessToken(auth string) (string, bool) {
-	scheme, token, found := strings.Cut(auth, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, strings.HasPrefix(token, accountable.AccessTokenPrefix)
+	token, ok := bearerCredential(auth)
+	return token, ok && strings.HasPrefix(token, accountable.AccessTokenPrefix)
 }
 
 const msgInvalidToken = "Invalid, expired or revoked access token. Refresh it, or authorize again."

@@ -27,13 +27,12 @@ import (
 // (RFC 7591), the resource indicator (RFC 8707), exact redirect URI matching, and the
 // consent screen behind the key settings page's sign-in.
 
-// Paths of the authorization server (package oauth declares the same; the API serves
-// them).
+// Paths of the authorization server (accountable.OAuth*Path), as the API serves them.
 const (
-	OAuthAuthorizePath = "/oauth/authorize"
-	OAuthTokenPath     = "/oauth/token"
-	OAuthRegisterPath  = "/oauth/register"
-	OAuthRevokePath    = "/oauth/revoke"
+	OAuthAuthorizePath = accountable.OAuthAuthorizePath
+	OAuthTokenPath     = accountable.OAuthTokenPath
+	OAuthRegisterPath  = accountable.OAuthRegisterPath
+	OAuthRevokePath    = accountable.OAuthRevokePath
 )
 
 // OAuthRoutes are the authorization server's routes: OAuth endpoints and metadata, not
@@ -223,7 +222,7 @@ type consentData struct {
 	Workspace                           accountable.Workspace
 	UserEmail                           string
 	Scopes                              []scopeLine
-	Params                              []param2
+	Params                              []formField
 	CSRF                                string
 }
 
@@ -234,7 +233,7 @@ type scopeLine struct{ Name, Description string }
 var authorizeParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge",
 	"code_challenge_method", "resource", "audience", "response_mode", "nonce", "prompt"}
 
-type param2 struct{ Name, Value string }
+type formField struct{ Name, Value string }
 
 // authorize is GET /oauth/authorize: a signed-in user sees the consent screen, others
 // sign in first and come back.
@@ -277,10 +276,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		for _, v := range values {
-			d.Params = append(d.Params, param2{name, v})
+			d.Params = append(d.Params, formField{name, v})
 		}
 	}
-	slices.SortFunc(d.Params, func(a, b param2) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(d.Params, func(a, b formField) int { return strings.Compare(a.Name, b.Name) })
 	// The consent form's answer redirects to the client: the page's form-action allows it.
 	writePageTo(w, http.StatusOK, consentTemplate, d, " "+d.RedirectHost)
 }

@@ -94,7 +94,7 @@ func New(cfg Config, st Store) (*Server, error) {
 		RefreshTokenScopes: []string{accountable.ScopeOfflineAccess},
 		ScopeStrategy:      fosite.ExactScopeStrategy,
 		AccessTokenIssuer:  cfg.Issuer,
-		TokenURL:           cfg.Issuer + TokenPath,
+		TokenURL:           cfg.Issuer + accountable.OAuthTokenPath,
 		// Client secrets are bcrypt hashes; a lower cost than fosite's default keeps a
 		// confidential client's token request around 50 ms.
 		HashCost: 10,
@@ -109,14 +109,6 @@ func New(cfg Config, st Store) (*Server, error) {
 	)
 	return s, nil
 }
-
-// Paths of the authorization server's endpoints, at the site root.
-const (
-	AuthorizePath = "/oauth/authorize"
-	TokenPath     = "/oauth/token"
-	RegisterPath  = "/oauth/register"
-	RevokePath    = "/oauth/revoke"
-)
 
 // Resources are the identifiers tokens may be bound to.
 func (s *Server) Resources() []string { return s.cfg.Resources }
@@ -184,8 +176,7 @@ func (s *Server) AccessToken(ctx context.Context, token string) (accountable.OAu
 		}
 	}
 	return accountable.OAuthToken{ClientID: ar.GetClient().GetID(), ClientName: sess.ClientName, UserID: sess.Subject,
-		WorkspaceID: sess.WorkspaceID, Scopes: scopes, Audience: ar.GetGrantedAudience(),
-		ExpiresAt: sess.GetExpiresAt(fosite.AccessToken)}, nil
+		WorkspaceID: sess.WorkspaceID, Scopes: scopes}, nil
 }
 
 // Client returns a registered client.

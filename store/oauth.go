@@ -77,11 +77,17 @@ func (db *DB) OAuthClient(ctx context.Context, id string) (accountable.OAuthClie
 	return c, mapError(err)
 }
 
+// insertGrant records a grant g: the statement and its arguments.
+const insertGrant = `INSERT INTO oauth_grants (kind, signature, request_id, client_id, user_id, workspace_id, request, active, expires_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8)`
+
+func grantArgs(g accountable.OAuthGrant) []any {
+	return []any{g.Kind, g.Signature, g.RequestID, g.ClientID, emptyAsNull(g.UserID), emptyAsNull(g.WorkspaceID), g.Request, g.ExpiresAt}
+}
+
 // CreateOAuthGrant records a grant.
 func (db *DB) CreateOAuthGrant(ctx context.Context, g accountable.OAuthGrant) error {
-	_, err := db.oauthQuerier(ctx).Exec(ctx, `INSERT INTO oauth_grants (kind, signature, request_id, client_id, user_id,
-		workspace_id, request, active, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8)`,
-		g.Kind, g.Signature, g.RequestID, g.ClientID, emptyAsNull(g.UserID), emptyAsNull(g.WorkspaceID), g.Request, g.ExpiresAt)
+	_, err := db.oauthQuerier(ctx).Exec(ctx, insertGrant, grantArgs(g)...)
 	return mapError(err)
 }
 
@@ -171,9 +177,7 @@ func (db *DB) AuthorizeOAuthCode(ctx context.Context, g accountable.OAuthGrant, 
 	cmd := command[struct{}]{workspaceID: g.WorkspaceID, actor: accountable.Actor{Type: accountable.ActorHuman, ID: g.UserID},
 		locks: []aggregateRef{ref}}
 	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
-		tx.Queue(`INSERT INTO oauth_grants (kind, signature, request_id, client_id, user_id, workspace_id, request, active, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8)`,
-			g.Kind, g.Signature, g.RequestID, g.ClientID, g.UserID, g.WorkspaceID, g.Request, g.ExpiresAt)
+		tx.Queue(insertGrant, grantArgs(g)...)
 		_, err := tx.Append(ref, accountable.EventOAuthClientAuthorized, oauthAuthorizedPayload{GrantID: g.RequestID,
 			ClientID: g.ClientID, ClientName: clientName, UserID: g.UserID, Scopes: scopes, Resources: resources})
 		return struct{}{}, err

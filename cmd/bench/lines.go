@@ -197,19 +197,25 @@ func (b *bench) pgbenchComplete(c int, l *line, name, script string) (sample, er
 // --- GET /work/{id} --------------------------------------------------------------------
 
 func (b *bench) readLine() error {
+	return b.readLines("read", "GET /work/{id}", func(c int, ids []string) (sample, error) {
+		return runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
+			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids)), nil
+	})
+}
+
+// readLines measures service, a read of the tasks ids, at the read lines' client counts
+// against their limit: the bare Fiber + pgx read of the same rows.
+func (b *bench) readLines(id, name string, service func(c int, ids []string) (sample, error)) error {
 	ids, err := b.readTaskIDs()
 	if err != nil {
 		return err
 	}
 	for _, c := range b.s.ReadClients {
-		l := &line{ID: "read", Name: "GET /work/{id}", Clients: c, Unit: "req/s", Latency: "request",
+		l := &line{ID: id, Name: name, Clients: c, Unit: "req/s", Latency: "request",
 			LimitName: "bare Fiber + pgx: the same primary-key SELECT, similar JSON"}
 		b.lines = append(b.lines, l)
-		logf("GET /work/{id} at %d clients", c)
-		err := b.measure(l, func() (sample, error) {
-			return runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
-				readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids)), nil
-		}, func() (sample, error) {
+		logf("%s at %d clients", name, c)
+		err := b.measure(l, func() (sample, error) { return service(c, ids) }, func() (sample, error) {
 			return runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration,
 				readWork("http://"+b.baseAddr+"/work/", "X-Workspace-Id", b.main.WorkspaceID, ids)), nil
 		})
@@ -227,11 +233,16 @@ func (b *bench) readTaskIDs() ([]string, error) {
 			return nil, err
 		}
 	}
+	return b.poolIDs(), nil
+}
+
+// poolIDs are the ids of the first 1000 tasks of the pool (all, when it has fewer).
+func (b *bench) poolIDs() []string {
 	ids := make([]string, 0, 1000)
-	for _, t := range b.pool[:1000] {
+	for _, t := range b.pool[:min(1000, len(b.pool))] {
 		ids = append(ids, t.id)
 	}
-	return ids, nil
+	return ids
 }
 
 // --- MCP: tools/call get_work ---------------------------------------------------------
@@ -241,31 +252,14 @@ func (b *bench) readTaskIDs() ([]string, error) {
 // /work/{taskId} and wraps in a tool result (structured content and its text). The limit
 // is the read line's: the bare Fiber + pgx read of the same row.
 func (b *bench) mcpLine() error {
-	ids, err := b.readTaskIDs()
-	if err != nil {
-		return err
-	}
-	for _, c := range b.s.ReadClients {
-		l := &line{ID: "mcp", Name: "MCP tools/call get_work", Clients: c, Unit: "req/s", Latency: "request",
-			LimitName: "bare Fiber + pgx: the same primary-key SELECT, similar JSON"}
-		b.lines = append(b.lines, l)
-		logf("MCP tools/call get_work at %d clients", c)
-		err := b.measure(l, func() (sample, error) {
-			var toolErrors atomic.Int64
-			s := runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
-			if n := toolErrors.Load(); n > 0 {
-				return s, fmt.Errorf("%d tool calls answered without a result or with a tool error", n)
-			}
-			return s, sampleErr(s)
-		}, func() (sample, error) {
-			return runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration,
-				readWork("http://"+b.baseAddr+"/work/", "X-Workspace-Id", b.main.WorkspaceID, ids)), nil
-		})
-		if err != nil {
-			return err
+	return b.readLines("mcp", "MCP tools/call get_work", func(c int, ids []string) (sample, error) {
+		var toolErrors atomic.Int64
+		s := runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
+		if n := toolErrors.Load(); n > 0 {
+			return s, fmt.Errorf("%d tool calls answered without a result or with a tool error", n)
 		}
-	}
-	return nil
+		return s, sampleErr(s)
+	})
 }
 
 // mcpGetWork is a stateless MCP client's tools/call of get_work; answers without a
@@ -430,17 +424,11 @@ func (b *bench) profile() error {
 	case "create":
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, b.createWork(b.main.Key, b.nextTag("profile"), 0, nil))
 	case "read":
-		ids := make([]string, 0, 1000)
-		for _, t := range b.pool[:min(1000, len(b.pool))] {
-			ids = append(ids, t.id)
-		}
+		ids := b.poolIDs()
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
 			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids))
 	case "mcp":
-		ids := make([]string, 0, 1000)
-		for _, t := range b.pool[:min(1000, len(b.pool))] {
-			ids = append(ids, t.id)
-		}
+		ids := b.poolIDs()
 		var toolErrors atomic.Int64
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
 	case "doctor", "validate":
