@@ -76,7 +76,14 @@ type ReceiptValidator struct {
 	Decoder  ReceiptDecoder // nil: encoding/json
 	MaxBytes int            // the largest document accepted (0: no bound)
 	Keys     ReceiptSignerKeys
+	// Envelope names top-level members of the request around the document, not of the
+	// receipt, which the stages leave out: an import's workspace_id, which any request body
+	// may carry (CONTRACT).
+	Envelope []string
 }
+
+// ReceiptEnvelopeMembers are the members an import's body may carry beside the receipt.
+var ReceiptEnvelopeMembers = []string{"workspace_id"}
 
 // ReceiptValidation is what validation found. A valid receipt has no issues and carries
 // the decoded document, its canonical JSON and digest, and its integrity report.
@@ -101,6 +108,11 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	doc, issue := DecodeReceiptJSON(raw, v.MaxBytes)
 	if issue != nil {
 		return invalidReceipt([]ReceiptIssue{*issue})
+	}
+	if obj, ok := doc.(map[string]any); ok {
+		for _, name := range v.Envelope {
+			delete(obj, name)
+		}
 	}
 	if v.Schema != nil {
 		if issues := v.Schema.CheckReceipt(doc); len(issues) > 0 {

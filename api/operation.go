@@ -296,6 +296,9 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 		if err := checkDocumentBody(c.fiber); err != nil {
 			return err
 		}
+		if err := s.selectDocumentWorkspace(c); err != nil {
+			return err
+		}
 	} else if d.hasBody {
 		if err := s.decodeBody(c, d, in); err != nil {
 			return err
@@ -407,6 +410,30 @@ func checkDocumentBody(fc *fiber.Ctx) error {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body uncompressed, without a Content-Encoding.")
 	}
 	return nil
+}
+
+// selectDocumentWorkspace re-scopes a Document operation's request to the workspace_id
+// member of its body, which any request body may carry (CONTRACT) and which the document's
+// checks then leave out (accountable.ReceiptEnvelopeMembers).
+func (s *Server) selectDocumentWorkspace(c *call) error {
+	body := c.document()
+	if c.principal.UserID == "" || !bytes.Contains(body, []byte(`"workspace_id"`)) {
+		return nil
+	}
+	var envelope struct {
+		WorkspaceID jsontext.Value `json:"workspace_id"`
+	}
+	if jsonv2.Unmarshal(body, &envelope) != nil || envelope.WorkspaceID == nil || string(envelope.WorkspaceID) == "null" {
+		return nil // the document's own checks say what is wrong with it
+	}
+	var ws string
+	if jsonv2.Unmarshal(envelope.WorkspaceID, &ws) != nil {
+		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "must be a string"})
+	}
+	if q := c.fiber.Query("workspace_id"); q != "" && !strings.EqualFold(q, ws) {
+		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
+	}
+	return s.selectWorkspace(c.fiber, "/workspace_id", ws)
 }
 
 // decodeJSONBody decodes body into dst (through its scoped type) and returns the body's

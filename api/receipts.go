@@ -40,6 +40,7 @@ var receiptDocumentSchema = map[string]any{
 type receiptArea struct {
 	s         *Server
 	validator accountable.ReceiptValidator
+	importer  accountable.ReceiptValidator // validator, leaving out the body's workspace_id
 }
 
 // receiptOperations are the Receipt validation and Receipt import areas.
@@ -49,6 +50,8 @@ func (s *Server) receiptOperations() []operation {
 		panic(fmt.Sprintf("api: the receipt schema: %v", err))
 	}
 	a := &receiptArea{s: s, validator: accountable.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
+	a.importer = a.validator
+	a.importer.Envelope = accountable.ReceiptEnvelopeMembers
 	return []operation{
 		op(Operation{ID: "describeReceiptValidation", Method: fiber.MethodGet, Path: receiptsPath + "/validate", Area: "Receipt validation",
 			Public: true, Bare: true,
@@ -230,7 +233,7 @@ func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, e
 
 // importReceipt: POST /agent-work-receipts.
 func (a *receiptArea) importReceipt(c *call, _ *struct{}) (accountable.ReceiptImport, error) {
-	res := a.validator.Validate(c.document())
+	res := a.importer.Validate(c.document())
 	if !res.Valid() {
 		first := res.Issues[0]
 		return accountable.ReceiptImport{}, accountable.Errorf(accountable.ECodeReceiptInvalid,

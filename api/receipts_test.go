@@ -365,6 +365,21 @@ func TestReceiptImport(t *testing.T) {
 	if r.data()["receipt_id"] == id || r.data()["idempotent"] != false {
 		t.Fatalf("other workspace %s", r.raw)
 	}
+
+	// A workspace_id beside the receipt selects the workspace, as in any request body
+	// (CONTRACT), and is not part of the document: the caller's own answers its import,
+	// another's is a 404, and validation (account-free) finds it a member too many.
+	own := importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": ws}))
+	expect(t, own, http.StatusOK, "")
+	if own.data()["receipt_id"] != id || own.data()["idempotent"] != true {
+		t.Fatalf("own workspace_id %s", own.raw)
+	}
+	expect(t, importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": other.Principal.WorkspaceID})),
+		http.StatusNotFound, accountable.ECodeNotFound)
+	expect(t, importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": 7})),
+		http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts/validate", body: receiptVariant(t, "codex.json", map[string]any{"/workspace_id": ws})}),
+		http.StatusUnprocessableEntity, "")
 }
 
 // Imports racing: the same document under different keys gives one import (the others
