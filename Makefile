@@ -14,7 +14,9 @@ run: build
 	@scripts/stack.sh $(BIN) dev --bootstrap
 
 test:
-	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; export CHROMIUM_PATH=$$(scripts/chromium.sh); go test -race -count=1 -timeout 30m ./...'
+	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; export CHROMIUM_PATH=$$(scripts/chromium.sh); \
+		export ACCOUNTABLE_TEST_LOGS=$$PWD/.data/test-logs; rm -rf "$$ACCOUNTABLE_TEST_LOGS"; \
+		go test -race -count=1 -timeout 30m ./...; scripts/logsecrets.sh "$$ACCOUNTABLE_TEST_LOGS"'
 
 # make bench: the service beside the machine's own limits (pgbench, a bare Fiber + pgx server),
 # measured in one run; writes docs/benchmarks.md. See README.md.

@@ -112,6 +112,7 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	planner := &countingPlanner{}
 	planner.use(baseline.NewBaseline())
 	// Webhooks are enabled with a test key, and may reach this machine's test receivers.
+	storetest.NoteSecrets(testWebhookKey) // it keeps webhook secrets and keys the OAuth tokens
 	webhookKey, err := accountable.ParseWebhookSecretKey(testWebhookKey)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +172,9 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx) //nolint:errcheck
+		mu.Lock()
+		defer mu.Unlock()
+		storetest.KeepLog(t, "api", logs.Bytes()) // for the secrets check of the suite's logs
 	})
 	return &env{t: t, db: db, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 30 * time.Second},
 		server: srv, oas: loadOpenAPI(t, srv.OpenAPIDocument()), logs: logs, logsMu: mu, planner: planner}

@@ -21,6 +21,7 @@ const testPassword = "correct horse battery staple"
 func newPerson(t *testing.T, e *env) storetest.Tenant {
 	t.Helper()
 	ten := storetest.NewTenant(t, e.db)
+	storetest.NoteSecrets(testPassword)
 	hash, err := passwords.Hash(testPassword)
 	if err != nil {
 		t.Fatal(err)

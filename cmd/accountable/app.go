@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,10 +34,14 @@ import (
 // (see logging.go) and written out when the app stops.
 func newLogger(lc fx.Lifecycle, cfg Config) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFlushInterval <= 0 {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	var out io.Writer = os.Stderr
+	if cfg.LogOutput != nil {
+		out = cfg.LogOutput
 	}
-	buf := newLogBuffer(os.Stderr, cfg.LogFlushInterval)
+	if cfg.LogFlushInterval <= 0 {
+		return slog.New(slog.NewJSONHandler(out, opts))
+	}
+	buf := newLogBuffer(out, cfg.LogFlushInterval)
 	lc.Append(fx.StopHook(buf.Close))
 	return slog.New(flushingHandler{slog.NewJSONHandler(buf, opts), buf})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -32,6 +33,7 @@ type Config struct {
 	TaskQueue            string
 	LogLevel             slog.Level
 	LogFlushInterval     time.Duration
+	LogOutput            io.Writer // nil: stderr (set by tests, which keep the lines)
 	MaxBodyBytes         int
 	RateLimitRPS         float64
 	RateLimitBurst       int

@@ -46,7 +46,8 @@ func startDev(t *testing.T, temporalAddr string) Config {
 	cfg.SiteURL = "http://" + cfg.HTTPAddr
 	cfg.TemporalAddress = temporalAddr
 	cfg.TaskQueue = fmt.Sprintf("e2e-%d", time.Now().UnixNano()) // never shared with a `make run` worker
-	cfg.LogLevel = slog.LevelWarn
+	cfg.LogLevel = slog.LevelInfo
+	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
 	app := fx.New(devOptions(cfg), fx.NopLogger)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -31,7 +31,8 @@ func startServe(t *testing.T, queue string) Config {
 	cfg.HTTPAddr = freeAddr(t)
 	cfg.SiteURL = "http://" + cfg.HTTPAddr
 	cfg.TaskQueue = queue
-	cfg.LogLevel = slog.LevelWarn
+	cfg.LogLevel = slog.LevelInfo
+	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
 	app := fx.New(serveOptions(cfg), fx.NopLogger)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -50,8 +51,9 @@ func startServe(t *testing.T, queue string) Config {
 func startWorkerProcess(t *testing.T, bin, queue string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "worker")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "TEMPORAL_TASK_QUEUE="+queue, "LOG_LEVEL=error")
-	cmd.Stdout, cmd.Stderr = nil, nil
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "TEMPORAL_TASK_QUEUE="+queue, "LOG_LEVEL=info")
+	cmd.Stdout = storetest.LogFile(t, "worker") // kept for the secrets check of the suite's logs
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

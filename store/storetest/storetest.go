@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -83,7 +84,12 @@ func Open(tb testing.TB) *store.DB {
 }
 
 // Main runs the package's tests and drops its database afterwards. Use from TestMain.
+// When logs are kept (logs.go), the secrets of every response read through
+// http.DefaultTransport are noted.
 func Main(m *testing.M) {
+	if logDir() != "" {
+		http.DefaultTransport = secretNoter{http.DefaultTransport}
+	}
 	code := m.Run()
 	if dbName != "" {
 		if err := drop(context.Background(), dbName); err != nil {
@@ -208,6 +214,7 @@ func NewTenant(tb testing.TB, db *store.DB) Tenant {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	NoteSecrets(k.Key)
 	prefix, _ := accountable.ParseAPIKey(k.Key)
 	return Tenant{Key: k.Key, Principal: accountable.Principal{UserID: k.UserID, UserEmail: email, WorkspaceID: k.WorkspaceID, KeyPrefix: prefix}}
 }
