@@ -185,6 +185,9 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   export TEMPORAL_ADDRESS="127.0.0.1:$temporal_port"
   export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$ui_port}"
 fi
+# The fault tests start (and stop) a Temporal dev server of their own with this CLI.
+ensure_temporal_cli
+export ACCOUNTABLE_TEMPORAL_BIN="$temporal_bin"
 
 # --- the command ------------------------------------------------------------------------
 
