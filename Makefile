@@ -30,7 +30,7 @@ soak:
 	@scripts/stack.sh bash -c 'set -e; \
 		REQUEST_FUZZ_DURATION=$${SOAK_DURATION:-10m} go test -count=1 -timeout 2h -run "^TestRequestFuzz" ./api; \
 		OAUTH_FUZZ_REQUESTS=$${SOAK_OAUTH_REQUESTS:-100000} go test -count=1 -timeout 1h -run "^TestOAuthAndMCPRefuseHostileInput$$" ./api; \
-		for pkg in . ./api; do \
+		for pkg in . ./api ./api/receiptschema; do \
 			for f in $$(go test -list "^Fuzz" $$pkg | grep "^Fuzz"); do \
 				echo "fuzzing $$f in $$pkg"; go test -run "^$$" -fuzz "^$$f$$" -fuzztime $${SOAK_FUZZTIME:-1m} $$pkg; \
 			done; \
