@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,37 @@ func checkReconcile(t *testing.T, r response, domain, result string) map[string]
 		t.Fatalf("%s no-op: %s", domain, r.raw)
 	}
 	return d
+}
+
+// A workspace's first runs of a controller, at once: the controller's aggregate id is its
+// domain, so none finds a head to lock; every run still answers (the loser of the first
+// append runs again on the winner's head), each its own event at its own version.
+func TestControllerFirstRunsRace(t *testing.T) {
+	e := newEnv(t, nil)
+	for range 3 {
+		tenant := storetest.NewTenant(t, e.db)
+		const racers = 10
+		answers := make([]response, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() { answers[i] = reconcile(e, tenant.Key, "engineering", nil) })
+		}
+		wg.Wait()
+		for _, r := range answers {
+			checkReconcile(t, r, "engineering", "noop")
+		}
+		events := e.streamEvents(tenant.Key, "event_type=controller.reconciled", racers)
+		versions := map[float64]bool{}
+		for _, ev := range events {
+			versions[ev["aggregateVersion"].(float64)] = true
+		}
+		if len(events) != racers || len(versions) != racers {
+			t.Fatalf("%d controller.reconciled events at %d versions", len(events), len(versions))
+		}
+		if v := e.do(request{method: "GET", path: "/events/verify", key: tenant.Key}); v.data()["verified"] != true {
+			t.Fatalf("verify %s", v.raw)
+		}
+	}
 }
 
 // Each domain: a no-op below its threshold, then, with its signal in the ledger, a
