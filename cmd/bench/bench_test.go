@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/accountablework/accountable"
 )
 
 // The pgbench scripts send the statements the store sends for the same operation: when
@@ -128,5 +133,169 @@ func TestWithDatabase(t *testing.T) {
 	}
 	if _, err := withDatabase("mysql://x", "y"); err == nil {
 		t.Fatal("accepted a non-postgres URL")
+	}
+}
+
+func TestParseProcStatus(t *testing.T) {
+	status := "Name:\taccountable\nVmPeak:\t 1300000 kB\nVmHWM:\t   90112 kB\nVmRSS:\t   81234 kB\nThreads:\t12\n"
+	rss, hwm, err := parseProcStatus([]byte(status))
+	if err != nil || rss != 81234*1024 || hwm != 90112*1024 {
+		t.Fatalf("rss %d hwm %d err %v", rss, hwm, err)
+	}
+	for _, bad := range []string{
+		"Name:\tkthreadd\nThreads:\t1\n",             // a kernel thread has neither
+		"VmHWM:\t 1 kB\nVmRSS:\t 12 MB\n",            // another unit
+		"VmHWM:\t 1 kB\nVmRSS:\t twelve kB\n",        // not a number
+		"VmRSS:\t 12 kB\n",                           // no VmHWM
+		"VmHWM:\t 1 kB\nVmRSS:\t -5 kB\nVmSwap: 0\n", // negative
+	} {
+		if _, _, err := parseProcStatus([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestSummarizeRSS(t *testing.T) {
+	if s := summarizeRSS(nil); s.Samples != 0 || s.Median != 0 || s.Peak != 0 {
+		t.Fatalf("empty: %+v", s)
+	}
+	s := summarizeRSS([]int64{30, 10, 20, 50})
+	if s.Samples != 4 || s.Median != 25 || s.Peak != 50 {
+		t.Fatalf("%+v", s)
+	}
+	r := memRow{Runs: []memSample{{Samples: 3, Median: 10, Peak: 40, HWM: 45, HWMSinceRun: true}, {}, {Samples: 2, Median: 30, Peak: 35, HWM: 50, HWMSinceRun: true}, {Samples: 1, Median: 20, Peak: 20, HWM: 21, HWMSinceRun: true}}}
+	med, peak, hwm, sinceRun := r.summary()
+	if med != 20 || peak != 40 || hwm != 50 || !sinceRun {
+		t.Fatalf("median %d peak %d hwm %d since run %v", med, peak, hwm, sinceRun)
+	}
+	r.Runs[0].HWMSinceRun = false
+	if _, _, _, sinceRun := r.summary(); sinceRun {
+		t.Fatal("a VmHWM since start taken for the run's own")
+	}
+	if mib(0) != "–" || mib(3<<20) != "3.0" {
+		t.Fatalf("mib %q %q", mib(0), mib(3<<20))
+	}
+}
+
+func TestGrowthCheck(t *testing.T) {
+	for _, c := range []struct {
+		small, large   float64
+		higherIsBetter bool
+		ratio          float64
+		worse          bool
+	}{
+		{2000, 1900, true, 0.95, false},  // a rate 5% lower
+		{2000, 1600, true, 0.8, false},   // exactly 20% lower: at the bound
+		{2000, 1500, true, 0.75, true},   // 25% lower
+		{2000, 4000, true, 2, false},     // faster
+		{4, 4.8, false, 1.2, false},      // a latency 20% higher: at the bound
+		{4, 5, false, 1.25, true},        // 25% higher
+		{4, 2, false, 0.5, false},        // lower
+		{0, 5, false, 0, false},          // no figure at the smallest size
+		{5, 0, true, 0, false},           // none at the largest
+		{100, 121, false, 1.21, true},    // memory 21% higher
+		{100, 79.9, true, 0.799, true},   // a rate just past the bound
+		{100, 120.5, false, 1.205, true}, // a latency just past it
+	} {
+		r, worse := growthCheck(c.small, c.large, c.higherIsBetter)
+		if math.Abs(r-c.ratio) > 1e-9 || worse != c.worse {
+			t.Errorf("growthCheck(%v, %v, %v) = %v, %v; want %v, %v", c.small, c.large, c.higherIsBetter, r, worse, c.ratio, c.worse)
+		}
+	}
+	if got := growthCell(4, 5, false); got != "**1.25x (grows)**" {
+		t.Fatalf("cell %q", got)
+	}
+	if got := growthCell(2000, 1900, true); got != "0.95x" {
+		t.Fatalf("cell %q", got)
+	}
+	if got := growthCell(0, 1, true); got != "–" {
+		t.Fatalf("cell %q", got)
+	}
+}
+
+// The growth line's bulk-seeded events are valid ledger events: the checks of
+// store.VerifyLedger (checkEvent) hold for each, and each task's version token is the one
+// a read of it would answer.
+func TestGrowthRowsAreValidEvents(t *testing.T) {
+	ws, actor := "01a20b87-855e-73a1-a553-3e06b850b2c9", "01a20b87-8564-7989-a538-7f6edf4efc52"
+	now := time.Date(2026, 11, 24, 3, 9, 21, 1747000, time.UTC)
+	rows, err := growthRows(ws, actor, 40, 43, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows.events) != 3 || len(rows.tasks2) != 3 || len(rows.heads) != 3 || len(rows.tasks) != 3 {
+		t.Fatalf("%d events, %d tasks, %d heads, %d pool", len(rows.events), len(rows.tasks2), len(rows.heads), len(rows.tasks))
+	}
+	for i, r := range rows.events {
+		if len(r) != len(growthEventColumns) || len(rows.tasks2[i]) != len(growthTaskColumns) || len(rows.heads[i]) != len(growthHeadColumns) {
+			t.Fatal("a row does not match its columns")
+		}
+		str := func(v any) *string {
+			switch x := v.(type) {
+			case string:
+				return &x
+			case *string:
+				return x
+			}
+			return nil
+		}
+		e := accountable.Event{EventHeader: accountable.EventHeader{
+			ID: r[1].(string), WorkspaceID: r[0].(string), AggregateType: r[2].(string), AggregateID: r[3].(string),
+			AggregateVersion: r[4].(int64), EventType: r[5].(string), SchemaVersion: r[6].(string),
+			ActorType: accountable.ActorType(r[7].(string)), ActorID: r[8].(string), PayloadDigest: r[10].(string),
+			OccurredAt: accountable.TimeOf(r[11].(time.Time)), RecordedAt: accountable.TimeOf(r[12].(time.Time)),
+			IdempotencyKey: str(r[13]), CausationID: str(r[14]), CorrelationID: str(r[15]), PreviousHash: str(r[16]),
+		}, Payload: accountable.Object(r[9].(string)), EventHash: r[17].(string)}
+		// What checkEvent (store/ledger.go) recomputes, the payload as jsonb gives it back.
+		var decoded any
+		if err := json.Unmarshal(e.Payload, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		reencoded, _ := json.Marshal(decoded)
+		canon, err := accountable.CanonicalizeJSON(reencoded)
+		if err != nil || accountable.Digest(canon) != e.PayloadDigest {
+			t.Fatalf("event %d: payloadDigest does not match the payload (%v)", i, err)
+		}
+		if h, err := e.Hash(); err != nil || h != e.EventHash {
+			t.Fatalf("event %d: eventHash does not match the event", i)
+		}
+		if e.AggregateVersion != 1 || e.PreviousHash != nil || e.EventType != accountable.EventWorkCreated || e.AggregateType != accountable.AggregateTask {
+			t.Fatalf("event %d: not the first event of a task's chain: %+v", i, e.EventHeader)
+		}
+		if *e.IdempotencyKey != fmt.Sprintf("bench-growth-seed-%d", 40+i) {
+			t.Fatalf("key %q", *e.IdempotencyKey)
+		}
+		var p struct {
+			Task accountable.Task `json:"task"`
+		}
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		task, head, pool := rows.tasks2[i], rows.heads[i], rows.tasks[i]
+		if p.Task.ID != e.AggregateID || task[1] != e.AggregateID || pool.id.String() != e.AggregateID || p.Task.Status != accountable.TaskTodo {
+			t.Fatalf("event %d and its task disagree: %+v %v %v", i, p.Task, task[1], pool.id)
+		}
+		if head[2] != e.AggregateID || head[4] != e.ID || head[5] != e.EventHash || head[3] != int64(1) {
+			t.Fatalf("event %d: its head does not anchor it: %v", i, head)
+		}
+		p.Task.AggregateVersion = 1
+		token := accountable.TaskVersion{AggregateVersion: 1, UpdatedAt: time.UnixMicro(pool.updated)}.Token()
+		if got := p.Task.WithConcurrency().Concurrency.VersionToken; got != token || !task[8].(time.Time).Equal(time.UnixMicro(pool.updated)) {
+			t.Fatalf("event %d: version token %q, the pool's %q", i, got, token)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", 1000000: "1,000,000", -12345: "-12,345"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q", n, got)
+		}
+	}
+	if got := intList([]int{10000, 100000, 1000000}); got != "10,000, 100,000 and 1,000,000" {
+		t.Fatalf("%q", got)
+	}
+	if got := intList([]int{5}); got != "5" {
+		t.Fatalf("%q", got)
 	}
 }

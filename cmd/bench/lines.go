@@ -113,7 +113,10 @@ func (b *bench) completeLine() error {
 			return err
 		}
 		err := b.measure(l, func() (sample, error) {
+			mem := b.svc.sampleMemory()
 			s := b.serviceComplete(c)
+			row := b.memRowFor(fmt.Sprintf("POST /work/{id}/complete @%d", c))
+			row.Runs = append(row.Runs, mem.stop())
 			if s.Exhausted {
 				l.Notes = append(l.Notes, fmt.Sprintf("a service run ran out of seeded work items after %.1f s", s.Window.Seconds()))
 			}
@@ -142,14 +145,20 @@ func (b *bench) serviceComplete(c int) sample {
 
 // completeWork completes items in order, each with its own version token and key.
 func (b *bench) completeWork(items []poolTask, tag string) workload {
+	return b.completeTasks(b.main.Key, len(items), func(i int) poolTask { return items[i] }, tag)
+}
+
+// completeTasks completes n tasks of key's workspace in order, task i being item(i), each
+// with its own version token and Idempotency-Key.
+func (b *bench) completeTasks(key string, n int, item func(i int) poolTask, tag string) workload {
 	prefix := "http://" + b.svcAddr + "/api/v1/work/"
-	auth := "Bearer " + b.main.Key
+	auth := "Bearer " + key
 	return workload{
 		prepare: func(i int, req *fasthttp.Request) bool {
-			if i >= len(items) {
+			if i >= n {
 				return false
 			}
-			t := items[i]
+			t := item(i)
 			req.Header.SetMethod(fasthttp.MethodPost)
 			req.SetRequestURI(prefix + t.id + "/complete")
 			req.Header.Set(fasthttp.HeaderAuthorization, auth)

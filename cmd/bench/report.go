@@ -118,14 +118,21 @@ func (b *bench) table() string {
 
 // printTable prints the results so far to standard output.
 func (b *bench) printTable() {
-	if len(b.lines) == 0 {
-		return
+	if len(b.lines) > 0 {
+		fmt.Println()
+		fmt.Print(b.table())
 	}
-	fmt.Println()
-	fmt.Print(b.table())
 	if len(b.streams) > 0 {
 		fmt.Println()
 		fmt.Print(b.streamTable())
+	}
+	if g := b.growthTable(); g != "" {
+		fmt.Println()
+		fmt.Print(g)
+	}
+	if len(b.memory) > 0 {
+		fmt.Println()
+		fmt.Print(b.memTable())
 	}
 }
 
@@ -137,6 +144,16 @@ func (b *bench) historyRow() string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s @%d: %.2fx (%s %s)", l.ID, l.Clients, l.ratio(), rate(median(l.Service, rateOf)), l.Unit))
+	}
+	if g := b.growthHistory(); g != "" {
+		parts = append(parts, g)
+	}
+	for _, r := range b.memory {
+		if r.Load == "POST /work/{id}/complete @32" {
+			if med, peak, _, _ := r.summary(); med > 0 {
+				parts = append(parts, fmt.Sprintf("serve RSS @32: %s MiB median, %s peak", mib(med), mib(peak)))
+			}
+		}
 	}
 	return fmt.Sprintf("| %s | %s | %s | fsync %s, %d×(%s+%s) | %s → %s |", b.started.UTC().Format("2006-01-02 15:04"),
 		b.info.Commit, strings.Join(parts, "; "), b.info.setting("fsync"), b.s.Runs, b.s.Warmup, b.s.Duration, b.info.LoadStart, loadAvg())
@@ -189,6 +206,34 @@ func (b *bench) writeReport() error {
 			"command began) to the frame's arrival at each subscriber; subscribers follow one workspace, a writer commits " +
 			"work.created events at an even pace. Targets are DESIGN.md §6's, absolute.\n\n")
 		w.WriteString(b.streamTable())
+	}
+	if g := b.growthTable(); g != "" {
+		p("\n**Growth** (the cost of the service as its ledger grows; the `growth` line): one workspace's ledger grown to each size "+
+			"in turn, then at each size POST /work/{id}/complete at %d clients on tasks picked at random across that ledger, and "+
+			"GET /events/stream?limit=%d, one client, for its newest page and its first page. Medians of %d runs at each size; "+
+			"the last row is each figure at the largest size over the smallest, flagged **(grows)** when more than %.0f%% worse "+
+			"(a rate lower, a latency or memory higher). The ledger grows during a size's completion runs (start → end).\n\n",
+			b.s.GrowthClients, b.s.PageLimit, b.s.Runs, growthTolerance*100)
+		w.WriteString(g)
+		p("\nThe growth line took %s, %s of it seeding (COPY, then VACUUM ANALYZE).\n", b.growthTook.Round(time.Second),
+			seedTotal(b.growthPoints).Round(time.Second))
+		if f := b.growthFlags(); len(f) > 0 {
+			p("\nGrew by more than %.0f%% from the smallest ledger to the largest: %s.\n", growthTolerance*100, strings.Join(f, ", "))
+		} else if len(b.measuredGrowth()) > 1 {
+			p("\nNo figure is more than %.0f%% worse at the largest ledger than at the smallest.\n", growthTolerance*100)
+		}
+		for _, pt := range b.growthPoints {
+			for _, n := range pt.Notes {
+				p("* growth at %d events: %s\n", pt.Target, n)
+			}
+		}
+	}
+	if len(b.memory) > 0 {
+		p("\n**Memory** of `accountable serve` under load: VmRSS read from /proc/<pid>/status every %s during each measured service run "+
+			"(warm-up included); the median and the largest sample over the runs (the median of the runs' medians), and VmHWM at the "+
+			"end of the run, the run's own peak (reset at its start through /proc/<pid>/clear_refs; \"since start\" when the "+
+			"kernel refused: the process's peak since it started).\n\n", memEvery)
+		w.WriteString(b.memTable())
 	}
 	p("\n")
 	for _, l := range b.lines {
@@ -256,6 +301,21 @@ func (b *bench) writeReport() error {
 			"mined per second (events per run over the run's time, at least %d runs), p50/p99 per run. The limit is the bare Fiber + pgx "+
 			"server paging the same events (per page of %d).\n", b.s.DiscoveryEvents, launchMinCount, b.s.PageLimit)
 	}
+	if b.s.Lines["growth"] {
+		p("* **Growth**: the workspace `Bench growth` is grown to each of %s events (the ledger_events table, shared by every "+
+			"workspace, then holds at least as many; both counts are in the table). The events are bulk-seeded, not posted: the harness "+
+			"builds what POST /work writes for a task, with the store's own construction of the event (the task row; its work.created "+
+			"event with the canonical payload, payloadDigest and eventHash; its ledger head), and COPYs them in chunks of %s, two at "+
+			"a time, then VACUUM ANALYZE; the idempotency records of those creations are left out (they expire after a day and the "+
+			"ledger does not refer to them). `accountable ledger verify --workspace` checks the workspace's ledger after the first "+
+			"size is seeded and again at the end of the line, after the completions (every digest, hash, chain link and anchored "+
+			"head): %s. At each size a run of completions (each run at most the ledger's size / 2 / runs completions, so the ledger "+
+			"grows by at most half while its size is measured; a run that this bounds warms up for at most a quarter of it), "+
+			"a run of the newest page (the cursor of the event %d from the end, every answer checked to hold a full page) and a run "+
+			"of the first page alternate, %d rounds. No limit is measured: the reference is the smallest ledger. The line runs last, "+
+			"so the other lines are measured on the table as it always was.\n",
+			intList(b.s.GrowthEvents), thousands(growthChunk), verifiedList(b.growthVerified), b.s.PageLimit, b.s.Runs)
+	}
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
@@ -287,7 +347,8 @@ func (b *bench) writeReport() error {
 	p("\n## Commands\n\n")
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
-	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=create,complete,read,paging,doctor,validate,projection,stream,proposal,launch,discovery BENCH_PROFILE=0\n")
+	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=%s BENCH_PROFILE=0\n", strings.Join(allLines, ","))
+	p("#   BENCH_GROWTH_EVENTS=10000,100000,1000000 BENCH_GROWTH_CLIENTS=8 BENCH_PAGE_LIMIT=500\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
@@ -296,12 +357,16 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench discovery' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
 	}
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
+	if b.s.Lines["growth"] {
+		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
+	}
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
 		if c, ok := b.pgbCommands[k]; ok {
 			p("%s\n", c)
@@ -384,4 +449,42 @@ func (b *bench) writeReport() error {
 		return err
 	}
 	return os.WriteFile(b.s.Out, w.Bytes(), 0o644)
+}
+
+// intList writes sizes as 10,000, 100,000 and 1,000,000.
+func intList(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = thousands(n)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// verifiedList is what the growth line's verifications found, for the report.
+func verifiedList(v []string) string {
+	if len(v) == 0 {
+		return "not run"
+	}
+	return "verified, " + strings.Join(v, ", then ")
 }

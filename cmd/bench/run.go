@@ -37,8 +37,8 @@ type bench struct {
 	baseAddr                  string
 	accountable               string // the accountable binary
 
-	main, paging, discovery, projection, stream keyInfo
-	pgb                                         *pgbench
+	main, paging, discovery, projection, stream, growth keyInfo
+	pgb                                                 *pgbench
 
 	// The work items the service completes: made through POST /work (by the create line
 	// and, when those are not enough, by seeding), handed out in order.
@@ -68,6 +68,17 @@ type bench struct {
 	profileTop string
 	profileRun *sample
 	streams    []streamLatency // the live stream's line
+
+	// The growth line: the tasks it seeded (completed in order up to growthNext, the rest
+	// shuffled at each size), how many, its measurements and its ledger verifications.
+	growthPool     []growthTask
+	growthNext     int
+	growthSeeded   int
+	growthPoints   []*growthPoint
+	growthVerified []string
+	growthTook     time.Duration
+
+	memory []memRow // the service's memory under load (complete and growth runs)
 }
 
 type keyInfo struct {
@@ -183,7 +194,7 @@ func (b *bench) run() error {
 	for _, k := range []struct {
 		into *keyInfo
 		ws   string
-	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}} {
+	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}, {&b.growth, "Bench growth"}} {
 		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
 			"--user", "bench@example.com", "--json")
 		if err != nil {
@@ -268,6 +279,19 @@ func (b *bench) run() error {
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
 		if err := b.workflowLines(); err != nil {
 			return err
+		}
+	}
+	// The lines that grow the shared ledger table by a million events or more run last, so
+	// that the others are measured on the table as they always were.
+	for _, st := range []struct {
+		id string
+		fn func() error
+	}{{"growth", b.growthLine}} {
+		if !b.s.Lines[st.id] {
+			continue
+		}
+		if err := st.fn(); err != nil {
+			return fmt.Errorf("%s: %w", st.id, err)
 		}
 	}
 	if b.s.Profile {

@@ -26,6 +26,10 @@ type settings struct {
 	// ProjectionEvents is the size of the ledger the projection line folds.
 	ProjectionEvents int
 	PageLimit        int
+	// GrowthEvents are the sizes of the growth line's ledger, smallest first;
+	// GrowthClients its completions' client count.
+	GrowthEvents  []int
+	GrowthClients int
 
 	ServicePort  int
 	BaselinePort int
@@ -45,7 +49,7 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery"}
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "growth"}
 
 func loadSettings() (settings, error) {
 	var errs []string
@@ -60,6 +64,8 @@ func loadSettings() (settings, error) {
 		DiscoveryEvents:  envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
 		ProjectionEvents: envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
 		PageLimit:        envInt("BENCH_PAGE_LIMIT", 500, &errs),
+		GrowthEvents:     envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
+		GrowthClients:    envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
 		ServicePort:      envInt("BENCH_HTTP_PORT", 18080, &errs),
 		BaselinePort:     envInt("BENCH_BASELINE_PORT", 18081, &errs),
 		PprofPort:        envInt("BENCH_PPROF_PORT", 18082, &errs),
@@ -88,11 +94,14 @@ func loadSettings() (settings, error) {
 	if s.PageLimit < 1 || s.PageLimit > 1000 {
 		errs = append(errs, "BENCH_PAGE_LIMIT: 1 to 1000 (the API's bound)")
 	}
+	if len(s.GrowthEvents) == 0 || !slices.IsSorted(s.GrowthEvents) || s.GrowthEvents[0] < 2*s.PageLimit {
+		errs = append(errs, fmt.Sprintf("BENCH_GROWTH_EVENTS: sizes from smallest to largest, the smallest at least %d (two pages)", 2*s.PageLimit))
+	}
 	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate"}, s.ProfileLine) {
 		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
 	}
 	maxClients := 1
-	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, []int{s.ProfileClients}) {
+	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, []int{s.ProfileClients, s.GrowthClients}) {
 		if c < 1 || c > 256 {
 			errs = append(errs, fmt.Sprintf("client counts are 1 to 256, not %d", c))
 		}
