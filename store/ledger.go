@@ -50,19 +50,24 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 		aggregateTypes = f.AggregateTypes
 	}
 	// The page is read below the horizon; the first event at or above it, if any, is read
-	// too, only to say that the page is Held.
+	// too, only to say that the page is Held. That probe's index scan starts at the later of
+	// the cursor and the horizon (the row bound below): started at the cursor, a first page
+	// walked the workspace's whole index up to the horizon, a cost growing with the ledger.
 	rows, err := db.pool.Query(ctx, `WITH h AS (
 			SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset() AS horizon),
 		matching AS NOT MATERIALIZED (
 			SELECT * FROM ledger_events
 			WHERE workspace_id = $1
-			  AND (stream_position, seq) > ($2::bigint, $3::bigint)
 			  AND ($4::text[] IS NULL OR event_type = ANY ($4))
 			  AND ($5::text[] IS NULL OR aggregate_type = ANY ($5)))
-		(SELECT `+eventColumns+`, true FROM matching WHERE stream_position < (SELECT horizon FROM h)
+		(SELECT `+eventColumns+`, true FROM matching
+		 WHERE (stream_position, seq) > ($2::bigint, $3::bigint) AND stream_position < (SELECT horizon FROM h)
 		 ORDER BY stream_position, seq LIMIT $6)
 		UNION ALL
-		(SELECT `+eventColumns+`, false FROM matching WHERE stream_position >= (SELECT horizon FROM h)
+		(SELECT `+eventColumns+`, false FROM matching
+		 WHERE (stream_position, seq) > (GREATEST((SELECT horizon FROM h) - 1, $2::bigint),
+				CASE WHEN (SELECT horizon FROM h) - 1 > $2::bigint THEN 9223372036854775807 ELSE $3::bigint END)
+		   AND stream_position >= (SELECT horizon FROM h)
 		 ORDER BY stream_position, seq LIMIT 1)
 		ORDER BY stream_position, seq`,
 		workspaceID, f.After.Position, f.After.Seq, eventTypes, aggregateTypes, limit+1)
