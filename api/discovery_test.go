@@ -3,11 +3,13 @@ package api_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -78,6 +80,33 @@ func TestClientMountServesTheSameOperations(t *testing.T) {
 	if d["key_prefix"] != tenant.Principal.KeyPrefix || d["user"].(map[string]any)["email"] != tenant.Principal.UserEmail ||
 		d["last_used_at"] == nil || d["name"] != "test" {
 		t.Fatalf("credential: %s", r.raw)
+	}
+}
+
+// The per-workspace limit spans the workspace's keys; another workspace is not charged.
+func TestWorkspaceRateLimitSpansItsKeys(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.WorkspaceRateLimit, c.WorkspaceRateBurst = 0.5, 3 })
+	tenant := storetest.NewTenant(t, e.db)
+	second, err := e.db.CreateKey(t.Context(), store.CreateKeyRequest{Name: "second", UserEmail: tenant.Principal.UserEmail,
+		WorkspaceID: tenant.Principal.WorkspaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.NoteSecrets(second.Key)
+	for _, key := range []string{tenant.Key, second.Key, tenant.Key} {
+		expect(t, e.do(request{method: "GET", path: "/work", key: key}), http.StatusOK, "")
+	}
+	for _, key := range []string{second.Key, tenant.Key} {
+		r := e.do(request{method: "GET", path: "/work", key: key})
+		expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+		if after, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || after < 1 || after > 2 ||
+			!strings.Contains(r.errorObj()["message"].(string), "workspace") {
+			t.Fatalf("Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+		}
+	}
+	other := storetest.NewTenant(t, e.db)
+	for range 3 {
+		expect(t, e.do(request{method: "GET", path: "/work", key: other.Key}), http.StatusOK, "")
 	}
 }
 

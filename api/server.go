@@ -36,6 +36,11 @@ type Config struct {
 	// with bursts of RateBurst.
 	RateLimit float64
 	RateBurst int
+	// WorkspaceRateLimit is the sustained requests per second allowed per workspace, over
+	// all its credentials (0: no limit), with bursts of WorkspaceRateBurst: one workspace
+	// writing as fast as it can then cannot take the database from the others.
+	WorkspaceRateLimit float64
+	WorkspaceRateBurst int
 	// AuthFailureRate is the sustained failed authentications per second allowed per
 	// client address (0: no limit), with bursts of AuthFailureBurst; past it the address
 	// gets 429 and its keys are not looked up (see verifyKey).
@@ -177,6 +182,7 @@ type Server struct {
 	document      []byte
 	usage         *keyUsage
 	limiter       *buckets // requests per API key
+	workspaces    *buckets // requests per workspace
 	authFailures  *buckets // failed authentications per client address
 	signIns       *buckets // failed sign-ins to the settings page per client address
 	registrations *buckets // OAuth client registrations per client address
@@ -207,6 +213,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		cfg: cfg, deps: deps, log: log,
 		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
 		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		// Five failed sign-ins a minute per address, after a first ten.
 		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),

@@ -37,6 +37,8 @@ type Config struct {
 	MaxBodyBytes         int
 	RateLimitRPS         float64
 	RateLimitBurst       int
+	WorkspaceRateRPS     float64
+	WorkspaceRateBurst   int
 	AuthFailureRPS       float64
 	AuthFailureBurst     int
 	ShutdownTimeout      time.Duration
@@ -119,6 +121,8 @@ func LoadConfig() (Config, error) {
 	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
+	c.WorkspaceRateRPS = envFloat("WORKSPACE_RATE_LIMIT_RPS", 0, &errs)
+	c.WorkspaceRateBurst = envInt("WORKSPACE_RATE_LIMIT_BURST", 0, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
