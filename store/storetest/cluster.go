@@ -24,6 +24,9 @@ import (
 type Cluster struct {
 	Port   int
 	bindir string
+	data   string
+	run    func(name string, args ...string)
+	start  []string // pg_ctl start's arguments
 }
 
 // BinDir returns the directory of the PostgreSQL binaries: ACCOUNTABLE_PG_BINDIR (set by
@@ -103,11 +106,26 @@ func NewCluster(tb testing.TB) *Cluster {
 	}
 	run("initdb", "-D", data, "-U", "accountable", "--auth=trust", "-E", "UTF8", "--no-locale")
 	port := freePort(tb)
-	run("pg_ctl", "start", "-D", data, "-w", "-t", "60", "-l", logFile, "-o",
-		fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c fsync=off", port))
-	tb.Cleanup(func() { run("pg_ctl", "stop", "-D", data, "-m", "immediate") })
-	return &Cluster{Port: port, bindir: bindir}
+	c := &Cluster{Port: port, bindir: bindir, data: data, run: run, start: []string{"start", "-D", data, "-w", "-t", "60", "-l", logFile, "-o",
+		fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c fsync=off", port)}}
+	run("pg_ctl", c.start...)
+	tb.Cleanup(func() {
+		if c.running() {
+			run("pg_ctl", "stop", "-D", data, "-m", "immediate")
+		}
+	})
+	return c
 }
+
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: no shutdown
+// checkpoint, every connection cut); Start recovers it from its WAL on the same port.
+func (c *Cluster) Crash() { c.run("pg_ctl", "stop", "-D", c.data, "-m", "immediate") }
+
+// Start starts the stopped server again.
+func (c *Cluster) Start() { c.run("pg_ctl", c.start...) }
+
+// running reports whether the server's postmaster is up.
+func (c *Cluster) running() bool { return fileExists(filepath.Join(c.data, "postmaster.pid")) }
 
 func freePort(tb testing.TB) int {
 	tb.Helper()
