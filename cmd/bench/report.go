@@ -130,6 +130,10 @@ func (b *bench) printTable() {
 		fmt.Println()
 		fmt.Print(g)
 	}
+	if t := b.fairTable(); t != "" {
+		fmt.Println()
+		fmt.Print(t)
+	}
 	if len(b.memory) > 0 {
 		fmt.Println()
 		fmt.Print(b.memTable())
@@ -147,6 +151,9 @@ func (b *bench) historyRow() string {
 	}
 	if g := b.growthHistory(); g != "" {
 		parts = append(parts, g)
+	}
+	if f := b.fairHistory(); f != "" {
+		parts = append(parts, f)
 	}
 	for _, r := range b.memory {
 		if r.Load == "POST /work/{id}/complete @32" {
@@ -226,6 +233,24 @@ func (b *bench) writeReport() error {
 			for _, n := range pt.Notes {
 				p("* growth at %d events: %s\n", pt.Target, n)
 			}
+		}
+	}
+	if t := b.fairTable(); t != "" {
+		f := b.fair
+		p("\n**Fairness** (the `fairness` line; issue 11: one workspace writing as fast as it can does not raise the p99 of another): "+
+			"%d workspaces, each with its own key; %d quiet ones share %s requests a second, open loop (%s a second each, half POST /work, "+
+			"half GET /work/{id}), while in phases 2 and 3 the noisy one writes POST /work from %d closed-loop clients, resending at once "+
+			"on a 429. Phases 1 and 2 run on the service without a per-workspace limit, phase 3 on a second `accountable serve` with "+
+			"`WORKSPACE_RATE_LIMIT_RPS=%s` `WORKSPACE_RATE_LIMIT_BURST=%d`. Medians of %d rounds of the three phases, each %s warm-up + %s "+
+			"measured. The line meets its claim when the quiet p99 of phase 3 is within %.1fx of phase 1's.\n\n",
+			b.s.FairWorkspaces, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), rate(b.s.FairQuietRPS/float64(b.s.FairWorkspaces-1)),
+			b.s.FairNoisyClients, rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.Runs, b.s.Warmup, b.s.Duration, fairTolerance)
+		w.WriteString(t)
+		p("\nSet-up: %d workspaces with their users and keys in %s (store.CreateKey, %d at a time), then a task per quiet workspace "+
+			"through POST /work and VACUUM ANALYZE: %s in all.\n", b.s.FairWorkspaces, f.keysTook.Round(100*time.Millisecond),
+			fairSetupWorkers, f.setup.Round(100*time.Millisecond))
+		for _, n := range f.notes {
+			p("* fairness: %s\n", n)
 		}
 	}
 	if len(b.memory) > 0 {
@@ -316,6 +341,26 @@ func (b *bench) writeReport() error {
 			"so the other lines are measured on the table as it always was.\n",
 			intList(b.s.GrowthEvents), thousands(growthChunk), verifiedList(b.growthVerified), b.s.PageLimit, b.s.Runs)
 	}
+	if b.s.Lines["fairness"] {
+		p("* **Fairness**: %d workspaces made for the line (its own, with their own users and keys, created with store.CreateKey, "+
+			"what `accountable keys create --new-workspace` runs, %d at a time), the first noisy, the other %d quiet, each quiet one with "+
+			"a task made through POST /work. The quiet load is open loop: %s requests a second in all, evenly spaced and dealt to the "+
+			"quiet workspaces in turn, each workspace alternating POST /work and GET /work/{id} of its task; a request is sent at its "+
+			"instant whether earlier ones were answered or not, and its latency runs from that instant to the answer (so the "+
+			"harness's own lateness, the sender lag column, counts against the service, never for it). Only 2xx answers are in the "+
+			"percentiles; every other answer is counted in the not-2xx column. The noisy load is closed loop, %d clients sending "+
+			"POST /work in the noisy workspace as fast as they are answered, and on a 429 again at once, ignoring Retry-After: the "+
+			"worst case for the service. Phase 1: the quiet load alone; phase 2: with the noisy load, on the service without a "+
+			"per-workspace limit (the `accountable serve` of the other lines); phase 3: the same on a second `accountable serve` "+
+			"with `WORKSPACE_RATE_LIMIT_RPS=%s` and `WORKSPACE_RATE_LIMIT_BURST=%d` (same database, same pool size), where the noisy "+
+			"workspace gets mostly 429 rate_limited. Before each phase: CHECKPOINT, and one GET per quiet workspace, unmeasured, "+
+			"so that every key is in the serving process's key cache. The rounds of the three phases repeat %d times; the table "+
+			"gives medians. The claim \"does not raise the p99\" **meets** when the quiet p99 of phase 3 is at most %.1fx phase 1's "+
+			"(phase 2's ratio shows what the limit prevents). Everything shares the 2 cores, the noisy clients' busy loop of 429s "+
+			"too, so phase 3 also measures what refusing costs. The line runs after growth, so the other lines never see its rows.\n",
+			b.s.FairWorkspaces, fairSetupWorkers, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), b.s.FairNoisyClients,
+			rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.Runs, fairTolerance)
+	}
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
@@ -349,6 +394,8 @@ func (b *bench) writeReport() error {
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
 	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=%s BENCH_PROFILE=0\n", strings.Join(allLines, ","))
 	p("#   BENCH_GROWTH_EVENTS=10000,100000,1000000 BENCH_GROWTH_CLIENTS=8 BENCH_PAGE_LIMIT=500\n")
+	p("#   BENCH_FAIRNESS_WORKSPACES=1000 BENCH_FAIRNESS_QUIET_RPS=200 BENCH_FAIRNESS_NOISY_CLIENTS=32\n")
+	p("#   BENCH_FAIRNESS_WORKSPACE_RPS=50 BENCH_FAIRNESS_WORKSPACE_BURST=100 BENCH_FAIRNESS_PORT=18083\n")
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
@@ -366,6 +413,10 @@ func (b *bench) writeReport() error {
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
 	if b.s.Lines["growth"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
+	}
+	if b.s.Lines["fairness"] && b.fair != nil {
+		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phase 3\n",
+			b.fair.limited, b.s.ServiceConns, strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64), b.s.FairWorkspaceBurst, serviceTaskQueue)
 	}
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
 		if c, ok := b.pgbCommands[k]; ok {

@@ -79,6 +79,10 @@ type bench struct {
 	growthTook     time.Duration
 
 	memory []memRow // the service's memory under load (complete and growth runs)
+
+	svcEnv  []string // the environment accountable serve was started with
+	fair    *fairness
+	fairSvc *proc // the fairness line's accountable serve with the per-workspace limit
 }
 
 type keyInfo struct {
@@ -232,6 +236,7 @@ func (b *bench) run() error {
 	if b.s.Profile {
 		svcEnv[len(svcEnv)-1] = "PPROF_ADDR=127.0.0.1:" + strconv.Itoa(b.s.PprofPort)
 	}
+	b.svcEnv = svcEnv
 	logf("starting accountable serve on %s", b.svcAddr)
 	if b.svc, err = startProc("accountable serve", filepath.Join(b.dir, "serve.log"), svcEnv, b.accountable, "serve"); err != nil {
 		return err
@@ -281,12 +286,13 @@ func (b *bench) run() error {
 			return err
 		}
 	}
-	// The lines that grow the shared ledger table by a million events or more run last, so
-	// that the others are measured on the table as they always were.
+	// The lines that grow the shared ledger table run last (growth by a million events or
+	// more, then fairness by its noisy workspace's writes), so that the others are measured
+	// on the table as they always were.
 	for _, st := range []struct {
 		id string
 		fn func() error
-	}{{"growth", b.growthLine}} {
+	}{{"growth", b.growthLine}, {"fairness", b.fairnessLine}} {
 		if !b.s.Lines[st.id] {
 			continue
 		}
@@ -305,6 +311,7 @@ func (b *bench) run() error {
 // shutdown stops what run started and drops the benchmark database (unless BENCH_KEEP_DB=1).
 func (b *bench) shutdown() {
 	b.base.stop()
+	b.fairSvc.stop()
 	b.svc.stop()
 	if b.db != nil {
 		b.db.Close()

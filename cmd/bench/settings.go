@@ -30,6 +30,16 @@ type settings struct {
 	// GrowthClients its completions' client count.
 	GrowthEvents  []int
 	GrowthClients int
+	// The fairness line: FairWorkspaces workspaces, each with its own key (the first the
+	// noisy one, FairNoisyClients closed-loop writers), the others sharing FairQuietRPS
+	// requests a second, open loop; its third phase on a second `accountable serve` on
+	// FairPort with WORKSPACE_RATE_LIMIT_RPS=FairWorkspaceRPS and _BURST=FairWorkspaceBurst.
+	FairWorkspaces     int
+	FairQuietRPS       float64
+	FairNoisyClients   int
+	FairWorkspaceRPS   float64
+	FairWorkspaceBurst int
+	FairPort           int
 
 	ServicePort  int
 	BaselinePort int
@@ -49,34 +59,40 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "growth"}
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
 	s := settings{
-		Duration:         envDuration("BENCH_DURATION", 10*time.Second, &errs),
-		Warmup:           envDuration("BENCH_WARMUP", 2*time.Second, &errs),
-		Runs:             envInt("BENCH_RUNS", 5, &errs),
-		CompleteClients:  envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
-		CreateClients:    envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
-		ReadClients:      envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
-		PagingEvents:     envInt("BENCH_PAGING_EVENTS", 10000, &errs),
-		DiscoveryEvents:  envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
-		ProjectionEvents: envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
-		PageLimit:        envInt("BENCH_PAGE_LIMIT", 500, &errs),
-		GrowthEvents:     envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
-		GrowthClients:    envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
-		ServicePort:      envInt("BENCH_HTTP_PORT", 18080, &errs),
-		BaselinePort:     envInt("BENCH_BASELINE_PORT", 18081, &errs),
-		PprofPort:        envInt("BENCH_PPROF_PORT", 18082, &errs),
-		Database:         env("BENCH_DB", "accountable_bench"),
-		KeepDB:           env("BENCH_KEEP_DB", "") == "1",
-		Profile:          env("BENCH_PROFILE", "") == "1",
-		ProfileClients:   envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
-		ProfileLine:      env("BENCH_PROFILE_LINE", "complete"),
-		Out:              env("BENCH_OUT", "docs/benchmarks.md"),
-		Bin:              env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
-		Lines:            map[string]bool{},
+		Duration:           envDuration("BENCH_DURATION", 10*time.Second, &errs),
+		Warmup:             envDuration("BENCH_WARMUP", 2*time.Second, &errs),
+		Runs:               envInt("BENCH_RUNS", 5, &errs),
+		CompleteClients:    envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
+		CreateClients:      envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
+		ReadClients:        envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
+		PagingEvents:       envInt("BENCH_PAGING_EVENTS", 10000, &errs),
+		DiscoveryEvents:    envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
+		ProjectionEvents:   envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
+		PageLimit:          envInt("BENCH_PAGE_LIMIT", 500, &errs),
+		GrowthEvents:       envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
+		GrowthClients:      envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
+		FairWorkspaces:     envInt("BENCH_FAIRNESS_WORKSPACES", 1000, &errs),
+		FairQuietRPS:       envFloat("BENCH_FAIRNESS_QUIET_RPS", 200, &errs),
+		FairNoisyClients:   envInt("BENCH_FAIRNESS_NOISY_CLIENTS", 32, &errs),
+		FairWorkspaceRPS:   envFloat("BENCH_FAIRNESS_WORKSPACE_RPS", 50, &errs),
+		FairWorkspaceBurst: envInt("BENCH_FAIRNESS_WORKSPACE_BURST", 100, &errs),
+		FairPort:           envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
+		ServicePort:        envInt("BENCH_HTTP_PORT", 18080, &errs),
+		BaselinePort:       envInt("BENCH_BASELINE_PORT", 18081, &errs),
+		PprofPort:          envInt("BENCH_PPROF_PORT", 18082, &errs),
+		Database:           env("BENCH_DB", "accountable_bench"),
+		KeepDB:             env("BENCH_KEEP_DB", "") == "1",
+		Profile:            env("BENCH_PROFILE", "") == "1",
+		ProfileClients:     envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
+		ProfileLine:        env("BENCH_PROFILE_LINE", "complete"),
+		Out:                env("BENCH_OUT", "docs/benchmarks.md"),
+		Bin:                env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
+		Lines:              map[string]bool{},
 	}
 	for _, l := range strings.Split(env("BENCH_LINES", strings.Join(allLines, ",")), ",") {
 		l = strings.TrimSpace(l)
@@ -96,6 +112,15 @@ func loadSettings() (settings, error) {
 	}
 	if len(s.GrowthEvents) == 0 || !slices.IsSorted(s.GrowthEvents) || s.GrowthEvents[0] < 2*s.PageLimit {
 		errs = append(errs, fmt.Sprintf("BENCH_GROWTH_EVENTS: sizes from smallest to largest, the smallest at least %d (two pages)", 2*s.PageLimit))
+	}
+	if s.FairWorkspaces < 2 {
+		errs = append(errs, "BENCH_FAIRNESS_WORKSPACES: at least 2 (one noisy, the others quiet)")
+	}
+	if s.FairQuietRPS <= 0 || s.FairWorkspaceRPS <= 0 || s.FairWorkspaceBurst < 0 {
+		errs = append(errs, "BENCH_FAIRNESS_QUIET_RPS and BENCH_FAIRNESS_WORKSPACE_RPS: positive; BENCH_FAIRNESS_WORKSPACE_BURST: 0 or more")
+	}
+	if s.FairNoisyClients < 1 || s.FairNoisyClients > 256 {
+		errs = append(errs, fmt.Sprintf("BENCH_FAIRNESS_NOISY_CLIENTS: 1 to 256, not %d", s.FairNoisyClients))
 	}
 	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate"}, s.ProfileLine) {
 		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
@@ -132,6 +157,19 @@ func envInt(name string, def int, errs *[]string) int {
 		return def
 	}
 	return n
+}
+
+func envFloat(name string, def float64, errs *[]string) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		*errs = append(*errs, name+": want a number")
+		return def
+	}
+	return f
 }
 
 func envInts(name string, def []int, errs *[]string) []int {
