@@ -12,9 +12,11 @@ import (
 // ClaimWorkflowMessages leases up to limit undelivered workflow messages for lease: no
 // other relay takes them meanwhile, and if this one dies they are taken again when the
 // lease ends (delivery is idempotent). It is one short transaction: relays never hold a
-// lock, or the event stream's horizon, while they talk to Temporal.
+// lock, or the event stream's horizon, while they talk to Temporal. A leased message has
+// no last_error (a failed delivery sets it again): ReleaseWorkflowMessages, which frees
+// the messages waiting out a backoff, must not free one another relay is delivering.
 func (db *DB) ClaimWorkflowMessages(ctx context.Context, limit int, lease time.Duration) ([]accountable.WorkflowMessage, error) {
-	rows, err := db.pool.Query(ctx, `UPDATE outbox o SET available_at = now() + $2::interval, attempts = o.attempts + 1
+	rows, err := db.pool.Query(ctx, `UPDATE outbox o SET available_at = now() + $2::interval, attempts = o.attempts + 1, last_error = NULL
 		FROM (SELECT id FROM outbox WHERE available_at <= now() AND dead_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
 		WHERE o.id = c.id
 		RETURNING o.id, o.workspace_id, o.kind, o.workflow_name, o.workflow_id, COALESCE(o.signal_name, ''), o.payload::text, o.attempts`,
@@ -57,7 +59,8 @@ func (db *DB) DeadWorkflowMessage(ctx context.Context, id int64, reason string) 
 
 // ReleaseWorkflowMessages makes every message waiting for a retry available now: the relay
 // calls it when Temporal is reachable again, so nothing waits out its backoff after an
-// outage.
+// outage. Messages leased to a relay (no last_error) are left to it: freed, a second relay
+// would deliver them too.
 func (db *DB) ReleaseWorkflowMessages(ctx context.Context) (int64, error) {
 	tag, err := db.pool.Exec(ctx, `UPDATE outbox SET available_at = now()
 		WHERE available_at > now() AND last_error IS NOT NULL AND dead_at IS NULL`)

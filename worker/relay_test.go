@@ -102,3 +102,52 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Relays recovering from an outage release the messages waiting out a backoff, never one
+// another relay holds: the lease of a message being delivered is not a backoff (both relays
+// delivered such a message after a Temporal outage, found by TestTemporalStoppedAndStarted).
+func TestReleaseLeavesLeasedMessagesToTheirRelay(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	id := uuid.NewString()
+	msg, err := workflows.LedgerVerificationStart(p.WorkspaceID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.StartLedgerVerification(ctx, p, nil, id, msg); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() (int64, bool) {
+		msgs, err := db.ClaimWorkflowMessages(ctx, 1000, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.WorkflowID == msg.WorkflowID {
+				return m.ID, true
+			}
+		}
+		return 0, false
+	}
+	release := func() {
+		if _, err := db.ReleaseWorkflowMessages(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, ok := claim() // relay A
+	if !ok {
+		t.Fatal("the message was not claimed")
+	}
+	if err := db.RetryWorkflowMessage(ctx, first, time.Minute, "unavailable"); err != nil { // A's delivery failed
+		t.Fatal(err)
+	}
+	release() // Temporal is back: the backoff is cut short
+	if _, ok := claim(); !ok { // A takes it again
+		t.Fatal("a message waiting out its backoff was not released")
+	}
+	release() // B recovers too
+	if _, ok := claim(); ok {
+		t.Fatal("relay B claimed the message relay A holds")
+	}
+}
