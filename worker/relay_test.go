@@ -142,7 +142,7 @@ func TestReleaseLeavesLeasedMessagesToTheirRelay(t *testing.T) {
 	if err := db.RetryWorkflowMessage(ctx, first, time.Minute, "unavailable"); err != nil { // A's delivery failed
 		t.Fatal(err)
 	}
-	release() // Temporal is back: the backoff is cut short
+	release()                  // Temporal is back: the backoff is cut short
 	if _, ok := claim(); !ok { // A takes it again
 		t.Fatal("a message waiting out its backoff was not released")
 	}
