@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/accountablework/accountable"
 )
@@ -297,5 +302,180 @@ func TestThousands(t *testing.T) {
 	}
 	if got := intList([]int{5}); got != "5" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// The fairness line's open-loop schedule: evenly spaced at the total rate, dealt to the
+// quiet workspaces in turn (each workspace's requests n/rate apart), half writes in any
+// stretch, each workspace alternating.
+func TestOpenSchedule(t *testing.T) {
+	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := openSchedule{start: start, rate: 200, n: 999}
+	for i := range 5000 {
+		if d := o.at(i + 1).Sub(o.at(i)); d != 5*time.Millisecond {
+			t.Fatalf("request %d to %d: %s apart, want 5ms", i, i+1, d)
+		}
+	}
+	if got := o.at(200); !got.Equal(start.Add(time.Second)) {
+		t.Fatalf("request 200 at %s", got.Sub(start))
+	}
+	if got := o.count(start.Add(12 * time.Second)); got != 2400 {
+		t.Fatalf("%d requests due in 12 s at 200/s", got)
+	}
+	// A rate that does not divide a second: every request due before the end is counted,
+	// and none after it.
+	odd := openSchedule{start: start, rate: 3, n: 2}
+	end := start.Add(time.Second)
+	if n := odd.count(end); n != 3 || !odd.at(n-1).Before(end) || odd.at(n).Before(end) {
+		t.Fatalf("count %d at rate 3 (last due %s)", n, odd.at(n-1).Sub(start))
+	}
+	if n := odd.count(start); n != 0 {
+		t.Fatalf("count %d in an empty window", n)
+	}
+	// Each workspace: requests n/rate apart, numbered in turn.
+	seen := map[int][]int{}
+	for i := range 3 * o.n {
+		ws, k := o.slot(i)
+		if ws < 0 || ws >= o.n || k != len(seen[ws]) {
+			t.Fatalf("request %d: workspace %d, its request %d (it had %d)", i, ws, k, len(seen[ws]))
+		}
+		seen[ws] = append(seen[ws], i)
+	}
+	for ws, reqs := range seen {
+		for j := 1; j < len(reqs); j++ {
+			if d := o.at(reqs[j]).Sub(o.at(reqs[j-1])); d != 4995*time.Millisecond {
+				t.Fatalf("workspace %d: requests %s apart, want 999/200 s", ws, d)
+			}
+		}
+		if quietWrite(ws, 0) == quietWrite(ws, 1) || quietWrite(ws, 1) == quietWrite(ws, 2) {
+			t.Fatalf("workspace %d does not alternate writes and reads", ws)
+		}
+	}
+	// Half writes in any stretch of the schedule, for an odd and an even count of workspaces.
+	for _, n := range []int{999, 1000, 2} {
+		o := openSchedule{start: start, rate: 200, n: n}
+		for _, from := range []int{0, 7, 998, 1500} {
+			writes := 0
+			for i := from; i < from+400; i++ {
+				if quietWrite(o.slot(i)) {
+					writes++
+				}
+			}
+			if writes < 199 || writes > 201 {
+				t.Fatalf("%d workspaces, requests %d to %d: %d writes of 400", n, from, from+400, writes)
+			}
+		}
+	}
+}
+
+// The fairness verdict: phase 3's quiet p99 within 1.5x of phase 1's.
+func TestFairVerdict(t *testing.T) {
+	for _, c := range []struct {
+		base, p time.Duration
+		ratio   float64
+		meets   bool
+	}{
+		{4 * time.Millisecond, 4 * time.Millisecond, 1, true},
+		{4 * time.Millisecond, 6 * time.Millisecond, 1.5, true}, // at the bound
+		{4 * time.Millisecond, 6*time.Millisecond + time.Microsecond, 1.50025, false},
+		{4 * time.Millisecond, 2 * time.Millisecond, 0.5, true}, // lower
+		{4 * time.Millisecond, 40 * time.Millisecond, 10, false},
+		{0, 4 * time.Millisecond, 0, false}, // no phase 1
+		{4 * time.Millisecond, 0, 0, false}, // no phase 3
+	} {
+		r := fairRatio(c.base, c.p)
+		if math.Abs(r-c.ratio) > 1e-9 || fairMeets(r) != c.meets {
+			t.Errorf("fairRatio(%s, %s) = %v (meets %v); want %v (%v)", c.base, c.p, r, fairMeets(r), c.ratio, c.meets)
+		}
+	}
+	if v := fairVerdict(1.2); !strings.HasPrefix(v, "meets") {
+		t.Errorf("verdict %q", v)
+	}
+	if v := fairVerdict(2); !strings.Contains(v, "above 1.5x") {
+		t.Errorf("verdict %q", v)
+	}
+	if v := fairVerdict(0); v != "–" {
+		t.Errorf("verdict %q", v)
+	}
+	f := &fairness{phases: []*fairPhase{
+		{Quiet: []quietSample{{sample: sample{P99: 4 * time.Millisecond}}, {sample: sample{P99: 6 * time.Millisecond}}, {sample: sample{P99: 5 * time.Millisecond}}}},
+		{Quiet: []quietSample{{sample: sample{P99: 50 * time.Millisecond}}}},
+		{Quiet: []quietSample{{sample: sample{P99: 7 * time.Millisecond}}, {sample: sample{P99: 8 * time.Millisecond}}}},
+	}}
+	if !f.measured() {
+		t.Fatal("three measured phases")
+	}
+	if r2, r3 := f.ratios(); r2 != 10 || r3 != 1.5 { // medians 5, 50 and 7.5 ms
+		t.Fatalf("ratios %v %v", r2, r3)
+	}
+	if m := medianFloat([]noisySample{{OK: 10, Window: time.Second}, {OK: 30, Window: time.Second}, {OK: 20, Window: 2 * time.Second}}, noisySample.okRate); m != 10 {
+		t.Fatalf("median noisy rate %v", m)
+	}
+}
+
+// The open-loop sender sends on schedule whether or not earlier requests were answered,
+// measures each from its due instant, and counts what is not the expected answer; the
+// closed loop counts 201s and 429s apart.
+func TestOpenAndClosedLoops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int64
+	srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+		n := served.Add(1)
+		switch string(c.Path()) {
+		case "/slow":
+			time.Sleep(20 * time.Millisecond)
+			c.SetStatusCode(fasthttp.StatusOK)
+		case "/create":
+			if n%2 == 0 {
+				c.SetStatusCode(fasthttp.StatusTooManyRequests)
+				return
+			}
+			c.SetStatusCode(fasthttp.StatusCreated)
+		default:
+			c.SetStatusCode(fasthttp.StatusNotFound)
+		}
+	}}
+	go srv.Serve(ln)     //nolint:errcheck // closed below
+	defer srv.Shutdown() //nolint:errcheck
+	addr := ln.Addr().String()
+
+	// 200 requests a second for 0.1 s of warm-up and 0.5 s measured, each taking 20 ms: a
+	// closed loop of one client would send 25, the open loop sends every one due (100), a
+	// tenth of them to a path that answers 404.
+	sched := openSchedule{start: time.Now().Add(10 * time.Millisecond), rate: 200, n: 10}
+	q := runOpen(context.Background(), addr, sched, 100*time.Millisecond, 500*time.Millisecond, func(i int, req *fasthttp.Request) int {
+		ws, _ := sched.slot(i)
+		if ws == 3 {
+			req.SetRequestURI("http://" + addr + "/missing")
+		} else {
+			req.SetRequestURI("http://" + addr + "/slow")
+		}
+		return fasthttp.StatusOK
+	})
+	if q.Sent != 100 || q.Count != 90 || q.Errors != 10 || q.Status[404] != 10 || q.Dropped != 0 {
+		t.Fatalf("open loop: %+v", q)
+	}
+	if q.P50 < 20*time.Millisecond || q.Rate < 170 || q.Rate > 190 {
+		t.Fatalf("open loop: p50 %s, rate %v", q.P50, q.Rate)
+	}
+	if q.ReadP99 < 20*time.Millisecond || q.WriteP99 != 0 { // every request expected 200: a read
+		t.Fatalf("open loop: GET p99 %s, POST p99 %s", q.ReadP99, q.WriteP99)
+	}
+	if !strings.HasPrefix(q.FirstErr, "404") {
+		t.Fatalf("first error %q", q.FirstErr)
+	}
+
+	n := runClosed(context.Background(), addr, 4, time.Now(), 50*time.Millisecond, 200*time.Millisecond, func(_ int, req *fasthttp.Request) {
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.SetRequestURI("http://" + addr + "/create")
+	})
+	if n.OK == 0 || n.Limited == 0 || n.Other != 0 || n.Window != 200*time.Millisecond {
+		t.Fatalf("closed loop: %+v", n)
+	}
+	if d := n.OK - n.Limited; d < -4 || d > 4 {
+		t.Fatalf("closed loop: %d 201s and %d 429s of alternating answers", n.OK, n.Limited)
 	}
 }

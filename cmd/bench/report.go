@@ -484,6 +484,32 @@ func (b *bench) writeReport() error {
 		}
 	}
 
+	if b.fair.measured() {
+		for _, ph := range b.fair.phases {
+			p("* **fairness, phase %s**: quiet p50 / p99 (ms)", ph.Name)
+			for _, q := range ph.Quiet {
+				p(" %s / %s", msec(q.P50), msec(q.P99))
+			}
+			if ph.Noisy {
+				p("; noisy 201 / 429 (req/s)")
+				for _, n := range ph.NoisyR {
+					p(" %s / %s", rate(n.okRate()), rate(n.limitedRate()))
+				}
+			}
+			p("\n")
+			for i, q := range ph.Quiet {
+				if q.Errors > 0 {
+					p("  * run %d: %d quiet requests not answered 2xx (first: %s)\n", i+1, q.Errors, q.FirstErr)
+				}
+			}
+			for i, n := range ph.NoisyR {
+				if n.Other > 0 {
+					p("  * run %d: %d noisy answers neither 201 nor 429 (first: %s)\n", i+1, n.Other, n.FirstOther)
+				}
+			}
+		}
+	}
+
 	if b.profileTop != "" {
 		p("\n## Profile\n\nCPU profile of `accountable serve` during one more %s run at %d clients (not in the table: %s); flat, then cumulative:\n\n```\n%s```\n",
 			b.s.ProfileLine, b.s.ProfileClients, b.profileRun, b.profileTop)
