@@ -241,7 +241,7 @@ func runCommand[T any](ctx context.Context, db *DB, cmd command[T]) (T, bool, er
 		if domainErr, ok := constraintError(err, cmd.constraints); ok {
 			return zero, false, domainErr
 		}
-		if uniqueViolation(err, "ledger_events_aggregate_version") || uniqueViolation(err, "ledger_heads_pkey") {
+		if aggregateVersionViolation(err) || uniqueViolation(err, "ledger_heads_pkey") {
 			// A head taken as new was not: the command appended to an existing aggregate it
 			// had not declared (ids are the service's own, so no other creator races it). A
 			// bug, never retried.

@@ -199,6 +199,18 @@ func uniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
+// aggregateVersionViolation reports a second event at an aggregate's version: the
+// constraint ledger_events_aggregate_version, or its copy on a partition of the
+// partitioned layout (store/layouts), named ledger_events_pNN_aggregate_version.
+func aggregateVersionViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	c := pgErr.ConstraintName
+	return c == "ledger_events_aggregate_version" || strings.HasPrefix(c, "ledger_events_p") && strings.HasSuffix(c, "_aggregate_version")
+}
+
 // querier is what reads need of the pool, a snapshot's transaction or a command's tx.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
