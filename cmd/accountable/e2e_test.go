@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
-	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -36,32 +35,10 @@ func freeAddr(t *testing.T) string {
 // and the Temporal server of `make test`, reached through temporalAddr.
 func startDev(t *testing.T, temporalAddr string) Config {
 	t.Helper()
-	t.Setenv("DATABASE_URL", storetest.URL(t))
-	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	cfg.SiteURL = "http://" + cfg.HTTPAddr
-	cfg.TemporalAddress = temporalAddr
-	cfg.TaskQueue = fmt.Sprintf("e2e-%d", time.Now().UnixNano()) // never shared with a `make run` worker
-	cfg.LogLevel = slog.LevelInfo
-	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
-	app := fx.New(devOptions(cfg), fx.NopLogger)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
+	return startApp(t, devOptions, func(cfg *Config) {
+		cfg.TemporalAddress = temporalAddr
+		cfg.TaskQueue = fmt.Sprintf("e2e-%d", time.Now().UnixNano()) // never shared with a `make run` worker
 	})
-	return cfg
 }
 
 type apiClient struct {

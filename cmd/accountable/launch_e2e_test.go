@@ -22,6 +22,15 @@ import (
 // queue.
 func startServe(t *testing.T, queue string) Config {
 	t.Helper()
+	return startApp(t, serveOptions, func(cfg *Config) { cfg.TaskQueue = queue })
+}
+
+// startApp runs an app (serveOptions, devOptions) in-process against the package's
+// database, on a free loopback address, logging at info into the kept logs (the secrets
+// check of the suite's logs), after configure adjusts its configuration. It stops when the
+// test ends.
+func startApp(t *testing.T, options func(Config) fx.Option, configure func(*Config)) Config {
+	t.Helper()
 	t.Setenv("DATABASE_URL", storetest.URL(t))
 	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
 	cfg, err := LoadConfig()
@@ -30,10 +39,10 @@ func startServe(t *testing.T, queue string) Config {
 	}
 	cfg.HTTPAddr = freeAddr(t)
 	cfg.SiteURL = "http://" + cfg.HTTPAddr
-	cfg.TaskQueue = queue
 	cfg.LogLevel = slog.LevelInfo
-	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
-	app := fx.New(serveOptions(cfg), fx.NopLogger)
+	cfg.LogOutput = storetest.LogFile(t, "service")
+	configure(&cfg)
+	app := fx.New(options(cfg), fx.NopLogger)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := app.Start(ctx); err != nil {
@@ -42,7 +51,9 @@ func startServe(t *testing.T, queue string) Config {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		app.Stop(ctx) //nolint:errcheck // the test is over
+		if err := app.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
 	})
 	return cfg
 }

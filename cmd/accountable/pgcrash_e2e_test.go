@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -260,31 +258,11 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 		len(acked), len(refusedWrites), committedHidden, madeNow, len(reads), during, recovered.Sub(upFrom).Seconds())
 }
 
-// startServeWithDatabase runs the `serve` app in-process against the given database and returns its
-// base URL.
+// startServeWithDatabase runs the `serve` app in-process against the given database (not
+// the package's) and returns its base URL.
 func startServeWithDatabase(t *testing.T, serviceURL, ownerURL, queue string) string {
 	t.Helper()
-	t.Setenv("DATABASE_URL", serviceURL)
-	t.Setenv("MIGRATION_DATABASE_URL", ownerURL)
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	cfg.SiteURL = "http://" + cfg.HTTPAddr
-	cfg.TaskQueue = queue
-	cfg.LogLevel = slog.LevelInfo
-	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
-	app := fx.New(serveOptions(cfg), fx.NopLogger)
-	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := app.Start(startCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		app.Stop(ctx) //nolint:errcheck // the test is over
-	})
-	return cfg.SiteURL
+	return startApp(t, serveOptions, func(cfg *Config) {
+		cfg.DatabaseURL, cfg.MigrationDatabaseURL, cfg.TaskQueue = serviceURL, ownerURL, queue
+	}).SiteURL
 }

@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
-	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable/store/storetest"
 	"github.com/accountablework/accountable/workflows"
@@ -130,31 +129,9 @@ func (s *temporalDevServer) kill() {
 // generation not rate limited (the generator asks more often than 6 a minute).
 func startServeOn(t *testing.T, queue, temporalAddr string) Config {
 	t.Helper()
-	t.Setenv("DATABASE_URL", storetest.URL(t))
-	t.Setenv("MIGRATION_DATABASE_URL", storetest.OwnerURL(t))
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	cfg.SiteURL = "http://" + cfg.HTTPAddr
-	cfg.TaskQueue = queue
-	cfg.TemporalAddress = temporalAddr
-	cfg.ProposalsPerMinute = 1000
-	cfg.LogLevel = slog.LevelInfo
-	cfg.LogOutput = storetest.LogFile(t, "service") // kept for the secrets check of the suite's logs
-	app := fx.New(serveOptions(cfg), fx.NopLogger)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		app.Stop(ctx) //nolint:errcheck // the test is over
+	return startApp(t, serveOptions, func(cfg *Config) {
+		cfg.TaskQueue, cfg.TemporalAddress, cfg.ProposalsPerMinute = queue, temporalAddr, 1000
 	})
-	return cfg
 }
 
 // startWorkerProcessOn is startWorkerProcess with the worker's Temporal at temporalAddr; the
