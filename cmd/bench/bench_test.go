@@ -408,7 +408,7 @@ func TestFairVerdict(t *testing.T) {
 	if r2, r3 := f.ratios(); r2 != 10 || r3 != 1.5 { // medians 5, 50 and 7.5 ms
 		t.Fatalf("ratios %v %v", r2, r3)
 	}
-	if m := medianFloat([]noisySample{{OK: 10, Window: time.Second}, {OK: 30, Window: time.Second}, {OK: 20, Window: 2 * time.Second}}, noisySample.okRate); m != 10 {
+	if m := median([]noisySample{{OK: 10, Window: time.Second}, {OK: 30, Window: time.Second}, {OK: 20, Window: 2 * time.Second}}, noisySample.okRate); m != 10 {
 		t.Fatalf("median noisy rate %v", m)
 	}
 }

@@ -224,7 +224,7 @@ func (b *bench) fairnessLine() error {
 			}
 		}
 	}
-	if p3 := f.phases[2]; medianFloat(p3.NoisyR, noisySample.limitedRate) == 0 {
+	if p3 := f.phases[2]; median(p3.NoisyR, noisySample.limitedRate) == 0 {
 		f.notes = append(f.notes, "the per-workspace limit refused none of the noisy workspace's requests in phase 3: "+
 			"it did not write faster than the limit")
 	}
@@ -578,22 +578,6 @@ func runClosed(ctx context.Context, addr string, clients int, start time.Time, w
 
 // --- the report ----------------------------------------------------------------------------
 
-// medianFloat is the median of f over xs (0 when empty).
-func medianFloat[T any](xs []T, f func(T) float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	v := make([]float64, len(xs))
-	for i, x := range xs {
-		v[i] = f(x)
-	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
 func (ph *fairPhase) samples() []sample {
 	out := make([]sample, len(ph.Quiet))
 	for i, q := range ph.Quiet {
@@ -666,18 +650,18 @@ func (b *bench) fairTable() string {
 		s := ph.samples()
 		noisyOK, noisy429 := "–", "–"
 		if ph.Noisy {
-			noisyOK, noisy429 = rate(medianFloat(ph.NoisyR, noisySample.okRate)), rate(medianFloat(ph.NoisyR, noisySample.limitedRate))
+			noisyOK, noisy429 = rate(median(ph.NoisyR, noisySample.okRate)), rate(median(ph.NoisyR, noisySample.limitedRate))
 		}
 		ratio := "1.00x"
 		if ph != f.phases[0] {
 			ratio = fmt.Sprintf("%.2fx", fairRatio(base, ph.p99()))
 		}
 		fmt.Fprintf(&w, "| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s |\n", ph.Name,
-			rate(medianFloat(ph.Quiet, func(q quietSample) float64 { return float64(q.Sent) })), rate(median(s, rateOf)),
+			rate(median(ph.Quiet, func(q quietSample) float64 { return float64(q.Sent) })), rate(median(s, rateOf)),
 			msec(median(s, p50Of)), msec(ph.p99()), ratio,
-			msec(time.Duration(medianFloat(ph.Quiet, func(q quietSample) float64 { return float64(q.ReadP99) }))),
-			msec(time.Duration(medianFloat(ph.Quiet, func(q quietSample) float64 { return float64(q.WriteP99) }))), ph.errorsCell(),
-			msec(time.Duration(medianFloat(ph.Quiet, func(q quietSample) float64 { return float64(q.LagP99) }))), noisyOK, noisy429)
+			msec(time.Duration(median(ph.Quiet, func(q quietSample) float64 { return float64(q.ReadP99) }))),
+			msec(time.Duration(median(ph.Quiet, func(q quietSample) float64 { return float64(q.WriteP99) }))), ph.errorsCell(),
+			msec(time.Duration(median(ph.Quiet, func(q quietSample) float64 { return float64(q.LagP99) }))), noisyOK, noisy429)
 	}
 	r2, r3 := f.ratios()
 	fmt.Fprintf(&w, "\nQuiet p99, phase 3 / phase 1: **%.2fx**, %s; phase 2 / phase 1 (no limit): %.2fx.\n", r3, fairVerdict(r3), r2)

@@ -23,14 +23,14 @@ const (
 	historyEnd   = "<!-- history:end -->"
 )
 
-// median of the values f takes over samples.
-func median[T int64 | float64 | time.Duration](samples []sample, f func(sample) T) T {
-	if len(samples) == 0 {
+// median of the values f takes over xs (0 when there are none).
+func median[E any, T int64 | float64 | time.Duration](xs []E, f func(E) T) T {
+	if len(xs) == 0 {
 		return 0
 	}
-	v := make([]T, len(samples))
-	for i, s := range samples {
-		v[i] = f(s)
+	v := make([]T, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
 	}
 	slices.Sort(v)
 	if len(v)%2 == 1 {
