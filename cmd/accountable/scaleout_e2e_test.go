@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable/store/storetest"
+)
+
+// Two API processes and two worker processes against one PostgreSQL and one Temporal
+// (docs/scaling.md, section 3): they share nothing else, so they must behave as one. The
+// same request sent to both at once under one Idempotency-Key makes one effect; the
+// completions of one task version sent to both have one winner; ledger verifications
+// started through either are delivered by either relay and run by either worker; the
+// ledger verifies.
+func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
+	bin := buildBinary(t)
+	queue := fmt.Sprintf("e2e-scaleout-%d", time.Now().UnixNano())
+	apis := []*serveProcess{startServeProcess(t, bin, queue), startServeProcess(t, bin, queue)}
+	startWorkerProcess(t, bin, queue)
+	startWorkerProcess(t, bin, queue)
+	tenant := storetest.NewTenant(t, storetest.Open(t))
+
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	type answer struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	post := func(base, path, key string, body any) answer {
+		var raw []byte
+		if body != nil {
+			raw, _ = json.Marshal(body)
+		}
+		req, _ := http.NewRequest("POST", base+"/api/v1"+path, bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+tenant.Key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		res, err := hc.Do(req)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer res.Body.Close()
+		a := answer{status: res.StatusCode}
+		a.err = json.NewDecoder(res.Body).Decode(&a.body)
+		return a
+	}
+	// burst sends n requests at once, alternately to each process; a request that meets its
+	// key held by a running one (409 idempotency_request_in_progress) retries, as a client
+	// is told to.
+	burst := func(n int, send func(i int, base string) answer) []answer {
+		out := make([]answer, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				for {
+					out[i] = send(i, apis[i%len(apis)].base)
+					if e, _ := out[i].body["error"].(map[string]any); out[i].status != http.StatusConflict || e["code"] != "idempotency_request_in_progress" {
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, a := range out {
+			if a.err != nil {
+				t.Fatalf("request %d: %v", i, a.err)
+			}
+		}
+		return out
+	}
+
+	// One key, 40 identical creates across both processes: one task.
+	created := burst(40, func(_ int, base string) answer {
+		return post(base, "/work", "scaleout-create", map[string]any{"title": "one task, two processes"})
+	})
+	firsts, taskIDs := 0, map[string]bool{}
+	var versionToken any
+	for _, a := range created {
+		data, _ := a.body["data"].(map[string]any)
+		meta, _ := a.body["meta"].(map[string]any)
+		switch {
+		case a.status == http.StatusCreated && meta["duplicate"] == false:
+			firsts++
+			versionToken = data["task"].(map[string]any)["concurrency"].(map[string]any)["version_token"]
+		case a.status == http.StatusOK && meta["duplicate"] == true:
+		default:
+			t.Fatalf("create: %d %v", a.status, a.body)
+		}
+		taskIDs[fmt.Sprint(data["taskId"])] = true
+	}
+	if firsts != 1 || len(taskIDs) != 1 {
+		t.Fatalf("40 identical creates: %d first answers, %d tasks", firsts, len(taskIDs))
+	}
+	var taskID string
+	for id := range taskIDs {
+		taskID = id
+	}
+
+	// 20 completions of that version, each with its own key, across both: one winner.
+	completed := burst(20, func(i int, base string) answer {
+		return post(base, "/work/"+taskID+"/complete", fmt.Sprintf("scaleout-complete-%d", i),
+			map[string]any{"version_token": versionToken, "summary": "done", "cost_cents": 100 + i})
+	})
+	winners := 0
+	for _, a := range completed {
+		switch a.status {
+		case http.StatusOK:
+			winners++
+		case http.StatusConflict:
+		default:
+			t.Fatalf("complete: %d %v", a.status, a.body)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("20 completions of one version: %d winners", winners)
+	}
+
+	// Verifications through either process, run by either worker.
+	c := apiClient{t: t, base: apis[0].base, key: tenant.Key}
+	started := burst(8, func(i int, base string) answer {
+		return post(base, "/events/verifications", fmt.Sprintf("scaleout-verify-%d", i), nil)
+	})
+	for _, a := range started {
+		if a.status != http.StatusAccepted {
+			t.Fatalf("verification: %d %v", a.status, a.body)
+		}
+		done := c.waitVerification(a.body["data"].(map[string]any)["id"].(string), 60*time.Second)
+		if done["result"].(map[string]any)["verified"] != true {
+			t.Fatalf("verification: %v", done)
+		}
+	}
+
+	// The ledger: one work.created, one work.completed, and the chain verifies, read
+	// through the other process.
+	c.base = apis[1].base
+	for _, typ := range []string{"work.created", "work.completed"} {
+		status, body := c.call("GET", "/events/stream?event_type="+typ, "", nil)
+		if status != http.StatusOK || len(body["data"].([]any)) != 1 {
+			t.Fatalf("%s events: %d %v", typ, status, body)
+		}
+	}
+	status, body := c.call("GET", "/events/verify", "", nil)
+	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
+		t.Fatalf("verify: %d %v", status, body)
+	}
+}
