@@ -106,9 +106,23 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 // it compares the chains with their anchored heads (written by every command in its own
 // transaction) and with the aggregates' own rows, so deleting the newest events of a chain,
 // truncating the ledger or removing an aggregate's events is found too.
+//
+// It reads in one snapshot: read one query at a time, a command committing between the
+// events and the heads (another verification recording its result, say) looked like a
+// chain missing its newest events.
 func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
 	var res accountable.LedgerVerification
-	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
+	err := db.snapshot(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = verifyLedger(ctx, tx, workspaceID, scope)
+		return err
+	})
+	return res, err
+}
+
+func verifyLedger(ctx context.Context, q querier, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
+	var res accountable.LedgerVerification
+	rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM ledger_events
 		WHERE workspace_id = $1 AND ($2 = '' OR aggregate_type = $2) AND ($3 = '' OR aggregate_id = $3)
 		ORDER BY aggregate_type, aggregate_id, aggregate_version`,
 		workspaceID, scope.AggregateType, scope.AggregateID)
@@ -148,7 +162,7 @@ func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accoun
 		return res, mapError(err)
 	}
 	if !haveBroken {
-		eventID, reason, err := db.checkAnchors(ctx, workspaceID, scope, ends)
+		eventID, reason, err := checkAnchors(ctx, q, workspaceID, scope, ends)
 		if err != nil {
 			return res, mapError(err)
 		}
@@ -200,11 +214,11 @@ var aggregateTables = []struct {
 // checkAnchors compares the chains the ledger holds with their anchored heads and with
 // the aggregates' rows, and returns why they disagree ("" when they do not) and the event
 // it concerns, if there is one.
-func (db *DB) checkAnchors(ctx context.Context, workspaceID string, scope accountable.LedgerScope, ends map[aggregateRef]chainEnd) (*string, string, error) {
+func checkAnchors(ctx context.Context, q querier, workspaceID string, scope accountable.LedgerScope, ends map[aggregateRef]chainEnd) (*string, string, error) {
 	inScope := func(ref aggregateRef) bool {
 		return scope.AggregateType == "" || (ref.Type == scope.AggregateType && ref.ID == scope.AggregateID)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT aggregate_type, aggregate_id, version, event_id::text, event_hash FROM ledger_heads
+	rows, err := q.Query(ctx, `SELECT aggregate_type, aggregate_id, version, event_id::text, event_hash FROM ledger_heads
 		WHERE workspace_id = $1 AND ($2 = '' OR aggregate_type = $2) AND ($3 = '' OR aggregate_id = $3)
 		ORDER BY aggregate_type, aggregate_id`, workspaceID, scope.AggregateType, scope.AggregateID)
 	if err != nil {
@@ -253,7 +267,7 @@ func (db *DB) checkAnchors(ctx context.Context, workspaceID string, scope accoun
 		if scope.AggregateType != "" && scope.AggregateType != t.aggregateType {
 			continue
 		}
-		rows, err := db.pool.Query(ctx, t.query, workspaceID)
+		rows, err := q.Query(ctx, t.query, workspaceID)
 		if err != nil {
 			return nil, "", err
 		}

@@ -761,3 +761,38 @@ func TestStreamOrdersPositionsNumerically(t *testing.T) {
 		t.Fatalf("stream order %v", got)
 	}
 }
+
+// A verification while commands commit sees one snapshot: read one query at a time, a
+// task committed between its events and its heads looked like a chain missing from the
+// ledger (found with two API processes running verifications side by side).
+func TestVerifyLedgerWhileCommandsCommit(t *testing.T) {
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for n := range 150 {
+				createTask(t, db, p, fmt.Sprintf("written during verification %d-%d", w, n))
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	for verifications := 0; ; verifications++ {
+		select {
+		case <-done:
+			if verifications < 5 {
+				t.Fatalf("only %d verifications ran while the commands committed", verifications)
+			}
+			return
+		default:
+		}
+		v, err := db.VerifyLedger(context.Background(), p.WorkspaceID, accountable.LedgerScope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Verified {
+			t.Fatalf("a verification while commands commit: %s", *v.FirstBrokenReason)
+		}
+	}
+}
