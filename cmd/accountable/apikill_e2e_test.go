@@ -10,8 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -260,9 +258,8 @@ func (r *killRequest) acked() bool { return r.err == nil && r.status >= 200 && r
 
 // serveProcess is `accountable serve` running as its own process.
 type serveProcess struct {
-	cmd  *exec.Cmd
+	*process
 	base string
-	done chan struct{}
 }
 
 // startServeProcess runs `accountable serve` (API and relay) as its own process on this
@@ -270,28 +267,13 @@ type serveProcess struct {
 func startServeProcess(t *testing.T, bin, queue string) *serveProcess {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "MIGRATION_DATABASE_URL="+storetest.OwnerURL(t),
-		"TEMPORAL_TASK_QUEUE="+queue, "HTTP_ADDR="+addr, "SITE_URL=http://"+addr, "LOG_LEVEL=info")
-	cmd.Stdout = storetest.LogFile(t, "serve") // kept for the secrets check of the suite's logs
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProcess{cmd: cmd, base: "http://" + addr, done: make(chan struct{})}
-	go func() {
-		cmd.Wait() //nolint:errcheck // killed, or ended by the cleanup
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // it may be dead already
-		<-p.done
-	})
+	p := &serveProcess{process: startProcess(t, bin, "serve", "DATABASE_URL="+storetest.URL(t), "MIGRATION_DATABASE_URL="+storetest.OwnerURL(t),
+		"TEMPORAL_TASK_QUEUE="+queue, "HTTP_ADDR="+addr, "SITE_URL=http://"+addr, "LOG_LEVEL=info"), base: "http://" + addr}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case <-p.done:
-			t.Fatalf("accountable serve ended before answering /healthz: %v", cmd.ProcessState)
+		case <-p.exited:
+			t.Fatalf("accountable serve ended before answering /healthz: %v", p.cmd.ProcessState)
 		default:
 		}
 		if res, err := http.Get(p.base + "/healthz"); err == nil {
@@ -382,11 +364,8 @@ func runKillCycle(t *testing.T, p *serveProcess, hc *http.Client, apiKey string,
 		time.Sleep(time.Millisecond)
 	}
 	stats.killedAt, stats.inFlightAtKill, stats.startedAtKill = time.Since(start), int(inflight.Load()), int(min(started.Load(), killBudget))
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed.Store(true)
-	<-p.done
+	killed.Store(true) // no request starts after the kill; those in flight are cut
+	p.kill()
 	wg.Wait()
 	for _, r := range records {
 		switch {

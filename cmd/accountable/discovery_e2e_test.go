@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,10 +52,7 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 		return n, kinds
 	}
 	waitFor(t, 20*time.Second, "the run's workflow to start", func() bool { n, _ := outbox(); return n == 0 })
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait() //nolint:errcheck // killed
+	first.kill()
 	startWorkerProcess(t, bin, queue)
 	var result map[string]any
 	waitFor(t, 90*time.Second, "the run to finish on the second worker", func() bool {

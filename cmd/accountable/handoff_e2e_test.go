@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,10 +49,7 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 		}
 		return n == 0
 	})
-	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	w.Wait() //nolint:errcheck // killed
+	w.kill()
 	time.Sleep(time.Until(due) + 2*time.Second)
 	if s := read(); s != "proposed" {
 		t.Fatalf("escalated with no worker running: %s", s)

@@ -58,21 +58,44 @@ func startApp(t *testing.T, options func(Config) fx.Option, configure func(*Conf
 	return cfg
 }
 
-// startWorkerProcess runs `accountable worker` as its own process on queue.
-func startWorkerProcess(t *testing.T, bin, queue string) *exec.Cmd {
+// process is a subcommand of the accountable binary running as its own process, killed
+// (if still running) when the test ends; exited closes when it has ended.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startProcess runs `bin sub` with this process's environment plus env, its output in the
+// kept logs (the secrets check of the suite's logs).
+func startProcess(t *testing.T, bin, sub string, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, "worker")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "TEMPORAL_TASK_QUEUE="+queue, "LOG_LEVEL=info")
-	cmd.Stdout = storetest.LogFile(t, "worker") // kept for the secrets check of the suite's logs
+	cmd := exec.Command(bin, sub)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = storetest.LogFile(t, sub)
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // it may be dead already
-		cmd.Wait()         //nolint:errcheck
-	})
-	return cmd
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait() //nolint:errcheck // killed, or ended by the cleanup
+		close(p.exited)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// kill ends the process as a crash would (SIGKILL) and waits until it has ended.
+func (p *process) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it may be dead already
+	<-p.exited
+}
+
+// startWorkerProcess runs `accountable worker` as its own process on queue, with env added
+// (another TEMPORAL_ADDRESS, say).
+func startWorkerProcess(t *testing.T, bin, queue string, env ...string) *process {
+	t.Helper()
+	return startProcess(t, bin, "worker", append([]string{"DATABASE_URL=" + storetest.URL(t), "TEMPORAL_TASK_QUEUE=" + queue, "LOG_LEVEL=info"}, env...)...)
 }
 
 var (
@@ -146,10 +169,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 	}
 	// Kill a worker as soon as the launch has begun (a reservation made), in the middle of it.
 	waitFor(t, 60*time.Second, "the launch to begin", func() bool { return read()["cost"].(map[string]any)["reserved_cents"].(float64) > 0 })
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait() //nolint:errcheck // killed
+	first.kill()
 
 	var l map[string]any
 	waitFor(t, 90*time.Second, "three runs", func() bool { l = read(); return len(l["runs"].([]any)) == 3 })

@@ -134,27 +134,6 @@ func startServeOn(t *testing.T, queue, temporalAddr string) Config {
 	})
 }
 
-// startWorkerProcessOn is startWorkerProcess with the worker's Temporal at temporalAddr; the
-// channel closes if the process exits.
-func startWorkerProcessOn(t *testing.T, bin, queue, temporalAddr string) <-chan struct{} {
-	t.Helper()
-	cmd := exec.Command(bin, "worker")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "TEMPORAL_TASK_QUEUE="+queue, "TEMPORAL_ADDRESS="+temporalAddr,
-		"LOG_LEVEL=info")
-	cmd.Stdout = storetest.LogFile(t, "worker") // kept for the secrets check of the suite's logs
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() //nolint:errcheck // killed at the end
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // it may be dead already
-		<-exited
-	})
-	return exited
-}
-
 // faultClient issues requests from the generator's goroutines: it reports failures instead
 // of ending the test (which only the test's goroutine may do).
 type faultClient struct {
@@ -244,7 +223,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	bin := buildBinary(t)
 	queue := fmt.Sprintf("e2e-temporal-fault-%d", time.Now().UnixNano())
 	cfg := startServeOn(t, queue, ts.addr)
-	workerExited := startWorkerProcessOn(t, bin, queue, ts.addr)
+	workerExited := startWorkerProcess(t, bin, queue, "TEMPORAL_ADDRESS="+ts.addr).exited
 	db := storetest.Open(t)
 	tenant := storetest.NewTenant(t, db)
 	ws := tenant.Principal.WorkspaceID

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,10 +87,7 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second delivery never arrived")
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait() //nolint:errcheck // killed
+	first.kill()
 	startWorkerProcess(t, bin, queue)
 	waitFor(t, 60*time.Second, "every event accepted", func() bool {
 		mu.Lock()
