@@ -128,6 +128,9 @@ type tx struct {
 	batch  *pgx.Batch
 	events []accountable.Event
 	outbox int
+	// unheaded: an aggregate the command declared had no head, so another command may
+	// create it before this one commits (errCreatedMeanwhile).
+	unheaded bool
 }
 
 // errBlindRead means a command marked blind tried to read: its statements are only sent
@@ -222,6 +225,12 @@ func (t *tx) Send(m accountable.WorkflowMessage) {
 	t.outbox++
 }
 
+// errCreatedMeanwhile wraps the unique violation of a command that declared an aggregate
+// whose head did not exist yet, when another command created that aggregate first: one
+// whose id is not one the service made (a controller's domain). It is retried like any
+// lost race, and runs again on the new head.
+var errCreatedMeanwhile = errors.New("store: a declared aggregate was created meanwhile")
+
 // maxCommandAttempts bounds the retries of a command that lost a race (serialization
 // failure, deadlock, unique violation it does not name).
 const maxCommandAttempts = 4
@@ -241,10 +250,10 @@ func runCommand[T any](ctx context.Context, db *DB, cmd command[T]) (T, bool, er
 		if domainErr, ok := constraintError(err, cmd.constraints); ok {
 			return zero, false, domainErr
 		}
-		if aggregateVersionViolation(err) || uniqueViolation(err, "ledger_heads_pkey") {
-			// A head taken as new was not: the command appended to an existing aggregate it
-			// had not declared (ids are the service's own, so no other creator races it). A
-			// bug, never retried.
+		if (aggregateVersionViolation(err) || uniqueViolation(err, "ledger_heads_pkey")) && !errors.Is(err, errCreatedMeanwhile) {
+			// A head taken as new was not, and the command had declared every aggregate it
+			// found: it appended to an existing aggregate it had not declared (ids are the
+			// service's own, so no other creator races it). A bug, never retried.
 			return zero, false, fmt.Errorf("%w: %v", errMissingPredecessor, err)
 		}
 		if !retryable(err) {
@@ -314,6 +323,9 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		return result, false, 0, err
 	}
 	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
+		if t.unheaded {
+			err = fmt.Errorf("%w: %w", errCreatedMeanwhile, err)
+		}
 		return result, false, 0, err
 	}
 	committed = true
@@ -538,6 +550,7 @@ func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelu
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// No such aggregate (yet): the command finds out in its own reads.
+			t.unheaded = true
 		case err != nil:
 			return nil, err
 		default:

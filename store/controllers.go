@@ -257,15 +257,9 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			p.WorkspaceID, runID, string(in.Domain), now, string(doc))
 		return res, nil
 	}
-	for attempt := 1; ; attempt++ {
-		res, _, err := runCommand(ctx, db, cmd)
-		// The controller's aggregate id is its domain, not an id the service made: two first
-		// runs in a workspace both find no head to lock and both append version 1. The loser's
-		// violation means the chain exists now: run again, on its head (the same
-		// idempotency_key then answers the stored run).
-		if errors.Is(err, errMissingPredecessor) && attempt < maxCommandAttempts {
-			continue
-		}
-		return res, err
-	}
+	// The controller's aggregate id is its domain, not an id the service made: two first
+	// runs in a workspace both find no head to lock, and the loser runs again on the
+	// winner's (errCreatedMeanwhile); the same idempotency_key then answers the stored run.
+	res, _, err := runCommand(ctx, db, cmd)
+	return res, err
 }
