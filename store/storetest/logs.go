@@ -38,19 +38,13 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // when the test ends.
 func LogFile(tb testing.TB, name string) *os.File {
 	tb.Helper()
-	path := os.DevNull
-	if dir := logDir(); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			tb.Fatal(err)
-		}
-		f, err := os.CreateTemp(dir, unsafeName.ReplaceAllString(tb.Name()+"-"+name, "_")+"-*.log")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { f.Close() })
-		return f
+	var f *os.File
+	var err error
+	if dir := logDir(); dir == "" {
+		f, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	} else if err = os.MkdirAll(dir, 0o700); err == nil {
+		f, err = os.CreateTemp(dir, unsafeName.ReplaceAllString(tb.Name()+"-"+name, "_")+"-*.log")
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
