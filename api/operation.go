@@ -391,10 +391,16 @@ func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 	if ws == nil || c.principal.UserID == "" {
 		return nil
 	}
-	if q := fc.Query("workspace_id"); q != "" && !strings.EqualFold(q, *ws) {
+	return s.selectBodyWorkspace(c, *ws)
+}
+
+// selectBodyWorkspace re-scopes the request to the workspace its body names, which must be
+// the one its query names, if it names one.
+func (s *Server) selectBodyWorkspace(c *call, ws string) error {
+	if q := c.fiber.Query("workspace_id"); q != "" && !strings.EqualFold(q, ws) {
 		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
 	}
-	return s.selectWorkspace(fc, "/workspace_id", *ws)
+	return s.selectWorkspace(c.fiber, "/workspace_id", ws)
 }
 
 // checkDocumentBody checks what bind checks of a Document operation's body: sent as JSON,
@@ -430,10 +436,7 @@ func (s *Server) selectDocumentWorkspace(c *call) error {
 	if jsonv2.Unmarshal(envelope.WorkspaceID, &ws) != nil {
 		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "must be a string"})
 	}
-	if q := c.fiber.Query("workspace_id"); q != "" && !strings.EqualFold(q, ws) {
-		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "differs from the workspace_id query parameter"})
-	}
-	return s.selectWorkspace(c.fiber, "/workspace_id", ws)
+	return s.selectBodyWorkspace(c, ws)
 }
 
 // decodeJSONBody decodes body into dst (through its scoped type) and returns the body's
