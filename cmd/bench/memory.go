@@ -91,13 +91,7 @@ func summarizeRSS(rss []int64) memSample {
 	if len(rss) == 0 {
 		return memSample{}
 	}
-	s := slices.Clone(rss)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return memSample{Samples: len(s), Median: med, Peak: s[len(s)-1]}
+	return memSample{Samples: len(rss), Median: median(rss, itself), Peak: slices.Max(rss)}
 }
 
 // parseProcStatus reads VmRSS and VmHWM (in bytes) from the text of /proc/<pid>/status,
@@ -137,7 +131,7 @@ type memRow struct {
 }
 
 // summary is the median of the runs' medians, and the largest peak and VmHWM.
-func (r memRow) summary() (median, peak, hwm int64, sinceRun bool) {
+func (r memRow) summary() (med, peak, hwm int64, sinceRun bool) {
 	var meds []int64
 	sinceRun = len(r.Runs) > 0
 	for _, s := range r.Runs {
@@ -151,13 +145,11 @@ func (r memRow) summary() (median, peak, hwm int64, sinceRun bool) {
 	if len(meds) == 0 {
 		return 0, 0, 0, false
 	}
-	slices.Sort(meds)
-	median = meds[len(meds)/2]
-	if len(meds)%2 == 0 {
-		median = (meds[len(meds)/2-1] + meds[len(meds)/2]) / 2
-	}
-	return median, peak, hwm, sinceRun
+	return median(meds, itself), peak, hwm, sinceRun
 }
+
+// itself is the identity, for median over plain values.
+func itself[T any](x T) T { return x }
 
 // mib formats bytes in MiB.
 func mib(b int64) string {
