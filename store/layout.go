@@ -20,9 +20,6 @@ var partitionedLedgerSQL string
 // DefaultLedgerPartitions is the partition count of the layout when none is chosen.
 const DefaultLedgerPartitions = 16
 
-// PartitionedLedgerSQL returns the layout's script (for psql, or to print it).
-func PartitionedLedgerSQL() string { return partitionedLedgerSQL }
-
 // ApplyPartitionedLedger partitions the ledger of the migrated database at ownerURL (the
 // owner role, as for Migrate) by hash of workspace_id into partitions partitions, keeping
 // every event, column, constraint, index, trigger and privilege (see the script). It runs
