@@ -113,6 +113,12 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
 	var res accountable.LedgerVerification
 	err := db.snapshot(ctx, func(tx pgx.Tx) error {
+		// A large workspace's verification is a long read by design (about 30 s for a million
+		// events): it is bounded by its caller's deadline (the request's, the activity's),
+		// not by the statement_timeout that guards every other statement.
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return mapError(err)
+		}
 		var err error
 		res, err = verifyLedger(ctx, tx, workspaceID, scope)
 		return err
