@@ -10,7 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/activities"
+	"github.com/accountablework/accountable/api"
+	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -163,6 +168,48 @@ func TestProposalBoundsAndRateLimit(t *testing.T) {
 	expect(t, propose(e, other.Key, "", map[string]any{"title": "Another workspace"}), http.StatusCreated, "")
 }
 
+// A model slower than a workflow task's timeout (Temporal's default, 10 s) still makes
+// one proposal from one call: the planner runs as a local activity, inside the workflow
+// task, which the worker keeps alive by heartbeating it.
+func TestSlowModelOutlastsTheWorkflowTask(t *testing.T) {
+	e := newEnv(t, nil)
+	e.planner.use(slowPlanner{wait: 11 * time.Second, inner: baseline.NewBaseline()})
+	tenant := storetest.NewTenant(t, e.db)
+	expect(t, propose(e, tenant.Key, "slow-model", map[string]any{"title": "Patient plan"}), http.StatusCreated, "")
+	if n := e.planner.calls.Load(); n != 1 {
+		t.Fatalf("the planner was called %d times, want 1", n)
+	}
+}
+
+type slowPlanner struct {
+	wait  time.Duration
+	inner activities.Planner
+}
+
+func (p slowPlanner) Plan(ctx context.Context, in accountable.ProposeInitiative) (accountable.GeneratedPlan, error) {
+	select {
+	case <-time.After(p.wait):
+	case <-ctx.Done():
+		return accountable.GeneratedPlan{}, ctx.Err()
+	}
+	return p.inner.Plan(ctx, in)
+}
+
+// attachSignallingRunner says when a request waits for a generation another request
+// started (the handler's GetWorkflow).
+type attachSignallingRunner struct {
+	api.WorkflowRunner
+	attaching chan<- struct{}
+}
+
+func (r attachSignallingRunner) GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun {
+	select {
+	case r.attaching <- struct{}{}:
+	default:
+	}
+	return r.WorkflowRunner.GetWorkflow(ctx, workflowID, runID)
+}
+
 // gatedPlanner blocks every plan until it is opened, and says when one is waiting.
 type gatedPlanner struct {
 	entered chan struct{}
@@ -189,7 +236,8 @@ func (g *gatedPlanner) Plan(ctx context.Context, in accountable.ProposeInitiativ
 // One generation per workspace at a time: another request meanwhile is 429
 // generation_in_progress; a retry of the running request attaches to it.
 func TestOneGenerationPerWorkspace(t *testing.T) {
-	e := newEnv(t, nil)
+	attaching := make(chan struct{}, 1)
+	e := newEnv(t, nil, func(_ *api.Config, d *api.Deps) { d.Runner = attachSignallingRunner{d.Runner, attaching} })
 	gate := &gatedPlanner{entered: make(chan struct{}), open: make(chan struct{})}
 	e.planner.use(gate)
 	tenant := storetest.NewTenant(t, e.db)
@@ -206,6 +254,15 @@ func TestOneGenerationPerWorkspace(t *testing.T) {
 	}
 	attached := make(chan response, 1)
 	go func() { attached <- propose(e, tenant.Key, "slow-plan", body) }()
+	// The retry waits for the running generation before the plan may finish; were the
+	// generation done first, the retry would be a replay, or meet its storing (409).
+	select {
+	case <-attaching:
+	case r := <-attached:
+		t.Fatalf("the retry did not wait for the running generation: %s", r.raw)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the retry did not attach to the running generation")
+	}
 	// Another workspace is not held back.
 	other := storetest.NewTenant(t, e.db)
 	otherDone := make(chan response, 1)

@@ -66,9 +66,11 @@ func TestProposalGenerationReleasesTheClaimWhenNoPlanIsMade(t *testing.T) {
 }
 
 // Histories recorded from the dev server (a proposal made; the planner failing three times
-// and the claim released) must replay against the current code.
+// and the claim released), before localActivitiesVersion (regular activities) and after
+// (local activities), must replay against the current code.
 func TestProposalGenerationReplaysRecordedHistories(t *testing.T) {
-	for _, file := range []string{"testdata/proposal_generation.history.json", "testdata/proposal_generation_failed.history.json"} {
+	for _, file := range []string{"testdata/proposal_generation.history.json", "testdata/proposal_generation_failed.history.json",
+		"testdata/proposal_generation_local.history.json", "testdata/proposal_generation_local_failed.history.json"} {
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflowWithOptions(workflows.ProposalGeneration, workflow.RegisterOptions{Name: workflows.ProposalGenerationName})
 		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {

@@ -308,9 +308,9 @@ func (b *bench) writeReport() error {
 			"pointed at a fake OpenAI-compatible server in this harness that answers every request at once with the recorded completion "+
 			"of the planner's tests) and the limit's on a worker inside the harness (task queue `%s`). One caller, closed loop; a run "+
 			"measures every call started after the warm-up (and waits for it), at least %d launches. "+
-			"**POST /initiatives/proposals**: the request through the ProposalGeneration workflow (the planner's activity calling the "+
-			"model with openai-go, the activity storing the proposal with its ledger event) until the handler answers 201, beside an "+
-			"empty workflow round trip (start, run, result). **A launch of %d workstreams**: POST /initiatives/{id}/launch (202, the "+
+			"**POST /initiatives/proposals**: the request through the ProposalGeneration workflow (the planner's local activity calling the "+
+			"model with openai-go, the local activity storing the proposal with its ledger event, both inside one workflow task) until the "+
+			"handler answers 201, beside an empty workflow round trip (start, run, result). **A launch of %d workstreams**: POST /initiatives/{id}/launch (202, the "+
 			"workflow started through the outbox), then, as an agent would, GET /launches/{id} every %s and POST /runs/{id}/finalize for "+
 			"each run that appears, until the launch is `completed` with every reservation settled to the reported cost (checked); "+
 			"the limit is a workflow of the same shape (an activity listing the jobs, a reservation and a dispatch activity per job, "+
