@@ -368,7 +368,7 @@ func TestOpenSchedule(t *testing.T) {
 	}
 }
 
-// The fairness verdict: phase 3's quiet p99 within 1.5x of phase 1's.
+// The fairness verdict: a phase's quiet p99 within 1.5x of phase 1's.
 func TestFairVerdict(t *testing.T) {
 	for _, c := range []struct {
 		base, p time.Duration
@@ -401,12 +401,16 @@ func TestFairVerdict(t *testing.T) {
 		{Quiet: []quietSample{{sample: sample{P99: 4 * time.Millisecond}}, {sample: sample{P99: 6 * time.Millisecond}}, {sample: sample{P99: 5 * time.Millisecond}}}},
 		{Quiet: []quietSample{{sample: sample{P99: 50 * time.Millisecond}}}},
 		{Quiet: []quietSample{{sample: sample{P99: 7 * time.Millisecond}}, {sample: sample{P99: 8 * time.Millisecond}}}},
+		{Quiet: []quietSample{{sample: sample{P99: 6 * time.Millisecond}}}},
 	}}
 	if !f.measured() {
-		t.Fatal("three measured phases")
+		t.Fatal("four measured phases")
 	}
-	if r2, r3 := f.ratios(); r2 != 10 || r3 != 1.5 { // medians 5, 50 and 7.5 ms
-		t.Fatalf("ratios %v %v", r2, r3)
+	if r2, r3, r4 := f.ratios(); r2 != 10 || r3 != 1.5 || r4 != 1.2 { // medians 5, 50, 7.5 and 6 ms
+		t.Fatalf("ratios %v %v %v", r2, r3, r4)
+	}
+	if f.phases = f.phases[:3]; f.measured() {
+		t.Fatal("three phases measured as four")
 	}
 	if m := median([]noisySample{{OK: 10, Window: time.Second}, {OK: 30, Window: time.Second}, {OK: 20, Window: 2 * time.Second}}, noisySample.okRate); m != 10 {
 		t.Fatalf("median noisy rate %v", m)
@@ -415,7 +419,7 @@ func TestFairVerdict(t *testing.T) {
 
 // The open-loop sender sends on schedule whether or not earlier requests were answered,
 // measures each from its due instant, and counts what is not the expected answer; the
-// closed loop counts 201s and 429s apart.
+// closed loop counts 201s and 429s apart, and a polite one waits out Retry-After.
 func TestOpenAndClosedLoops(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -428,6 +432,9 @@ func TestOpenAndClosedLoops(t *testing.T) {
 		case "/slow":
 			time.Sleep(20 * time.Millisecond)
 			c.SetStatusCode(fasthttp.StatusOK)
+		case "/limited":
+			c.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+			c.SetStatusCode(fasthttp.StatusTooManyRequests)
 		case "/create":
 			if n%2 == 0 {
 				c.SetStatusCode(fasthttp.StatusTooManyRequests)
@@ -468,7 +475,7 @@ func TestOpenAndClosedLoops(t *testing.T) {
 		t.Fatalf("first error %q", q.FirstErr)
 	}
 
-	n := runClosed(context.Background(), addr, 4, time.Now(), 50*time.Millisecond, 200*time.Millisecond, func(_ int, req *fasthttp.Request) {
+	n := runClosed(context.Background(), addr, 4, time.Now(), 50*time.Millisecond, 200*time.Millisecond, false, func(_ int, req *fasthttp.Request) {
 		req.Header.SetMethod(fasthttp.MethodPost)
 		req.SetRequestURI("http://" + addr + "/create")
 	})
@@ -477,5 +484,19 @@ func TestOpenAndClosedLoops(t *testing.T) {
 	}
 	if d := n.OK - n.Limited; d < -4 || d > 4 {
 		t.Fatalf("closed loop: %d 201s and %d 429s of alternating answers", n.OK, n.Limited)
+	}
+
+	// A polite client waits out Retry-After (1 s), but not past the run's end: each of 4
+	// clients sends once in the 0.25 s run.
+	before, began := served.Load(), time.Now()
+	n = runClosed(context.Background(), addr, 4, time.Now(), 0, 250*time.Millisecond, true, func(_ int, req *fasthttp.Request) {
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.SetRequestURI("http://" + addr + "/limited")
+	})
+	if sent := served.Load() - before; sent != 4 || n.Limited != 4 || n.OK != 0 {
+		t.Fatalf("polite closed loop: %d requests served, %+v", sent, n)
+	}
+	if took := time.Since(began); took > 800*time.Millisecond {
+		t.Fatalf("polite closed loop waited %s, past the run's end", took)
 	}
 }

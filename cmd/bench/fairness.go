@@ -32,17 +32,21 @@ import (
 //     at its scheduled instant whether earlier ones were answered or not, and its latency
 //     runs from that instant (so a late sender counts against the service, not for it);
 //   - noisy load: closed loop, BENCH_FAIRNESS_NOISY_CLIENTS clients (32) sending POST /work
-//     with the noisy workspace's key as fast as they are answered; a 429 is not waited out
-//     (Retry-After is ignored): the client sends again at once, the worst case.
+//     with the noisy workspace's key as fast as they are answered; in phases 2 and 3 a 429
+//     is not waited out (Retry-After is ignored): the client sends again at once, the worst
+//     case; in phase 4 each client waits the 429's Retry-After before its next request, as
+//     a client following the protocol does (it still sends as fast as it is let).
 //
-// Three phases, each a run of warm-up + BENCH_DURATION, BENCH_RUNS rounds of the three in
+// Four phases, each a run of warm-up + BENCH_DURATION, BENCH_RUNS rounds of the four in
 // turn (the table gives medians): (1) the quiet load alone, (2) the quiet and the noisy load
 // on the service without a per-workspace limit (the main `accountable serve`), (3) both on
 // a second `accountable serve` (BENCH_FAIRNESS_PORT) with WORKSPACE_RATE_LIMIT_RPS =
-// BENCH_FAIRNESS_WORKSPACE_RPS (50) and _BURST = BENCH_FAIRNESS_WORKSPACE_BURST (100).
+// BENCH_FAIRNESS_WORKSPACE_RPS (50) and _BURST = BENCH_FAIRNESS_WORKSPACE_BURST (100), (4)
+// as 3 with the noisy clients following Retry-After.
 // Before every phase: CHECKPOINT, and one GET per quiet workspace, unmeasured, so every
 // key is in the serving process's key cache in every phase alike. The line meets its
-// claim when the quiet p99 of phase 3 is within fairTolerance of phase 1's.
+// claim when the quiet p99 of phase 4 is within fairTolerance of phase 1's; phase 3 says
+// what a client that ignores refusals still costs the others on the same cores.
 
 // fairTolerance: phase 3's quiet p99 at most this many times phase 1's meets the claim.
 const fairTolerance = 1.5
@@ -70,6 +74,7 @@ type fairPhase struct {
 	Name    string
 	Noisy   bool // the noisy workspace writes
 	Limited bool // on the process with the per-workspace limit
+	Polite  bool // the noisy clients wait out a 429's Retry-After
 	Quiet   []quietSample
 	NoisyR  []noisySample
 }
@@ -202,7 +207,8 @@ func (b *bench) fairnessLine() error {
 	f.phases = []*fairPhase{
 		{Name: "1: quiet only"},
 		{Name: "2: quiet + noisy, no per-workspace limit", Noisy: true},
-		{Name: "3: quiet + noisy, per-workspace limit", Noisy: true, Limited: true},
+		{Name: "3: quiet + noisy ignoring 429s, per-workspace limit", Noisy: true, Limited: true},
+		{Name: "4: quiet + noisy following Retry-After, per-workspace limit", Noisy: true, Limited: true, Polite: true},
 	}
 	for r := 1; r <= b.s.Runs; r++ {
 		for _, ph := range f.phases {
@@ -224,9 +230,11 @@ func (b *bench) fairnessLine() error {
 			}
 		}
 	}
-	if p3 := f.phases[2]; median(p3.NoisyR, noisySample.limitedRate) == 0 {
-		f.notes = append(f.notes, "the per-workspace limit refused none of the noisy workspace's requests in phase 3: "+
-			"it did not write faster than the limit")
+	for _, ph := range f.phases[2:] {
+		if median(ph.NoisyR, noisySample.limitedRate) == 0 {
+			f.notes = append(f.notes, "the per-workspace limit refused none of the noisy workspace's requests in phase "+ph.Name+
+				": it did not write faster than the limit")
+		}
 	}
 	return nil
 }
@@ -367,7 +375,7 @@ func (b *bench) fairRun(ph *fairPhase) (quietSample, noisySample, error) {
 		tag, key := b.nextTag("fair-noisy"), f.keys[0].Key
 		go func() {
 			defer close(done)
-			n = runClosed(b.ctx, addr, b.s.FairNoisyClients, start, b.s.Warmup, b.s.Duration, func(i int, req *fasthttp.Request) {
+			n = runClosed(b.ctx, addr, b.s.FairNoisyClients, start, b.s.Warmup, b.s.Duration, ph.Polite, func(i int, req *fasthttp.Request) {
 				fairCreate(req, addr, key, tag, i)
 			})
 		}()
@@ -517,7 +525,7 @@ schedule:
 // the previous one is answered, from start until start + warmup + window; the answers that
 // arrive in the window (after the warm-up) are counted by kind.
 func runClosed(ctx context.Context, addr string, clients int, start time.Time, warmup, window time.Duration,
-	prepare func(i int, req *fasthttp.Request)) noisySample {
+	polite bool, prepare func(i int, req *fasthttp.Request)) noisySample {
 	hc := &fasthttp.HostClient{
 		Addr: addr, MaxConns: clients, ReadTimeout: fairTimeout, WriteTimeout: fairTimeout,
 		MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
@@ -536,12 +544,25 @@ func runClosed(ctx context.Context, addr string, clients int, start time.Time, w
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
+			var pause time.Duration // a polite client's wait before its next request
 			for ctx.Err() == nil && time.Now().Before(end) {
+				if pause > 0 {
+					until := time.Now().Add(pause)
+					if until.After(end) {
+						until = end
+					}
+					sleepUntil(ctx, until)
+					pause = 0
+					continue
+				}
 				i := int(next.Add(1) - 1)
 				req.Reset()
 				prepare(i, req)
 				err := hc.Do(req, resp)
 				t := time.Now()
+				if polite && err == nil && resp.StatusCode() == fasthttp.StatusTooManyRequests {
+					pause = retryAfter(resp)
+				}
 				if t.Before(from) || !t.Before(end) {
 					continue
 				}
@@ -574,6 +595,25 @@ func runClosed(ctx context.Context, addr string, clients int, start time.Time, w
 		}
 	}
 	return n
+}
+
+// retryAfter is a 429's Retry-After (whole seconds, as the service sends it); a second
+// when it has none.
+func retryAfter(resp *fasthttp.Response) time.Duration {
+	if n, err := strconv.Atoi(string(resp.Header.Peek(fasthttp.HeaderRetryAfter))); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	return time.Second
+}
+
+// sleepUntil sleeps until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // --- the report ----------------------------------------------------------------------------
@@ -619,7 +659,7 @@ func (ph *fairPhase) errorsCell() string {
 
 // measured are the phases with runs.
 func (f *fairness) measured() bool {
-	if f == nil || len(f.phases) != 3 {
+	if f == nil || len(f.phases) != 4 {
 		return false
 	}
 	for _, ph := range f.phases {
@@ -630,10 +670,10 @@ func (f *fairness) measured() bool {
 	return true
 }
 
-// ratios are the quiet p99 of phases 2 and 3 over phase 1's.
-func (f *fairness) ratios() (r2, r3 float64) {
+// ratios are the quiet p99 of phases 2, 3 and 4 over phase 1's.
+func (f *fairness) ratios() (r2, r3, r4 float64) {
 	base := f.phases[0].p99()
-	return fairRatio(base, f.phases[1].p99()), fairRatio(base, f.phases[2].p99())
+	return fairRatio(base, f.phases[1].p99()), fairRatio(base, f.phases[2].p99()), fairRatio(base, f.phases[3].p99())
 }
 
 // fairTable is the fairness line's results in Markdown.
@@ -663,8 +703,10 @@ func (b *bench) fairTable() string {
 			msec(time.Duration(median(ph.Quiet, func(q quietSample) float64 { return float64(q.WriteP99) }))), ph.errorsCell(),
 			msec(time.Duration(median(ph.Quiet, func(q quietSample) float64 { return float64(q.LagP99) }))), noisyOK, noisy429)
 	}
-	r2, r3 := f.ratios()
-	fmt.Fprintf(&w, "\nQuiet p99, phase 3 / phase 1: **%.2fx**, %s; phase 2 / phase 1 (no limit): %.2fx.\n", r3, fairVerdict(r3), r2)
+	r2, r3, r4 := f.ratios()
+	fmt.Fprintf(&w, "\nQuiet p99, phase 4 / phase 1 (the limit, a noisy client following Retry-After): **%.2fx**, %s; "+
+		"phase 3 / phase 1 (the limit, a noisy client ignoring 429s): **%.2fx**, %s; phase 2 / phase 1 (no limit): %.2fx.\n",
+		r4, fairVerdict(r4), r3, fairVerdict(r3), r2)
 	return w.String()
 }
 
@@ -674,10 +716,13 @@ func (b *bench) fairHistory() string {
 	if !f.measured() {
 		return ""
 	}
-	r2, r3 := f.ratios()
-	v := "meets"
-	if !fairMeets(r3) {
-		v = "above " + strconv.FormatFloat(fairTolerance, 'f', 1, 64) + "x"
+	r2, r3, r4 := f.ratios()
+	verdict := func(r float64) string {
+		if fairMeets(r) {
+			return "meets"
+		}
+		return "above " + strconv.FormatFloat(fairTolerance, 'f', 1, 64) + "x"
 	}
-	return fmt.Sprintf("fairness quiet p99 %s ms: noisy unlimited %.2fx, limited %.2fx (%s)", msec(f.phases[0].p99()), r2, r3, v)
+	return fmt.Sprintf("fairness quiet p99 %s ms: noisy unlimited %.2fx, limited and ignoring 429s %.2fx (%s), limited and following Retry-After %.2fx (%s)",
+		msec(f.phases[0].p99()), r2, r3, verdict(r3), r4, verdict(r4))
 }

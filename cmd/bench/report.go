@@ -239,10 +239,12 @@ func (b *bench) writeReport() error {
 		f := b.fair
 		p("\n**Fairness** (the `fairness` line; issue 11: one workspace writing as fast as it can does not raise the p99 of another): "+
 			"%d workspaces, each with its own key; %d quiet ones share %s requests a second, open loop (%s a second each, half POST /work, "+
-			"half GET /work/{id}), while in phases 2 and 3 the noisy one writes POST /work from %d closed-loop clients, resending at once "+
-			"on a 429. Phases 1 and 2 run on the service without a per-workspace limit, phase 3 on a second `accountable serve` with "+
-			"`WORKSPACE_RATE_LIMIT_RPS=%s` `WORKSPACE_RATE_LIMIT_BURST=%d`. Medians of %d rounds of the three phases, each %s warm-up + %s "+
-			"measured. The line meets its claim when the quiet p99 of phase 3 is within %.1fx of phase 1's.\n\n",
+			"half GET /work/{id}), while in phases 2 to 4 the noisy one writes POST /work from %d closed-loop clients, in phases 2 and 3 "+
+			"resending at once on a 429, in phase 4 waiting its Retry-After first. Phases 1 and 2 run on the service without a "+
+			"per-workspace limit, phases 3 and 4 on a second `accountable serve` with "+
+			"`WORKSPACE_RATE_LIMIT_RPS=%s` `WORKSPACE_RATE_LIMIT_BURST=%d`. Medians of %d rounds of the four phases, each %s warm-up + %s "+
+			"measured. The line meets its claim when the quiet p99 of phase 4 is within %.1fx of phase 1's; phase 3 shows what a "+
+			"client that ignores refusals still costs the others.\n\n",
 			b.s.FairWorkspaces, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), rate(b.s.FairQuietRPS/float64(b.s.FairWorkspaces-1)),
 			b.s.FairNoisyClients, rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.Runs, b.s.Warmup, b.s.Duration, fairTolerance)
 		w.WriteString(t)
@@ -349,15 +351,17 @@ func (b *bench) writeReport() error {
 			"instant whether earlier ones were answered or not, and its latency runs from that instant to the answer (so the "+
 			"harness's own lateness, the sender lag column, counts against the service, never for it). Only 2xx answers are in the "+
 			"percentiles; every other answer is counted in the not-2xx column. The noisy load is closed loop, %d clients sending "+
-			"POST /work in the noisy workspace as fast as they are answered, and on a 429 again at once, ignoring Retry-After: the "+
-			"worst case for the service. Phase 1: the quiet load alone; phase 2: with the noisy load, on the service without a "+
-			"per-workspace limit (the `accountable serve` of the other lines); phase 3: the same on a second `accountable serve` "+
-			"with `WORKSPACE_RATE_LIMIT_RPS=%s` and `WORKSPACE_RATE_LIMIT_BURST=%d` (same database, same pool size), where the noisy "+
-			"workspace gets mostly 429 rate_limited. Before each phase: CHECKPOINT, and one GET per quiet workspace, unmeasured, "+
-			"so that every key is in the serving process's key cache. The rounds of the three phases repeat %d times; the table "+
-			"gives medians. The claim \"does not raise the p99\" **meets** when the quiet p99 of phase 3 is at most %.1fx phase 1's "+
-			"(phase 2's ratio shows what the limit prevents). Everything shares the 2 cores, the noisy clients' busy loop of 429s "+
-			"too, so phase 3 also measures what refusing costs. The line runs after growth, so the other lines never see its rows.\n",
+			"POST /work in the noisy workspace as fast as they are answered. Phase 1: the quiet load alone; phase 2: with the noisy "+
+			"load, on the service without a per-workspace limit (the `accountable serve` of the other lines); phase 3: the same on a "+
+			"second `accountable serve` with `WORKSPACE_RATE_LIMIT_RPS=%s` and `WORKSPACE_RATE_LIMIT_BURST=%d` (same database, same "+
+			"pool size), where the noisy workspace gets mostly 429 rate_limited and sends again at once, ignoring Retry-After (the "+
+			"worst case: its busy loop of refusals shares the 2 cores with everything else, so phase 3 measures what refusing "+
+			"costs); phase 4: as phase 3, but each noisy client waits a 429's Retry-After before its next request, as a client "+
+			"following the protocol does, so the noisy workspace writes as fast as the limit lets it. Before each phase: "+
+			"CHECKPOINT, and one GET per quiet workspace, unmeasured, so that every key is in the serving process's key cache. "+
+			"The rounds of the four phases repeat %d times; the table gives medians. The claim \"does not raise the p99\" "+
+			"**meets** when the quiet p99 of phase 4 is at most %.1fx phase 1's (phase 2's ratio shows what the limit prevents, "+
+			"phase 3's what a client ignoring refusals still costs). The line runs after growth, so the other lines never see its rows.\n",
 			b.s.FairWorkspaces, fairSetupWorkers, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), b.s.FairNoisyClients,
 			rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.Runs, fairTolerance)
 	}
@@ -415,7 +419,7 @@ func (b *bench) writeReport() error {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
 	}
 	if b.s.Lines["fairness"] && b.fair != nil {
-		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phase 3\n",
+		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
 			b.fair.limited, b.s.ServiceConns, strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64), b.s.FairWorkspaceBurst, serviceTaskQueue)
 	}
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
