@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accountablework/accountable"
 )
@@ -99,6 +102,61 @@ type baseEnvelope struct {
 	Meta baseMeta `json:"meta"`
 }
 
+// readBaseTask is GET /work/{id}'s row, as the service answers it.
+func readBaseTask(ctx context.Context, pool *pgxpool.Pool, ws, id string) (baseTask, error) {
+	var t baseTask
+	var metadata string
+	err := pool.QueryRow(ctx, baselineTaskSQL, ws, id).Scan(&t.ID, &t.WorkspaceID, &t.Title,
+		&t.Description, &t.Status, &t.Priority, &t.DueDate, &t.InitiativeID, &t.WorkstreamID, &t.MilestoneID, &metadata,
+		&t.EstimatedCostCents, &t.CreatedAt, &t.UpdatedAt, &t.AggregateVersion)
+	if err != nil {
+		return t, err
+	}
+	t.Metadata = json.RawMessage(metadata)
+	t.Concurrency.VersionToken = base64.RawURLEncoding.EncodeToString([]byte("v1." +
+		strconv.FormatInt(t.AggregateVersion, 10) + "." + strconv.FormatInt(t.UpdatedAt.UnixMicro(), 10)))
+	t.Concurrency.ExpectedUpdatedAt, t.Concurrency.ExpectedAggregateVersion = t.UpdatedAt, t.AggregateVersion
+	return t, nil
+}
+
+// baselineMCP is the MCP line's limit: the least an MCP server on this stack does for a
+// tools/call of get_work. The MCP Go SDK's server with the one tool, served as the service
+// serves /mcp (Streamable HTTP, stateless, JSON answers, behind Fiber's net/http adaptor),
+// without authentication, scoping, rate limits or dispatch: the tool reads the row with the
+// same SELECT and answers its GET /work/{id} JSON as text and as structured content, as the
+// service's tools do. The workspace comes from the X-Workspace-Id header.
+func baselineMCP(pool *pgxpool.Pool) fiber.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bench-baseline", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "get_work", Description: "Read a work item.",
+		InputSchema: map[string]any{"type": "object", "required": []any{"taskId"},
+			"properties": map[string]any{"taskId": map[string]any{"type": "string"}}},
+		OutputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				TaskID string `json:"taskId"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			ws := req.Extra.Header.Get("X-Workspace-Id")
+			t, err := readBaseTask(ctx, pool, ws, args.TaskID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: `{"error":"not found"}`}}}, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			body, err := json.Marshal(baseEnvelope{Data: t, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws}})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}},
+				StructuredContent: json.RawMessage(body)}, nil
+		})
+	return adaptor.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true}))
+}
+
 // serveBaseline serves the baseline handlers on BENCH_BASELINE_ADDR until SIGINT/SIGTERM.
 func serveBaseline() error {
 	addr := env("BENCH_BASELINE_ADDR", "127.0.0.1:18081")
@@ -124,23 +182,16 @@ func serveBaseline() error {
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/work/:id", func(c *fiber.Ctx) error {
 		ws := c.Get("X-Workspace-Id")
-		var t baseTask
-		var metadata string
-		err := pool.QueryRow(c.UserContext(), baselineTaskSQL, ws, c.Params("id")).Scan(&t.ID, &t.WorkspaceID, &t.Title,
-			&t.Description, &t.Status, &t.Priority, &t.DueDate, &t.InitiativeID, &t.WorkstreamID, &t.MilestoneID, &metadata,
-			&t.EstimatedCostCents, &t.CreatedAt, &t.UpdatedAt, &t.AggregateVersion)
+		t, err := readBaseTask(c.UserContext(), pool, ws, c.Params("id"))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "not found"})
 		}
 		if err != nil {
 			return err
 		}
-		t.Metadata = json.RawMessage(metadata)
-		t.Concurrency.VersionToken = base64.RawURLEncoding.EncodeToString([]byte("v1." +
-			strconv.FormatInt(t.AggregateVersion, 10) + "." + strconv.FormatInt(t.UpdatedAt.UnixMicro(), 10)))
-		t.Concurrency.ExpectedUpdatedAt, t.Concurrency.ExpectedAggregateVersion = t.UpdatedAt, t.AggregateVersion
 		return c.JSON(baseEnvelope{Data: t, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws}})
 	})
+	app.Post("/mcp", baselineMCP(pool))
 	app.Get("/events/stream", func(c *fiber.Ctx) error {
 		ws := c.Get("X-Workspace-Id")
 		limit := c.QueryInt("limit", 100)

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -498,5 +500,21 @@ func TestOpenAndClosedLoops(t *testing.T) {
 	}
 	if took := time.Since(began); took > 800*time.Millisecond {
 		t.Fatalf("polite closed loop waited %s, past the run's end", took)
+	}
+}
+
+// The baseline collects garbage as the service does by default: serviceGCPercent is
+// cmd/accountable's defaultGCPercent.
+func TestBaselineRunsWithTheServicesGCPercent(t *testing.T) {
+	src, err := os.ReadFile("../accountable/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const defaultGCPercent = (\d+)`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("cmd/accountable/main.go declares no defaultGCPercent")
+	}
+	if string(m[1]) != strconv.Itoa(serviceGCPercent) {
+		t.Fatalf("the service runs with GOGC=%s, the baseline with %d", m[1], serviceGCPercent)
 	}
 }

@@ -206,33 +206,30 @@ func (b *bench) pgbenchComplete(c int, l *line, name, script string) (sample, er
 // --- GET /work/{id} --------------------------------------------------------------------
 
 func (b *bench) readLine() error {
-	return b.readLines("read", "GET /work/{id}", func(c int, ids []string) (sample, error) {
-		return runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
-			readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids)), nil
-	})
-}
-
-// readLines measures service, a read of the tasks ids, at the read lines' client counts
-// against their limit: the bare Fiber + pgx read of the same rows.
-func (b *bench) readLines(id, name string, service func(c int, ids []string) (sample, error)) error {
 	ids, err := b.readTaskIDs()
 	if err != nil {
 		return err
 	}
 	for _, c := range b.s.ReadClients {
-		l := &line{ID: id, Name: name, Clients: c, Unit: "req/s", Latency: "request",
+		l := &line{ID: "read", Name: "GET /work/{id}", Clients: c, Unit: "req/s", Latency: "request",
 			LimitName: "bare Fiber + pgx: the same primary-key SELECT, similar JSON"}
 		b.lines = append(b.lines, l)
-		logf("%s at %d clients", name, c)
-		err := b.measure(l, func() (sample, error) { return service(c, ids) }, func() (sample, error) {
-			return runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration,
-				readWork("http://"+b.baseAddr+"/work/", "X-Workspace-Id", b.main.WorkspaceID, ids)), nil
-		})
+		logf("%s at %d clients", l.Name, c)
+		err := b.measure(l, func() (sample, error) {
+			return runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration,
+				readWork("http://"+b.svcAddr+"/api/v1/work/", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids)), nil
+		}, func() (sample, error) { return b.bareRead(c, ids), nil })
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bareRead is the read line's limit: the bare Fiber + pgx read of the same rows.
+func (b *bench) bareRead(clients int, ids []string) sample {
+	return runLoad(b.ctx, b.baseAddr, clients, b.s.Warmup, b.s.Duration,
+		readWork("http://"+b.baseAddr+"/work/", "X-Workspace-Id", b.main.WorkspaceID, ids))
 }
 
 // readTaskIDs are the 1000 tasks the read lines read.
@@ -259,26 +256,47 @@ func (b *bench) poolIDs() []string {
 // mcpLine reads the same tasks as the read line, through the MCP endpoint: a JSON-RPC
 // tools/call of get_work, which the service decodes, dispatches in-process to GET
 // /work/{taskId} and wraps in a tool result (structured content and its text). The limit
-// is the read line's: the bare Fiber + pgx read of the same row.
+// is the bare MCP Go SDK server's get_work (baselineMCP): what the SDK costs before the
+// service does its own work. The mirror, a stricter reference, is the read line's limit:
+// the bare Fiber + pgx REST read of the same row, which speaks no MCP.
 func (b *bench) mcpLine() error {
-	return b.readLines("mcp", "MCP tools/call get_work", func(c int, ids []string) (sample, error) {
-		var toolErrors atomic.Int64
-		s := runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
-		if n := toolErrors.Load(); n > 0 {
-			return s, fmt.Errorf("%d tool calls answered without a result or with a tool error", n)
+	ids, err := b.readTaskIDs()
+	if err != nil {
+		return err
+	}
+	for _, c := range b.s.ReadClients {
+		l := &line{ID: "mcp", Name: "MCP tools/call get_work", Clients: c, Unit: "req/s", Latency: "request",
+			LimitName: "bare MCP Go SDK server (stateless, JSON answers, Fiber's net/http adaptor): get_work with the same SELECT, its JSON as text and structured content"}
+		b.lines = append(b.lines, l)
+		logf("%s at %d clients", l.Name, c)
+		call := func(addr, header, value string) func() (sample, error) {
+			return func() (sample, error) {
+				var toolErrors atomic.Int64
+				s := runLoad(b.ctx, addr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+addr+"/mcp", header, value, ids, &toolErrors))
+				if n := toolErrors.Load(); n > 0 {
+					return s, fmt.Errorf("%d tool calls answered without a result or with a tool error", n)
+				}
+				return s, sampleErr(s)
+			}
 		}
-		return s, sampleErr(s)
-	})
+		err := b.measure(l, call(b.svcAddr, fasthttp.HeaderAuthorization, "Bearer "+b.main.Key),
+			call(b.baseAddr, "X-Workspace-Id", b.main.WorkspaceID),
+			func() (sample, error) { return b.bareRead(c, ids), nil })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// mcpGetWork is a stateless MCP client's tools/call of get_work; answers without a
-// result, or with a tool error, are counted in toolErrors.
-func mcpGetWork(uri, auth string, ids []string, toolErrors *atomic.Int64) workload {
+// mcpGetWork is a stateless MCP client's tools/call of get_work, its credential in the
+// header; answers without a result, or with a tool error, are counted in toolErrors.
+func mcpGetWork(uri, header, value string, ids []string, toolErrors *atomic.Int64) workload {
 	return workload{
 		prepare: func(i int, req *fasthttp.Request) bool {
 			req.Header.SetMethod(fasthttp.MethodPost)
 			req.SetRequestURI(uri)
-			req.Header.Set(fasthttp.HeaderAuthorization, auth)
+			req.Header.Set(header, value)
 			req.Header.SetContentType("application/json")
 			req.Header.Set(fasthttp.HeaderAccept, "application/json, text/event-stream")
 			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
@@ -439,7 +457,7 @@ func (b *bench) profile() error {
 	case "mcp":
 		ids := b.poolIDs()
 		var toolErrors atomic.Int64
-		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", "Bearer "+b.main.Key, ids, &toolErrors))
+		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, mcpGetWork("http://"+b.svcAddr+"/mcp", fasthttp.HeaderAuthorization, "Bearer "+b.main.Key, ids, &toolErrors))
 	case "doctor", "validate":
 		path, fixture := "/api/v1/doctor/workload", doctorFixture
 		if b.s.ProfileLine == "validate" {

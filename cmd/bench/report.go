@@ -290,7 +290,17 @@ func (b *bench) writeReport() error {
 		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
 		"[below](#the-pgbench-scripts).\n")
 	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
-		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics).\n")
+		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics). "+
+		"It runs with the garbage collector's setting `accountable serve` has by default (GOGC=%d), so that no ratio owes anything to a runtime setting.\n", serviceGCPercent)
+	if b.s.Lines["mcp"] {
+		p("* **MCP tools/call get_work** (a stateless client's JSON-RPC request to /mcp for the read line's rows; the service " +
+			"authenticates, decodes, dispatches in-process to GET /work/{id} through the app's whole chain and answers its JSON as " +
+			"text and structured content): the limit is a bare MCP Go SDK server in the same `bench baseline` (stateless, JSON " +
+			"answers, behind Fiber's net/http adaptor, as the service serves /mcp) whose one tool runs the same SELECT and answers " +
+			"the same JSON the same two ways, with nothing else (no authentication, scoping, rate limit, dispatch, logging or " +
+			"metrics): what the SDK costs before the service does its own work. The mirror column is the bare REST read of the read " +
+			"line, which speaks no MCP: a stricter reference.\n")
+	}
 	if b.s.Lines["doctor"] || b.s.Lines["validate"] {
 		p("* **Account-free operations** (POST /doctor/workload with a workload of three systems and six actions; " +
 			"POST /agent-work-receipts/validate with the shared Codex receipt fixture, `" + receiptFixture + "`): the limit is the bare " +
@@ -369,7 +379,8 @@ func (b *bench) writeReport() error {
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
 	p("* A ratio below 0.7 means the service's own work per request dominates; `BENCH_PROFILE=1 make bench` adds a CPU profile of "+
-		"complete-work at %d clients (`BENCH_PROFILE_LINE=create`, `read`, `doctor` or `validate` profiles those instead; printed, and in the [profile](#profile) section).\n", b.s.ProfileClients)
+		"complete-work at %d clients (`BENCH_PROFILE_LINE=create`, `read`, `mcp`, `doctor` or `validate` profiles those instead; printed, and in the [profile](#profile) section). "+
+		"What the profiles of the lines below target showed, what was changed and what bounds them is in [profiling.md](profiling.md).\n", b.s.ProfileClients)
 
 	p("\n## Machine\n\n")
 	p("| | |\n|---|---|\n")
@@ -414,7 +425,8 @@ func (b *bench) writeReport() error {
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
 	}
-	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d bench baseline\n", b.baseAddr, b.s.ServiceConns)
+	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d GOGC=%d bench baseline   # GOGC: as accountable serve runs by default\n",
+		b.baseAddr, b.s.ServiceConns, serviceGCPercent)
 	if b.s.Lines["growth"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
 	}

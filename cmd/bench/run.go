@@ -249,9 +249,11 @@ func (b *bench) run() error {
 		return err
 	}
 	logf("starting the baseline server on %s", b.baseAddr)
-	if b.base, err = startProc("bench baseline", filepath.Join(b.dir, "baseline.log"),
-		[]string{"BENCH_BASELINE_ADDR=" + b.baseAddr, "DATABASE_URL=" + b.dbURL, "BENCH_BASELINE_CONNS=" + strconv.Itoa(b.s.ServiceConns)},
-		self, "baseline"); err != nil {
+	baseEnv := []string{"BENCH_BASELINE_ADDR=" + b.baseAddr, "DATABASE_URL=" + b.dbURL, "BENCH_BASELINE_CONNS=" + strconv.Itoa(b.s.ServiceConns)}
+	if _, set := os.LookupEnv("GOGC"); !set { // the garbage collector's setting is not the service's work
+		baseEnv = append(baseEnv, "GOGC="+strconv.Itoa(serviceGCPercent))
+	}
+	if b.base, err = startProc("bench baseline", filepath.Join(b.dir, "baseline.log"), baseEnv, self, "baseline"); err != nil {
 		return err
 	}
 	if err := b.base.waitReady("http://"+b.baseAddr+"/healthz", 30*time.Second); err != nil {
@@ -362,6 +364,11 @@ func (b *bench) analyze() error {
 	_, err := b.db.Exec(b.ctx, "VACUUM ANALYZE tasks, receipts, ledger_events, ledger_heads, idempotency_records")
 	return err
 }
+
+// serviceGCPercent is the GOGC `accountable serve` runs with when none is set
+// (cmd/accountable's defaultGCPercent; a test keeps them equal). The baseline server runs
+// with it too, so that a limit and the service collect garbage alike.
+const serviceGCPercent = 400
 
 // measure runs the service, its limit and (when given) the mirror in turn, runs times, and
 // keeps every sample.
