@@ -289,7 +289,7 @@ func (b *bench) writeReport() error {
 		"service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency fingerprint, building " +
 		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
 		"[below](#the-pgbench-scripts).\n")
-	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that " +
+	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that "+
 		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics). "+
 		"It runs with the garbage collector's setting `accountable serve` has by default (GOGC=%d), so that no ratio owes anything to a runtime setting.\n", serviceGCPercent)
 	if b.s.Lines["mcp"] {
