@@ -128,9 +128,9 @@ type tx struct {
 	batch  *pgx.Batch
 	events []accountable.Event
 	outbox int
-	// unheaded: an aggregate the command declared had no head, so another command may
-	// create it before this one commits (errCreatedMeanwhile).
-	unheaded bool
+	// unheaded are the aggregates the command declared that had no head: another command
+	// may create one before this one commits (errCreatedMeanwhile).
+	unheaded []aggregateRef
 }
 
 // errBlindRead means a command marked blind tried to read: its statements are only sent
@@ -231,6 +231,24 @@ func (t *tx) Send(m accountable.WorkflowMessage) {
 // lost race, and runs again on the new head.
 var errCreatedMeanwhile = errors.New("store: a declared aggregate was created meanwhile")
 
+// createdMeanwhile says whether err, the failed commit of t, is a head taken as new that
+// another command created first: an aggregate t declared without a head has one now. Any
+// other head violation stays what it is (errMissingPredecessor: a bug).
+func createdMeanwhile(ctx context.Context, db *DB, t *tx, err error) bool {
+	if len(t.unheaded) == 0 || !(aggregateVersionViolation(err) || uniqueViolation(err, "ledger_heads_pkey")) {
+		return false
+	}
+	types, ids := make([]string, len(t.unheaded)), make([]string, len(t.unheaded))
+	for i, ref := range t.unheaded {
+		types[i], ids[i] = ref.Type, ref.ID
+	}
+	var exists bool
+	qerr := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ledger_heads h
+		JOIN unnest($2::text[], $3::text[]) AS a(aggregate_type, aggregate_id) USING (aggregate_type, aggregate_id)
+		WHERE h.workspace_id = $1)`, t.cc.WorkspaceID, types, ids).Scan(&exists)
+	return qerr == nil && exists
+}
+
 // maxCommandAttempts bounds the retries of a command that lost a race (serialization
 // failure, deadlock, unique violation it does not name).
 const maxCommandAttempts = 4
@@ -323,7 +341,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		return result, false, 0, err
 	}
 	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
-		if t.unheaded {
+		if createdMeanwhile(ctx, db, t, err) {
 			err = fmt.Errorf("%w: %w", errCreatedMeanwhile, err)
 		}
 		return result, false, 0, err
@@ -550,7 +568,7 @@ func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelu
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// No such aggregate (yet): the command finds out in its own reads.
-			t.unheaded = true
+			t.unheaded = append(t.unheaded, ref)
 		case err != nil:
 			return nil, err
 		default:

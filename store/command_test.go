@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -66,6 +68,14 @@ func TestAppendWithoutTheLockedHeadIsRefused(t *testing.T) {
 	err := store.AppendUndeclared(ctx, db, p, task.ID)
 	if !errors.Is(err, store.ErrMissingPredecessor) {
 		t.Fatalf("undeclared append: %v", err)
+	}
+	if got := ledgerEvents(t, p.WorkspaceID); got != before {
+		t.Fatalf("%d events written", got-before)
+	}
+	// Declaring a new aggregate besides does not make the violation a creation race
+	// (errCreatedMeanwhile, retried): the declared aggregate still has no head.
+	if err := store.AppendUndeclared(ctx, db, p, task.ID, uuid.NewString()); !errors.Is(err, store.ErrMissingPredecessor) {
+		t.Fatalf("undeclared append beside a declared new aggregate: %v", err)
 	}
 	if got := ledgerEvents(t, p.WorkspaceID); got != before {
 		t.Fatalf("%d events written", got-before)

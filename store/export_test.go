@@ -32,9 +32,12 @@ func BlindCreateThenFail(ctx context.Context, db *DB, p accountable.Principal, i
 var ErrMissingPredecessor = errMissingPredecessor
 
 // AppendUndeclared runs a command that appends to the existing task id without declaring
-// it (so without its locked head).
-func AppendUndeclared(ctx context.Context, db *DB, p accountable.Principal, id string) error {
+// it (so without its locked head), having declared the new tasks declaredNew.
+func AppendUndeclared(ctx context.Context, db *DB, p accountable.Principal, id string, declaredNew ...string) error {
 	cmd := commandOf[struct{}](p, nil, accountable.Causation{})
+	for _, n := range declaredNew { // declared, and without a head: the command would create them
+		cmd.locks = append(cmd.locks, aggregate(accountable.AggregateTask, n))
+	}
 	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
 		_, err := tx.Append(aggregate(accountable.AggregateTask, id), accountable.EventWorkCompleted, map[string]string{"id": id})
 		return struct{}{}, err
