@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -14,9 +13,7 @@ import (
 // as the run's workflow has started (as it takes the run or mines it), another worker
 // finishes the run, once, with the seeded ledger's known candidates.
 func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	requireTemporal(t)
 	bin := buildBinary(t)
 	queue := fmt.Sprintf("e2e-discovery-%d", time.Now().UnixNano())
 	cfg := startServe(t, queue)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,32 +47,21 @@ type apiClient struct {
 
 func (c apiClient) call(method, path, idemKey string, body any) (int, map[string]any) {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, c.base+"/api/v1"+path, rd)
+	status, out, err := faultClient{site: c.base, key: c.key, http: http.DefaultClient}.do(method, path, idemKey, body)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return status, out
+}
+
+// requireTemporal is the address of the Temporal server the test command started.
+func requireTemporal(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
 	}
-	if idemKey != "" {
-		req.Header.Set("Idempotency-Key", idemKey)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
-		c.t.Fatal(err)
-	}
-	return res.StatusCode, out
+	return addr
 }
 
 // waitFor polls cond until it holds or the deadline passes (the condition is the
@@ -128,10 +115,7 @@ func workflowsOf(t *testing.T, c client.Client, workspaceID string, want int) in
 // workflow (the transactional outbox); the relay starts the workflow on the real Temporal
 // server, whose activity verifies the ledger in PostgreSQL and records the result.
 func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
-	temporalAddr := os.Getenv("TEMPORAL_ADDRESS")
-	if temporalAddr == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	temporalAddr := requireTemporal(t)
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Logger: temporallog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
 		t.Fatal(err)

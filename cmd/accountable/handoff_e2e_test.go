@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -14,9 +13,7 @@ import (
 // due, nothing escalates it while no worker runs, and the worker started after the due
 // time escalates it, once.
 func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	requireTemporal(t)
 	bin := buildBinary(t)
 	queue := fmt.Sprintf("e2e-sla-%d", time.Now().UnixNano())
 	cfg := startServe(t, queue)

@@ -128,9 +128,7 @@ func buildBinary(t *testing.T) string {
 // other carries it on: every reservation is made and settled exactly once, the totals are
 // exact, and the ledger verifies.
 func TestLaunchSurvivesAKilledWorker(t *testing.T) {
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	requireTemporal(t)
 	bin := buildBinary(t)
 	queue := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
 	cfg := startServe(t, queue)

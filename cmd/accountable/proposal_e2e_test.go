@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,9 +19,7 @@ import (
 // model was asked twice (the cut call and the second worker's), one
 // initiative_proposal.generated event is in the ledger, and the ledger verifies.
 func TestProposalSurvivesAKilledWorker(t *testing.T) {
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	requireTemporal(t)
 	completion, err := os.ReadFile("../../planner/testdata/completion-good.json")
 	if err != nil {
 		t.Fatal(err)
@@ -69,21 +65,9 @@ func TestProposalSurvivesAKilledWorker(t *testing.T) {
 		err    error
 	}
 	answered := make(chan answer, 1)
-	go func() {
-		raw, _ := json.Marshal(request)
-		req, _ := http.NewRequest(http.MethodPost, cfg.SiteURL+"/api/v1/initiatives/proposals", bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+tenant.Key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", "killed-worker")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer res.Body.Close()
-		var body map[string]any
-		err = json.NewDecoder(res.Body).Decode(&body)
-		answered <- answer{status: res.StatusCode, body: body, err: err}
+	go func() { // the test's goroutine may end the test; this one reports
+		status, body, err := faultClient{site: cfg.SiteURL, key: tenant.Key, http: http.DefaultClient}.do("POST", "/initiatives/proposals", "killed-worker", request)
+		answered <- answer{status, body, err}
 	}()
 	select {
 	case <-entered:

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,9 +18,7 @@ import (
 // the held event is delivered again with the same delivery id (at least once), and every
 // event reaches the receiver, in order, accepted exactly once.
 func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
-	if os.Getenv("TEMPORAL_ADDRESS") == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`, which starts Temporal")
-	}
+	requireTemporal(t)
 	t.Setenv("WEBHOOK_SECRET_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
 	t.Setenv("WEBHOOK_ALLOW_PRIVATE", "true")
 	bin := buildBinary(t)
