@@ -48,7 +48,7 @@ import (
 // claim when the quiet p99 of phase 4 is within fairTolerance of phase 1's; phase 3 says
 // what a client that ignores refusals still costs the others on the same cores.
 
-// fairTolerance: phase 3's quiet p99 at most this many times phase 1's meets the claim.
+// fairTolerance: phase 4's quiet p99 at most this many times phase 1's meets the claim.
 const fairTolerance = 1.5
 
 const (
@@ -544,24 +544,14 @@ func runClosed(ctx context.Context, addr string, clients int, start time.Time, w
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
-			var pause time.Duration // a polite client's wait before its next request
 			for ctx.Err() == nil && time.Now().Before(end) {
-				if pause > 0 {
-					until := time.Now().Add(pause)
-					if until.After(end) {
-						until = end
-					}
-					sleepUntil(ctx, until)
-					pause = 0
-					continue
-				}
 				i := int(next.Add(1) - 1)
 				req.Reset()
 				prepare(i, req)
 				err := hc.Do(req, resp)
 				t := time.Now()
 				if polite && err == nil && resp.StatusCode() == fasthttp.StatusTooManyRequests {
-					pause = retryAfter(resp)
+					waitOut(ctx, t.Add(retryAfter(resp)), end)
 				}
 				if t.Before(from) || !t.Before(end) {
 					continue
@@ -606,8 +596,11 @@ func retryAfter(resp *fasthttp.Response) time.Duration {
 	return time.Second
 }
 
-// sleepUntil sleeps until t or until ctx ends.
-func sleepUntil(ctx context.Context, t time.Time) {
+// waitOut sleeps until t, or the run's end if that is sooner, or until ctx ends.
+func waitOut(ctx context.Context, t, end time.Time) {
+	if t.After(end) {
+		t = end
+	}
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {
@@ -717,12 +710,6 @@ func (b *bench) fairHistory() string {
 		return ""
 	}
 	r2, r3, r4 := f.ratios()
-	verdict := func(r float64) string {
-		if fairMeets(r) {
-			return "meets"
-		}
-		return "above " + strconv.FormatFloat(fairTolerance, 'f', 1, 64) + "x"
-	}
 	return fmt.Sprintf("fairness quiet p99 %s ms: noisy unlimited %.2fx, limited and ignoring 429s %.2fx (%s), limited and following Retry-After %.2fx (%s)",
-		msec(f.phases[0].p99()), r2, r3, verdict(r3), r4, verdict(r4))
+		msec(f.phases[0].p99()), r2, r3, fairVerdict(r3), r4, fairVerdict(r4))
 }
