@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,6 +109,39 @@ func TestWorkspaceRateLimitSpansItsKeys(t *testing.T) {
 	other := storetest.NewTenant(t, e.db)
 	for range 3 {
 		expect(t, e.do(request{method: "GET", path: "/work", key: other.Key}), http.StatusOK, "")
+	}
+}
+
+// With one write in flight per workspace, concurrent writes of a workspace all succeed
+// (each waits its turn), and an MCP write, whose /mcp request holds the slot while its
+// dispatched REST request runs, does not wait for itself.
+func TestWorkspaceWritesInFlightTakeTurns(t *testing.T) {
+	e := newEnv(t, nil, withSiteURLOfListener, func(c *api.Config, _ *api.Deps) { c.WorkspaceMaxInFlight = 1 })
+	tenant := storetest.NewTenant(t, e.db)
+	const writers = 16
+	statuses := make(chan int, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			r := e.do(request{method: "POST", path: "/work", key: tenant.Key, headers: map[string]string{"Idempotency-Key": fmt.Sprintf("turn-%d", i)},
+				body: map[string]any{"title": fmt.Sprintf("Turn %d", i)}})
+			statuses <- r.status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	for status := range statuses {
+		if status != http.StatusCreated {
+			t.Fatalf("a write waiting its turn answered %d", status)
+		}
+	}
+	if n := len(e.do(request{method: "GET", path: "/work", query: "limit=100", key: tenant.Key}).dataList()); n != writers {
+		t.Fatalf("%d tasks after %d writes", n, writers)
+	}
+	session := mcpSession(t, e, tenant.Key, "")
+	res := mcpCall(t, session, "create_work", map[string]any{"title": "Over MCP, one slot", "idempotency_key": "turn-mcp"})
+	if res.IsError {
+		t.Fatalf("create_work under a bound of one write: %s", mcpText(t, res))
 	}
 }
 

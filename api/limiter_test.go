@@ -110,3 +110,61 @@ func TestChargesAfterTheFactRunIntoDebt(t *testing.T) {
 		t.Fatal("another name was charged")
 	}
 }
+
+// A workspace's writes past its bound wait for a slot, not beside it; one that waits
+// longer than the wait is refused; another workspace's are not held up; and the map keeps
+// only the workspaces writing now.
+func TestWritesInFlightWaitTheirTurn(t *testing.T) {
+	if newInFlight(0, time.Second) != nil {
+		t.Fatal("a bound of 0 is no bound")
+	}
+	f := newInFlight(2, 200*time.Millisecond)
+	r1, ok1 := f.acquire("noisy")
+	r2, ok2 := f.acquire("noisy")
+	if !ok1 || !ok2 {
+		t.Fatal("the first two writes did not get a slot")
+	}
+	if r, ok := f.acquire("quiet"); !ok {
+		t.Fatal("another workspace waited for the noisy one's slots")
+	} else {
+		r()
+	}
+
+	// A third waits until one of the two ends.
+	got := make(chan time.Time, 1)
+	go func() {
+		r3, ok := f.acquire("noisy")
+		if ok {
+			got <- time.Now()
+			r3()
+		}
+		close(got)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	r1()
+	at, ok := <-got
+	if !ok {
+		t.Fatal("the third write was refused though a slot freed within its wait")
+	}
+	if at.Before(released) {
+		t.Fatal("the third write ran beside the two holding the slots")
+	}
+
+	// With both slots held past the wait, the next write is refused after the wait.
+	r4, _ := f.acquire("noisy")
+	start := time.Now()
+	if _, ok := f.acquire("noisy"); ok {
+		t.Fatal("a write got a third slot")
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("refused after %s, before its wait", waited)
+	}
+	r2()
+	r4()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.slots) != 0 {
+		t.Fatalf("slots kept for workspaces writing nothing: %v", f.slots)
+	}
+}

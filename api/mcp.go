@@ -2,7 +2,10 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 
@@ -24,9 +27,28 @@ import (
 // the API description.
 var MCPRoutes = []string{fiber.MethodPost + " " + MCPPath}
 
-// localMCPClient keeps the client address of a /mcp request for the requests its tool
-// calls make.
-const localMCPClient = "mcpClient"
+// localMCPRequest keeps a /mcp request's mcpRequest for the tool call it carries.
+const localMCPRequest = "mcpRequest"
+
+// mcpRequest is what a /mcp request and the REST request of its tool call share: the
+// client's address, for the request the dispatcher makes, and what the call did, for the
+// /mcp request's access line (the one line a tool call writes: the dispatched request
+// writes none of its own).
+type mcpRequest struct {
+	client net.Addr
+	// tool, path and status are the call's tool, its REST request's path and answer.
+	tool, path string
+	status     int
+}
+
+// logAttrs are the attributes the /mcp access line adds for a tool call, and whether the
+// call failed on the server's side (which makes the line an error).
+func (m *mcpRequest) logAttrs() (attrs []any, failed bool) {
+	if m.tool == "" { // initialize, tools/list, a notification, or a call refused before dispatch
+		return nil, false
+	}
+	return []any{"tool", m.tool, "tool_path", m.path, "tool_status", m.status}, m.status >= 500
+}
 
 // mcpAgent names the agent a person's API key acts as over MCP (OAuth tokens name their
 // client): the ledger records "MCP client for user <id>", not the person.
@@ -43,9 +65,10 @@ A refused call answers the service's error body (error.code, error.message, erro
 // Only POST is mounted: a stateless server offers no stream to GET and no session to
 // DELETE, and the router answers both 405, as the transport specifies.
 func (s *Server) mcpRoutes() {
-	srv := s.newMCPServer()
+	sdkLog := slog.New(warnAndAbove{s.log.Handler()})
+	srv := s.newMCPServer(sdkLog)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless: true, JSONResponse: true, Logger: s.log,
+		Stateless: true, JSONResponse: true, Logger: sdkLog,
 		// The SDK refuses a request that reached a loopback address with a Host that is not
 		// one (DNS rebinding of a local server without credentials). /mcp takes a bearer
 		// credential only (not the session cookie), which a page a browser was made to load
@@ -54,8 +77,8 @@ func (s *Server) mcpRoutes() {
 		// adaptor the SDK does not see the local address anyway.)
 		DisableLocalhostProtection: true,
 	})
-	serve := s.netHTTP(h, localPrincipal, localRequestID, localContractDate, localMCPClient)
-	s.app.Post(MCPPath, s.authenticateMCP, s.rateLimit, func(c *fiber.Ctx) error {
+	serve := s.netHTTP(h, localPrincipal, localRequestID, localContractDate, localMCPRequest)
+	handle := func(c *fiber.Ctx) error {
 		// One message per request: a JSON-RPC batch (which the SDK still takes from clients
 		// of protocol versions before 2025-06-18) would run many tool calls on one charge
 		// of the rate limit.
@@ -63,15 +86,35 @@ func (s *Server) mcpRoutes() {
 			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"jsonrpc": "2.0", "id": nil,
 				"error": fiber.Map{"code": -32600, "message": "JSON-RPC batches are not accepted: send one message per request."}})
 		}
-		c.Locals(localMCPClient, c.Context().RemoteAddr())
+		c.Locals(localMCPRequest, &mcpRequest{client: c.Context().RemoteAddr()})
 		return serve(c)
-	})
+	}
+	handlers := append([]fiber.Handler{s.authenticateMCP, s.rateLimit}, s.inFlightGate()...)
+	s.app.Post(MCPPath, append(handlers, handle)...)
+}
+
+// warnAndAbove passes on the records of its handler's levels from warn up. The MCP SDK
+// logs at info what every stateless request does (a session made and ended with each
+// one), which the /mcp access line already says: at info that would be two more lines a
+// call, about 5% of a call's CPU in the bench's profile (docs/profiling.md).
+type warnAndAbove struct{ slog.Handler }
+
+func (h warnAndAbove) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnAndAbove) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnAndAbove{h.Handler.WithAttrs(attrs)}
+}
+
+func (h warnAndAbove) WithGroup(name string) slog.Handler {
+	return warnAndAbove{h.Handler.WithGroup(name)}
 }
 
 // newMCPServer makes the MCP server with a tool for each entry of mcpTools.
-func (s *Server) newMCPServer() *mcp.Server {
+func (s *Server) newMCPServer(log *slog.Logger) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "accountable", Title: "Accountable Work Service", Version: accountable.APIVersion},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: log})
 	desc, err := parseAPIDescription(s.document)
 	if err != nil {
 		panic(fmt.Sprintf("api: MCP tools: %v", err))

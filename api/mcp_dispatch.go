@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/url"
 	"sync"
 
@@ -40,8 +39,9 @@ func (d *mcpDispatcher) handler(o *operation, args mcpArgs) mcp.ToolHandler {
 		// request: the principal authenticateMCP stored, from the credential (never from
 		// an argument).
 		p, ok := ctx.Value(localPrincipal).(accountable.Principal)
-		if !ok {
-			return nil, errors.New("api: an MCP tool call without the principal of its /mcp request")
+		call, _ := ctx.Value(localMCPRequest).(*mcpRequest)
+		if !ok || call == nil {
+			return nil, errors.New("api: an MCP tool call without the principal and record of its /mcp request")
 		}
 		if p.AgentName == "" { // a person's API key: the ledger records the MCP client acting for them
 			p.AgentName = accountable.AgentFor(mcpAgent, p.UserID)
@@ -58,9 +58,8 @@ func (d *mcpDispatcher) handler(o *operation, args mcpArgs) mcp.ToolHandler {
 			r.Header.Set(headerSvcVersion, date)
 		}
 		err := args.fill(&r, o, req.Params.Arguments, p)
-		addr, _ := ctx.Value(localMCPClient).(net.Addr)
 		var fctx fasthttp.RequestCtx
-		fctx.Init(&r, addr, nil)
+		fctx.Init(&r, call.client, nil)
 		// authenticate takes a principal already present as the request's.
 		fctx.SetUserValue(localPrincipal, p)
 		if err != nil {
@@ -68,6 +67,8 @@ func (d *mcpDispatcher) handler(o *operation, args mcpArgs) mcp.ToolHandler {
 		} else {
 			d.app()(&fctx)
 		}
+		// For the /mcp request's access line, written after this returns.
+		call.tool, call.path, call.status = req.Params.Name, string(r.URI().Path()), fctx.Response.StatusCode()
 		return toolResult(fctx.Response.StatusCode(), fctx.Response.Body()), nil
 	}
 }

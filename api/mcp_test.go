@@ -257,6 +257,33 @@ func TestMCPToolsAreTheRESTOperations(t *testing.T) {
 	if task := getWork(t, e, tenant.Key, taskID); task["status"] != "completed" {
 		t.Fatalf("REST reads %v", task)
 	}
+	// The log: a tool call is one line, the /mcp request's, saying what the call did; the
+	// SDK's info lines (a session made and ended with each stateless request) are not
+	// written.
+	var callLines []map[string]any
+	byRequest := map[any]int{}
+	e.logsMu.Lock()
+	for _, line := range strings.Split(strings.TrimSpace(e.logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", line)
+		}
+		if msg, _ := rec["msg"].(string); strings.Contains(msg, "session") {
+			t.Errorf("the SDK's line reached the log: %s", line)
+		}
+		byRequest[rec["request_id"]]++
+		if rec["tool"] == "complete_work" {
+			callLines = append(callLines, rec)
+		}
+	}
+	e.logsMu.Unlock()
+	if len(callLines) != 1 {
+		t.Fatalf("the complete_work call's log lines: %v", callLines)
+	}
+	if l := callLines[0]; l["path"] != "/mcp" || l["status"] != 200.0 || l["tool_path"] != "/api/v1/work/"+taskID+"/complete" ||
+		l["tool_status"] != 200.0 || l["workspace_id"] != tenant.Principal.WorkspaceID || byRequest[l["request_id"]] != 1 {
+		t.Fatalf("the complete_work call's log line: %v (lines with its request id: %d)", l, byRequest[l["request_id"]])
+	}
 	// The ledger: the key is a person's, so the actor is the MCP client acting for them.
 	events := e.streamEvents(tenant.Key, "event_type=work.completed", 1)
 	if len(events) != 1 || events[0]["aggregateId"] != taskID || events[0]["actorType"] != "agent" ||

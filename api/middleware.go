@@ -75,6 +75,9 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	}
 	status := c.Response().StatusCode()
 	s.metrics.request(c.Route().Path, c.Method(), status, time.Since(start))
+	if c.Locals(localInProcess) != nil { // a tool call's request: its /mcp request's line says what it did
+		return nil
+	}
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
@@ -83,6 +86,13 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
 	if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
 		attrs = append(attrs, "workspace_id", p.WorkspaceID, "key_prefix", p.KeyPrefix)
+	}
+	if m, ok := c.Locals(localMCPRequest).(*mcpRequest); ok {
+		more, failed := m.logAttrs()
+		attrs = append(attrs, more...)
+		if failed {
+			level = slog.LevelError
+		}
 	}
 	s.log.Log(c.UserContext(), level, "request", attrs...)
 	return nil

@@ -41,6 +41,10 @@ type Config struct {
 	// writing as fast as it can then cannot take the database from the others.
 	WorkspaceRateLimit float64
 	WorkspaceRateBurst int
+	// WorkspaceMaxInFlight is how many writes of one workspace run at once (0: no bound);
+	// the others wait their turn, at most WorkspaceInFlightWait (default 10 s), then 429.
+	WorkspaceMaxInFlight  int
+	WorkspaceInFlightWait time.Duration
 	// AuthFailureRate is the sustained failed authentications per second allowed per
 	// client address (0: no limit), with bursts of AuthFailureBurst; past it the address
 	// gets 429 and its keys are not looked up (see verifyKey).
@@ -181,11 +185,12 @@ type Server struct {
 	ops           []operation
 	document      []byte
 	usage         *keyUsage
-	limiter       *buckets // requests per API key
-	workspaces    *buckets // requests per workspace
-	authFailures  *buckets // failed authentications per client address
-	signIns       *buckets // failed sign-ins to the settings page per client address
-	registrations *buckets // OAuth client registrations per client address
+	limiter       *buckets  // requests per API key
+	workspaces    *buckets  // requests per workspace
+	inFlight      *inFlight // writes at once per workspace (nil: no bound)
+	authFailures  *buckets  // failed authentications per client address
+	signIns       *buckets  // failed sign-ins to the settings page per client address
+	registrations *buckets  // OAuth client registrations per client address
 	metrics       metrics
 	// streams is the context of live event streams: Shutdown cancels it, so that they end
 	// instead of holding their connections until their lease runs out.
@@ -205,6 +210,9 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	if cfg.OversizeDrainTime <= 0 {
 		cfg.OversizeDrainTime = defaultDrainTime
 	}
+	if cfg.WorkspaceInFlightWait <= 0 {
+		cfg.WorkspaceInFlightWait = 10 * time.Second
+	}
 	if cfg.KeyTouchInterval <= 0 {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
@@ -214,6 +222,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
 		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
 		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
+		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		// Five failed sign-ins a minute per address, after a first ten.
 		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
@@ -292,7 +301,11 @@ func (s *Server) routes() {
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }
 		handlers := []fiber.Handler{serve}
 		if !o.Public {
-			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
+			handlers = []fiber.Handler{s.authenticate, s.rateLimit}
+			if o.Method != fiber.MethodGet { // writes take a slot of their workspace (reads are short and do not commit)
+				handlers = append(handlers, s.inFlightGate()...)
+			}
+			handlers = append(handlers, requireScope(o.scope()), serve)
 		}
 		for _, root := range o.roots() {
 			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)

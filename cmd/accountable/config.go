@@ -26,27 +26,29 @@ type Config struct {
 	DatabaseURL string
 	// MigrationDatabaseURL connects as the schema's owner (migrations); DatabaseURL as the
 	// service's own, less privileged role.
-	MigrationDatabaseURL string
-	DatabaseMaxConns     int32
-	TemporalAddress      string
-	TemporalNamespace    string
-	TaskQueue            string
-	LogLevel             slog.Level
-	LogFlushInterval     time.Duration
-	LogOutput            io.Writer // nil: stderr (set by tests, which keep the lines)
-	MaxBodyBytes         int
-	RateLimitRPS         float64
-	RateLimitBurst       int
-	WorkspaceRateRPS     float64
-	WorkspaceRateBurst   int
-	AuthFailureRPS       float64
-	AuthFailureBurst     int
-	ShutdownTimeout      time.Duration
-	DevKeyFile           string
-	TemporalUIURL        string
-	PprofAddr            string
-	MetricsAddr          string
-	KeyCacheTTL          time.Duration
+	MigrationDatabaseURL  string
+	DatabaseMaxConns      int32
+	TemporalAddress       string
+	TemporalNamespace     string
+	TaskQueue             string
+	LogLevel              slog.Level
+	LogFlushInterval      time.Duration
+	LogOutput             io.Writer // nil: stderr (set by tests, which keep the lines)
+	MaxBodyBytes          int
+	RateLimitRPS          float64
+	RateLimitBurst        int
+	WorkspaceRateRPS      float64
+	WorkspaceRateBurst    int
+	WorkspaceMaxInFlight  int
+	WorkspaceInFlightWait time.Duration
+	AuthFailureRPS        float64
+	AuthFailureBurst      int
+	ShutdownTimeout       time.Duration
+	DevKeyFile            string
+	TemporalUIURL         string
+	PprofAddr             string
+	MetricsAddr           string
+	KeyCacheTTL           time.Duration
 	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
 	// long operations; the database bounds lock waits and statements.
 	RequestTimeout           time.Duration
@@ -123,6 +125,8 @@ func LoadConfig() (Config, error) {
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
 	c.WorkspaceRateRPS = envFloat("WORKSPACE_RATE_LIMIT_RPS", 0, &errs)
 	c.WorkspaceRateBurst = envInt("WORKSPACE_RATE_LIMIT_BURST", 0, &errs)
+	c.WorkspaceMaxInFlight = envInt("WORKSPACE_MAX_IN_FLIGHT", 0, &errs)
+	c.WorkspaceInFlightWait = envDuration("WORKSPACE_IN_FLIGHT_WAIT", 10*time.Second, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
