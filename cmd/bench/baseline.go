@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -113,8 +111,7 @@ func readBaseTask(ctx context.Context, pool *pgxpool.Pool, ws, id string) (baseT
 		return t, err
 	}
 	t.Metadata = json.RawMessage(metadata)
-	t.Concurrency.VersionToken = base64.RawURLEncoding.EncodeToString([]byte("v1." +
-		strconv.FormatInt(t.AggregateVersion, 10) + "." + strconv.FormatInt(t.UpdatedAt.UnixMicro(), 10)))
+	t.Concurrency.VersionToken = accountable.TaskVersion{AggregateVersion: t.AggregateVersion, UpdatedAt: t.UpdatedAt}.Token()
 	t.Concurrency.ExpectedUpdatedAt, t.Concurrency.ExpectedAggregateVersion = t.UpdatedAt, t.AggregateVersion
 	return t, nil
 }

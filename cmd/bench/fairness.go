@@ -41,8 +41,9 @@ import (
 // turn (the table gives medians): (1) the quiet load alone, (2) the quiet and the noisy load
 // on the service without a per-workspace limit (the main `accountable serve`), (3) both on
 // a second `accountable serve` (BENCH_FAIRNESS_PORT) with WORKSPACE_RATE_LIMIT_RPS =
-// BENCH_FAIRNESS_WORKSPACE_RPS (50) and _BURST = BENCH_FAIRNESS_WORKSPACE_BURST (100), (4)
-// as 3 with the noisy clients following Retry-After.
+// BENCH_FAIRNESS_WORKSPACE_RPS (50), _BURST = BENCH_FAIRNESS_WORKSPACE_BURST (100) and
+// WORKSPACE_MAX_IN_FLIGHT = BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT (2), (4) as 3 with the noisy
+// clients following Retry-After.
 // Before every phase: CHECKPOINT, and one GET per quiet workspace, unmeasured, so every
 // key is in the serving process's key cache in every phase alike. The line meets its
 // claim when the quiet p99 of phase 4 is within fairTolerance of phase 1's; phase 3 says
@@ -193,9 +194,9 @@ func (b *bench) fairnessLine() error {
 	}
 	env := append(slices.Clone(b.svcEnv), "HTTP_ADDR="+f.limited, "SITE_URL=http://"+f.limited, "PPROF_ADDR=",
 		"WORKSPACE_RATE_LIMIT_RPS="+strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64),
-		"WORKSPACE_RATE_LIMIT_BURST="+strconv.Itoa(b.s.FairWorkspaceBurst))
-	logf("fairness: starting accountable serve with the per-workspace limit (%s/s, burst %d) on %s",
-		rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, f.limited)
+		"WORKSPACE_RATE_LIMIT_BURST="+strconv.Itoa(b.s.FairWorkspaceBurst), "WORKSPACE_MAX_IN_FLIGHT="+strconv.Itoa(b.s.FairInFlight))
+	logf("fairness: starting accountable serve with the per-workspace limit (%s/s, burst %d, %d writes in flight) on %s",
+		rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, f.limited)
 	var err error
 	if b.fairSvc, err = startProc("accountable serve (fairness)", b.dir+"/serve-fairness.log", env, b.accountable, "serve"); err != nil {
 		return err

@@ -39,7 +39,9 @@ type settings struct {
 	FairNoisyClients   int
 	FairWorkspaceRPS   float64
 	FairWorkspaceBurst int
-	FairPort           int
+	// FairInFlight is the second serve's WORKSPACE_MAX_IN_FLIGHT.
+	FairInFlight int
+	FairPort     int
 
 	ServicePort  int
 	BaselinePort int
@@ -81,6 +83,7 @@ func loadSettings() (settings, error) {
 		FairNoisyClients:   envInt("BENCH_FAIRNESS_NOISY_CLIENTS", 32, &errs),
 		FairWorkspaceRPS:   envFloat("BENCH_FAIRNESS_WORKSPACE_RPS", 50, &errs),
 		FairWorkspaceBurst: envInt("BENCH_FAIRNESS_WORKSPACE_BURST", 100, &errs),
+		FairInFlight:       envInt("BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT", 2, &errs),
 		FairPort:           envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
 		ServicePort:        envInt("BENCH_HTTP_PORT", 18080, &errs),
 		BaselinePort:       envInt("BENCH_BASELINE_PORT", 18081, &errs),
