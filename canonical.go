@@ -45,7 +45,13 @@ func CanonicalJSON(v any) ([]byte, error) {
 
 // CanonicalizeJSON returns the canonical form of the JSON text raw.
 func CanonicalizeJSON(raw []byte) ([]byte, error) {
-	e := canonEncoder{buf: make([]byte, 0, len(raw))}
+	return canonicalizeWithin(raw, maxCanonDepth)
+}
+
+// canonicalizeWithin is CanonicalizeJSON with objects and arrays nested at most limit
+// deep (the outermost at depth 1); deeper text fails with ErrNestedTooDeep.
+func canonicalizeWithin(raw []byte, limit int) ([]byte, error) {
+	e := canonEncoder{buf: make([]byte, 0, len(raw)), limit: limit}
 	if err := e.raw(raw); err != nil {
 		return nil, err
 	}
@@ -76,11 +82,35 @@ var ErrNotCanonicalizable = errors.New("value has no canonical JSON form")
 
 type canonEncoder struct {
 	buf   []byte
-	depth int
+	depth int // objects and arrays around the value being encoded
+	limit int // the most depth may reach; 0 is maxCanonDepth
+	hops  int // pointers and interfaces followed, which nest nothing in JSON
 }
 
-// maxCanonDepth bounds nesting, as a guard against cyclic values.
+// maxCanonDepth bounds the nesting of objects and arrays in a canonical form, as a guard
+// against cyclic values. Every path through the encoder and the canonical-text check
+// counts it the same way (the outermost container at depth 1), so a value's JSON text
+// canonicalises exactly when the value did: a ledger payload whose digest was computed
+// can always be verified from its stored text.
 const maxCanonDepth = 1000
+
+// ErrNestedTooDeep is returned (with ErrNotCanonicalizable) for objects and arrays nested
+// deeper than the bound of the canonicalisation.
+var ErrNestedTooDeep = errors.New("objects and arrays nested too deep")
+
+// enter opens an object or array, one level deeper; leave closes it.
+func (e *canonEncoder) enter() error {
+	limit := e.limit
+	if limit == 0 {
+		limit = maxCanonDepth
+	}
+	if e.depth++; e.depth > limit {
+		return fmt.Errorf("%w: %w: more than %d", ErrNotCanonicalizable, ErrNestedTooDeep, limit)
+	}
+	return nil
+}
+
+func (e *canonEncoder) leave() { e.depth-- }
 
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
@@ -125,8 +155,8 @@ func (e *canonEncoder) anyValue(v any) error {
 
 // dynamicObject is mapValue for a map[string]any.
 func (e *canonEncoder) dynamicObject(m map[string]any) error {
-	if e.depth++; e.depth > maxCanonDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrNotCanonicalizable, maxCanonDepth)
+	if err := e.enter(); err != nil {
+		return err
 	}
 	names := make([]string, 0, len(m))
 	for name := range m {
@@ -145,14 +175,14 @@ func (e *canonEncoder) dynamicObject(m map[string]any) error {
 		}
 	}
 	e.buf = append(e.buf, '}')
-	e.depth--
+	e.leave()
 	return nil
 }
 
 // dynamicArray is array for a []any.
 func (e *canonEncoder) dynamicArray(a []any) error {
-	if e.depth++; e.depth > maxCanonDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrNotCanonicalizable, maxCanonDepth)
+	if err := e.enter(); err != nil {
+		return err
 	}
 	e.buf = append(e.buf, '[')
 	for i, v := range a {
@@ -164,7 +194,7 @@ func (e *canonEncoder) dynamicArray(a []any) error {
 		}
 	}
 	e.buf = append(e.buf, ']')
-	e.depth--
+	e.leave()
 	return nil
 }
 
@@ -229,7 +259,7 @@ func (e *canonEncoder) value(v reflect.Value) error {
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
-		return e.nested(v.Elem())
+		return e.indirect(v.Elem())
 	case reflect.Struct:
 		return e.structValue(v)
 	case reflect.Map:
@@ -290,11 +320,13 @@ func canonKindOf(t reflect.Type) canonKind {
 	return k
 }
 
-func (e *canonEncoder) nested(v reflect.Value) error {
-	e.depth++
-	defer func() { e.depth-- }()
-	if e.depth > maxCanonDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrNotCanonicalizable, maxCanonDepth)
+// indirect encodes the value a pointer or interface holds. Following one nests nothing in
+// JSON, so it is bounded apart from depth (a type such as `type P *P` can point at itself).
+func (e *canonEncoder) indirect(v reflect.Value) error {
+	e.hops++
+	defer func() { e.hops-- }()
+	if e.hops > maxCanonDepth {
+		return fmt.Errorf("%w: pointers followed more than %d deep", ErrNotCanonicalizable, maxCanonDepth)
 	}
 	return e.value(v)
 }
@@ -330,16 +362,20 @@ func plainJSONString(raw []byte) bool {
 }
 
 func (e *canonEncoder) array(v reflect.Value) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
 	e.buf = append(e.buf, '[')
 	for i := range v.Len() {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		if err := e.nested(v.Index(i)); err != nil {
+		if err := e.value(v.Index(i)); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, ']')
+	e.leave()
 	return nil
 }
 
@@ -358,6 +394,9 @@ func (e *canonEncoder) mapValue(v reflect.Value) error {
 		names[i], order[i] = k.String(), i
 	}
 	slices.SortFunc(order, func(a, b int) int { return compareUTF16(names[a], names[b]) })
+	if err := e.enter(); err != nil {
+		return err
+	}
 	e.buf = append(e.buf, '{')
 	for n, i := range order {
 		if n > 0 {
@@ -365,17 +404,21 @@ func (e *canonEncoder) mapValue(v reflect.Value) error {
 		}
 		e.string(names[i])
 		e.buf = append(e.buf, ':')
-		if err := e.nested(v.MapIndex(keys[i])); err != nil {
+		if err := e.value(v.MapIndex(keys[i])); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, '}')
+	e.leave()
 	return nil
 }
 
 func (e *canonEncoder) structValue(v reflect.Value) error {
 	fields, err := canonFieldsOf(v.Type())
 	if err != nil {
+		return err
+	}
+	if err := e.enter(); err != nil {
 		return err
 	}
 	e.buf = append(e.buf, '{')
@@ -394,11 +437,12 @@ func (e *canonEncoder) structValue(v reflect.Value) error {
 		first = false
 		e.buf = append(e.buf, f.quotedName...)
 		e.buf = append(e.buf, ':')
-		if err := e.nested(fv); err != nil {
+		if err := e.value(fv); err != nil {
 			return err
 		}
 	}
 	e.buf = append(e.buf, '}')
+	e.leave()
 	return nil
 }
 
@@ -701,7 +745,7 @@ func (e *canonEncoder) numberText(s string) error {
 // Object this package canonicalised when it was decoded, such as a request's evidence) is
 // appended as it is; anything else is parsed and encoded again.
 func (e *canonEncoder) raw(raw []byte) error {
-	if isCanonical(raw) {
+	if isCanonical(raw, e.depth, e.limit) {
 		e.buf = append(e.buf, raw...)
 		return nil
 	}
@@ -714,34 +758,40 @@ func (e *canonEncoder) raw(raw []byte) error {
 	if dec.More() {
 		return fmt.Errorf("%w: trailing data after JSON value", ErrNotCanonicalizable)
 	}
-	return e.value(reflect.ValueOf(v))
+	return e.anyValue(v)
 }
 
 // isCanonical reports whether raw is one JSON value in its canonical form: no whitespace,
 // members in UTF-16 order without repeats, strings escaped as RFC 8785 escapes them and
 // numbers that are integers of at most 15 digits (written the same by ECMAScript). It
 // answers false whenever in doubt (other numbers, escaped member names): the caller then
-// canonicalises the text the long way.
-func isCanonical(raw []byte) bool {
-	c := canonChecker{b: raw}
-	return c.value(0) && c.i == len(raw)
+// canonicalises the text the long way. depth is the nesting raw sits in and limit the
+// encoder's bound (0: maxCanonDepth), counted as the encoder counts them.
+func isCanonical(raw []byte, depth, limit int) bool {
+	if limit == 0 {
+		limit = maxCanonDepth
+	}
+	c := canonChecker{b: raw, limit: limit}
+	return c.value(depth) && c.i == len(raw)
 }
 
 // canonChecker scans JSON text for isCanonical.
 type canonChecker struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	limit int
 }
 
+// value scans one value inside depth objects and arrays.
 func (c *canonChecker) value(depth int) bool {
-	if depth > maxCanonDepth || c.i >= len(c.b) {
+	if c.i >= len(c.b) {
 		return false
 	}
 	switch b := c.b[c.i]; {
 	case b == '{':
-		return c.object(depth)
+		return depth < c.limit && c.object(depth+1)
 	case b == '[':
-		return c.array(depth)
+		return depth < c.limit && c.array(depth+1)
 	case b == '"':
 		_, _, ok := c.string()
 		return ok
@@ -847,6 +897,7 @@ func hexValue(b byte) byte {
 	return b - 'a' + 10
 }
 
+// object scans an object at depth (1 for the outermost).
 func (c *canonChecker) object(depth int) bool {
 	c.i++ // {
 	if c.i < len(c.b) && c.b[c.i] == '}' {
@@ -870,7 +921,7 @@ func (c *canonChecker) object(depth int) bool {
 			return false
 		}
 		c.i++
-		if !c.value(depth + 1) {
+		if !c.value(depth) {
 			return false
 		}
 		if c.i >= len(c.b) {
@@ -888,6 +939,7 @@ func (c *canonChecker) object(depth int) bool {
 	}
 }
 
+// array scans an array at depth (1 for the outermost).
 func (c *canonChecker) array(depth int) bool {
 	c.i++ // [
 	if c.i < len(c.b) && c.b[c.i] == ']' {
@@ -895,7 +947,7 @@ func (c *canonChecker) array(depth int) bool {
 		return true
 	}
 	for {
-		if !c.value(depth+1) || c.i >= len(c.b) {
+		if !c.value(depth) || c.i >= len(c.b) {
 			return false
 		}
 		switch c.b[c.i] {

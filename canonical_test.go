@@ -2,6 +2,8 @@ package accountable_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -219,4 +221,98 @@ func FuzzIsCanonical(f *testing.F) {
 			t.Fatalf("%q taken for canonical, but its canonical form is %q (%v)", text, want, err)
 		}
 	})
+}
+
+// nestedJSON returns n objects (or arrays) nested in each other around inner.
+func nestedJSON(n int, arrays bool, inner string) string {
+	open, close := `{"a":`, `}`
+	if arrays {
+		open, close = `[`, `]`
+	}
+	return strings.Repeat(open, n) + inner + strings.Repeat(close, n)
+}
+
+// Nesting is counted alike on every path of the canonical form: a value canonicalises
+// exactly when its JSON text does, compact (the fast path) or spaced as PostgreSQL's
+// jsonb renders it (the long path), at the top level or inside a payload. The ledger
+// computes an event's digest from the value and verifies it from the stored text, so a
+// difference here is an event that is written and then fails verification (a request
+// fuzz run found one: a decision context nested 1,000 deep inside its payload).
+func TestNestingIsCountedAlikeOnEveryPath(t *testing.T) {
+	type payload struct {
+		ID      string          `json:"id"`
+		Context json.RawMessage `json:"context"`
+	}
+	limit := accountable.MaxCanonDepth
+	for _, arrays := range []bool{false, true} {
+		for _, inner := range []string{`1`, `{}`, `[]`} {
+			for _, n := range []int{limit - 2, limit - 1, limit, limit + 1} {
+				text := nestedJSON(n, arrays, inner)
+				depth := n
+				if inner != `1` {
+					depth++
+				}
+				fits := depth <= limit
+				name := fmt.Sprintf("arrays=%v inner=%s n=%d", arrays, inner, n)
+
+				_, err := accountable.CanonicalizeJSON([]byte(text))
+				if (err == nil) != fits {
+					t.Errorf("%s: compact text: fits %v, error %v", name, fits, err)
+				}
+				if err != nil && !errors.Is(err, accountable.ErrNestedTooDeep) {
+					t.Errorf("%s: want ErrNestedTooDeep, got %v", name, err)
+				}
+				spaced := strings.ReplaceAll(strings.ReplaceAll(text, ":", ": "), "[", "[ ")
+				if _, err := accountable.CanonicalizeJSON([]byte(spaced)); (err == nil) != fits {
+					t.Errorf("%s: spaced text: fits %v, error %v", name, fits, err)
+				}
+				var v any
+				dec := json.NewDecoder(strings.NewReader(text))
+				dec.UseNumber()
+				if err := dec.Decode(&v); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := accountable.CanonicalJSON(v); (err == nil) != fits {
+					t.Errorf("%s: decoded value: fits %v, error %v", name, fits, err)
+				}
+
+				// Inside a payload, one level deeper: the digest's path (a struct with raw
+				// JSON in it) and the verifier's (the stored text) agree.
+				inPayload := depth+1 <= limit
+				_, errValue := accountable.CanonicalJSON(payload{ID: "x", Context: json.RawMessage(text)})
+				_, errText := accountable.CanonicalizeJSON([]byte(`{"id": "x", "context": ` + spaced + `}`))
+				if (errValue == nil) != inPayload || (errText == nil) != inPayload {
+					t.Errorf("%s: in a payload: fits %v, from the value %v, from the text %v", name, inPayload, errValue, errText)
+				}
+			}
+		}
+	}
+}
+
+// Free-form JSON from clients (an Object) is nested at most MaxFreeFormDepth deep, so a
+// payload that carries it stays well within the canonical form's bound; deeper is the
+// refusal validation reports, not a failure of the ledger.
+func TestFreeFormJSONIsBoundedInDepth(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want error
+	}{
+		{nestedJSON(accountable.MaxFreeFormDepth, false, `1`), nil},
+		{nestedJSON(accountable.MaxFreeFormDepth-1, false, `[]`), nil},
+		{nestedJSON(accountable.MaxFreeFormDepth+1, false, `1`), accountable.ErrFreeFormTooDeep},
+		{nestedJSON(accountable.MaxFreeFormDepth, false, `[ ]`), accountable.ErrFreeFormTooDeep},
+		{nestedJSON(1000, false, `1`), accountable.ErrFreeFormTooDeep},
+		{`{"a": 1e400}`, accountable.ErrNotCanonicalizable},
+	} {
+		var o accountable.Object
+		err := json.Unmarshal([]byte(tc.text), &o)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%.40s…: got %v, want %v", tc.text, err, tc.want)
+		}
+		if tc.want == nil {
+			if want, _ := accountable.CanonicalizeJSON([]byte(tc.text)); string(o) != string(want) {
+				t.Errorf("%.40s…: kept %s, want %s", tc.text, o, want)
+			}
+		}
+	}
 }

@@ -1,4 +1,7 @@
 package accountable
 
-// IsCanonical exposes isCanonical to the external tests.
-var IsCanonical = isCanonical
+// IsCanonical exposes isCanonical, for text at the top level, to the external tests.
+func IsCanonical(raw []byte) bool { return isCanonical(raw, 0, 0) }
+
+// MaxCanonDepth exposes maxCanonDepth to the external tests.
+const MaxCanonDepth = maxCanonDepth

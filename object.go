@@ -30,10 +30,34 @@ func (o *Object) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("must be a JSON object")
 	}
-	canonical, err := CanonicalizeJSON(b)
+	canonical, err := CanonicalFreeForm(b)
 	if err != nil {
-		return fmt.Errorf("must be an I-JSON object (numbers within double precision, valid Unicode): %w", ErrNotCanonicalizable)
+		return err
 	}
 	*o = canonical
 	return nil
+}
+
+// MaxFreeFormDepth bounds the nesting of the free-form JSON clients give (an Object, a
+// process stage's other members), the outermost object at depth 1. The ledger carries
+// such JSON inside event payloads, whose canonical form is bounded at maxCanonDepth; the
+// margin keeps every payload that embeds one within it.
+const MaxFreeFormDepth = 64
+
+// ErrFreeFormTooDeep is the refusal of free-form JSON nested deeper than MaxFreeFormDepth.
+var ErrFreeFormTooDeep = fmt.Errorf("must not nest objects and arrays more than %d deep", MaxFreeFormDepth)
+
+// CanonicalFreeForm returns the canonical form (RFC 8785) of free-form JSON a client
+// gave: ErrFreeFormTooDeep when it nests deeper than MaxFreeFormDepth, and an error
+// wrapping ErrNotCanonicalizable when it has no canonical form (a number beyond double
+// range, invalid Unicode).
+func CanonicalFreeForm(raw []byte) ([]byte, error) {
+	canonical, err := canonicalizeWithin(raw, MaxFreeFormDepth)
+	switch {
+	case errors.Is(err, ErrNestedTooDeep):
+		return nil, ErrFreeFormTooDeep
+	case err != nil:
+		return nil, fmt.Errorf("must be I-JSON (numbers within double precision, valid Unicode): %w", ErrNotCanonicalizable)
+	}
+	return canonical, nil
 }

@@ -197,9 +197,9 @@ func (s *ProcessStage) UnmarshalJSON(b []byte) error {
 		delete(m, f.name)
 	}
 	for k, v := range m {
-		c, err := CanonicalizeJSON(v)
+		c, err := CanonicalFreeForm(v)
 		if err != nil {
-			return fmt.Errorf("a stage's %s: %w", k, ErrNotCanonicalizable)
+			return fmt.Errorf("a stage's %s %w", k, err)
 		}
 		m[k] = c
 	}

@@ -131,7 +131,11 @@ func TestRequestFuzz(t *testing.T) {
 		r := f.e.do(request{method: "GET", path: "/events/verify", key: key})
 		expect(t, r, http.StatusOK, "")
 		if r.data()["verified"] != true {
-			t.Fatalf("a fuzzed workspace's ledger does not verify: %s", r.raw)
+			// The broken event says which request wrote it.
+			var eventType, payload string
+			_ = f.conn.QueryRow(context.Background(), "SELECT event_type, left(payload::text, 2000) FROM ledger_events WHERE id = $1",
+				r.data()["firstBrokenEventId"]).Scan(&eventType, &payload)
+			t.Fatalf("a fuzzed workspace's ledger does not verify: %s\nthe first broken event: %s %s", r.raw, eventType, payload)
 		}
 	}
 }

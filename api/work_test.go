@@ -302,6 +302,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"bad due date", post("/work", nil, "k1", map[string]any{"title": "x", "due_date": "tomorrow"}), 400, accountable.ECodeValidationFailed, "/due_date"},
 		{"duplicate member names", post("/work", nil, "k1", `{"title":"x","metadata":{"a":1,"a":2}}`), 400, accountable.ECodeInvalidJSON, ""},
 		{"number beyond double range", post("/work", nil, "k1", `{"title":"x","metadata":{"n":1e400}}`), 400, accountable.ECodeInvalidJSON, ""},
+		{"metadata nested too deep", post("/work", nil, "k1", `{"title":"x","metadata":`+strings.Repeat(`{"a":`, accountable.MaxFreeFormDepth+1)+`1`+strings.Repeat(`}`, accountable.MaxFreeFormDepth+1)+`}`), 400, accountable.ECodeValidationFailed, "/metadata"},
+		{"evidence nested too deep", complete(`{"version_token":"` + token + `","evidence":` + strings.Repeat(`{"a":`, 1000) + `[]` + strings.Repeat(`}`, 1000) + `}`), 400, accountable.ECodeValidationFailed, "/evidence"},
 		{"lone surrogate", complete(`{"version_token":"` + token + `","evidence":{"s":"\ud800"}}`), 400, accountable.ECodeInvalidJSON, ""},
 		{"NUL in title", post("/work", nil, "k1", `{"title": "a\u0000b"}`), 400, accountable.ECodeValidationFailed, ""},
 		{"no idempotency key", post("/work", nil, "", map[string]any{"title": "x"}), 400, accountable.ECodeIdempotencyKeyRequired, ""},
