@@ -122,8 +122,12 @@ func (a mcpArgs) fill(r *fasthttp.Request, o *operation, raw json.RawMessage, p 
 	path := pathParam.ReplaceAllStringFunc(o.Path, func(m string) string {
 		name := m[1 : len(m)-1]
 		v, ok := argText(args[name])
-		if !ok || v == "" { // an empty segment would route elsewhere
+		switch {
+		case !ok || v == "": // an empty segment would route elsewhere
 			issues.Add(name, "is required")
+			return m
+		case v == "." || v == "..": // so would a dot segment, which the path's normalising removes
+			issues.Add(name, "must not be %q", v)
 			return m
 		}
 		return url.PathEscape(v)
