@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -152,5 +154,35 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 	status, body := c.call("GET", "/events/verify", "", nil)
 	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
 		t.Fatalf("verify: %d %v", status, body)
+	}
+
+	// A revocation reaches every process at once. Both hold the key in their caches
+	// (KEY_CACHE_TTL is a minute), a third process (the CLI) revokes it, and both refuse
+	// it within the PostgreSQL notification, long before the cache entries would expire.
+	for _, p := range apis {
+		c.base = p.base
+		if status, body := c.call("GET", "/credential", "", nil); status != http.StatusOK {
+			t.Fatalf("credential before the revocation: %d %v", status, body)
+		}
+	}
+	revoke := exec.Command(bin, "keys", "revoke", tenant.Principal.KeyPrefix)
+	revoke.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "MIGRATION_DATABASE_URL="+storetest.OwnerURL(t))
+	if out, err := revoke.CombinedOutput(); err != nil {
+		t.Fatalf("accountable keys revoke: %v\n%s", err, out)
+	}
+	revoked := time.Now()
+	for i, p := range apis {
+		c.base = p.base
+		for {
+			status, _ := c.call("GET", "/credential", "", nil)
+			if status == http.StatusUnauthorized {
+				t.Logf("process %d refuses the revoked key %s after the CLI revoked it", i, time.Since(revoked).Round(time.Millisecond))
+				break
+			}
+			if status != http.StatusOK || time.Since(revoked) > 5*time.Second {
+				t.Fatalf("process %d, %s after the revocation: %d", i, time.Since(revoked).Round(time.Millisecond), status)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
