@@ -18,7 +18,8 @@ import (
 // peer" and never sees the 413. Like Go's net/http, the server therefore half-closes
 // such a connection after the answer (so the client sees the answer end) and reads and
 // discards what the client still sends, up to a bound in bytes and in time, before it
-// closes: the client finishes writing and reads the answer. Beyond the bound the
+// closes: the client finishes writing and reads the answer. A head over the limit (431:
+// a long URL or header) is answered before the rest of it is read, and is drained alike. Beyond the bound the
 // connection is closed anyway (a reset), so a client cannot hold a connection open.
 const (
 	// defaultDrainExtra is read beyond the body limit by default (so the default bound

@@ -133,8 +133,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		ae = *accountable.Errorf(accountable.ECodeInternal, "An unexpected error occurred; it was logged with request id %s.", id)
 	}
 	status := accountable.ErrorStatus(ae.Code)
-	if status == fiber.StatusRequestEntityTooLarge {
-		closeAfterUnreadBody(c)
+	if status == fiber.StatusRequestEntityTooLarge || status == fiber.StatusRequestHeaderFieldsTooLarge {
+		closeAfterUnreadBody(c) // answered before the body, or the rest of the head, was read
 	}
 	var retryAfter *int
 	if status == fiber.StatusTooManyRequests {

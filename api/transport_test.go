@@ -118,6 +118,28 @@ func TestOversizeBodyWrittenWholeGets413(t *testing.T) {
 	}
 }
 
+// A client that writes a head over the server's limit (a long URL or header) before
+// reading gets the 431 envelope, not a reset connection, as with an oversized body: the
+// server answers before it has read the whole head. (The OAuth fuzz run met the reset with
+// an 8 KB authorize URL.)
+func TestOversizeHeadWrittenWholeGets431(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	long := strings.Repeat("a", 512<<10)
+	for _, c := range []struct{ name, head string }{
+		{"url", "GET /api/v1/work?cursor=" + long + " HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer " + tenant.Key + "\r\n\r\n"},
+		{"header", "GET /api/v1/work HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer " + tenant.Key + "\r\nX-Long: " + long + "\r\n\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := e.as(t).sendWholeBody(c.head, strings.NewReader(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			expect(t, r, http.StatusRequestHeaderFieldsTooLarge, accountable.ECodeHeadersTooLarge)
+		})
+	}
+}
+
 // zeros is an endless body.
 type zeros struct{}
 
