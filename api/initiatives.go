@@ -183,7 +183,9 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 			temporal.NewSearchAttributeKeyKeyword(workflows.WorkspaceIDAttribute).ValueSet(ws)),
 	}, workflows.ProposalGenerationName, req)
 	if err != nil {
-		// Nothing started: the claim is given back (no record, no spent rate slot).
+		// The start failed: the claim is given back (no record, no spent rate slot). A start
+		// Temporal took as startCtx ran out may have begun a run all the same; without the
+		// claim it stores nothing (store's errClaimReleased), as this answer says.
 		if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, claim.Slot); rerr != nil {
 			s.log.Warn("releasing a proposal generation that did not start", "err", rerr)
 		}

@@ -329,6 +329,9 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if err != nil {
 		return result, false, 0, err
 	}
+	if stored == nil && cmd.completesPending && cc.Idempotency != nil {
+		return result, false, 0, errClaimReleased
+	}
 	if stored != nil && !(cmd.completesPending && stored.pendingFor(cc.Idempotency)) {
 		res, err := replay[T](stored, cc.Idempotency)
 		return res, err == nil, 0, err
@@ -470,6 +473,15 @@ type storedRecord struct {
 func (s *storedRecord) pendingFor(idem *accountable.Idempotency) bool {
 	return s.status == "pending" && s.operation == idem.Operation && s.digest == idem.RequestDigest
 }
+
+// errClaimReleased refuses the last step of a workflow-backed operation whose pending
+// record is gone: its request released the claim, because the start of its workflow
+// failed, and answered that nothing was stored. A start can fail ambiguously (Temporal
+// accepted it as the request's deadline ran out), so the run may exist all the same; it
+// must then store nothing either. (A completed record is replayed instead, and a retry
+// of the same request re-claims the key with a pending record this run completes.)
+var errClaimReleased = accountable.Errorf(accountable.ECodeInvalidStateTransition,
+	"The request this run answers for released its claim (its start was reported as failed); nothing is stored.")
 
 // errIdempotencyInProgress means another request holds the key (a transaction still
 // running, or a workflow-backed operation not finished yet).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -93,4 +94,58 @@ func ledgerEvents(t *testing.T, workspaceID string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A workflow run whose request released its claim stores nothing. The request's start of
+// the run failed (as far as it could tell: Temporal may take a start as the caller's
+// deadline runs out) and it answered that nothing was stored; the run that began anyway
+// must keep that true. With the claim held, the same store succeeds and completes it.
+func TestReleasedClaimCompletesNothing(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	idem := &accountable.Idempotency{Key: "released-claim", Operation: "initiative_proposal.generate", RequestDigest: "sha256:released"}
+	wfID := "proposal-generation/" + p.WorkspaceID
+	proposal := accountable.InitiativeProposal{ProposalID: uuid.Must(uuid.NewV7()).String(), ProposalDigest: "sha256:x",
+		Status: accountable.ProposalProposed, ExpiresAt: accountable.TimeOf(time.Now().Add(time.Hour))}
+	count := func() (proposals, records int) {
+		t.Helper()
+		conn := storetest.Conn(t)
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM initiative_proposals WHERE workspace_id = $1),
+				(SELECT count(*) FROM idempotency_records WHERE workspace_id = $1 AND key = $2)`,
+			p.WorkspaceID, idem.Key).Scan(&proposals, &records); err != nil {
+			t.Fatal(err)
+		}
+		return proposals, records
+	}
+
+	claim, err := db.ClaimProposalGeneration(ctx, p.WorkspaceID, idem, wfID, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReleaseProposalGeneration(ctx, p.WorkspaceID, idem, claim.Slot); err != nil {
+		t.Fatal(err)
+	}
+	events := ledgerEvents(t, p.WorkspaceID)
+	_, err = db.StoreProposal(ctx, p.WorkspaceID, p.Actor(), idem, accountable.Causation{}, proposal, "Released")
+	if accountable.ErrorCode(err) != accountable.ECodeInvalidStateTransition {
+		t.Fatalf("store after the release: %v, want invalid_state_transition", err)
+	}
+	if proposals, records := count(); proposals != 0 || records != 0 || ledgerEvents(t, p.WorkspaceID) != events {
+		t.Fatalf("a released claim's run stored %d proposals, %d records, %d events", proposals, records, ledgerEvents(t, p.WorkspaceID)-events)
+	}
+
+	// Claimed (a retry of the request), the same run's store completes it, once.
+	if _, err := db.ClaimProposalGeneration(ctx, p.WorkspaceID, idem, wfID, 6); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		stored, err := db.StoreProposal(ctx, p.WorkspaceID, p.Actor(), idem, accountable.Causation{}, proposal, "Claimed")
+		if err != nil || stored.ProposalID != proposal.ProposalID {
+			t.Fatalf("store with the claim held: %v %+v", err, stored)
+		}
+	}
+	if proposals, records := count(); proposals != 1 || records != 1 || ledgerEvents(t, p.WorkspaceID) != events+1 {
+		t.Fatalf("with the claim: %d proposals, %d records, %d events", proposals, records, ledgerEvents(t, p.WorkspaceID)-events)
+	}
 }

@@ -21,9 +21,12 @@ import (
 //     caller waits for the run it names); another request's is idempotency_key_reused.
 //  2. The workflow's last activity runs an ordinary command (runCommand) marked
 //     completesPending: it writes the operation's rows and events and turns the pending
-//     record into the completed one, with the response, in the same transaction.
+//     record into the completed one, with the response, in the same transaction. Without
+//     the pending record it stores nothing (errClaimReleased).
 //  3. A start Temporal refuses, or a run that ends without completing the record, releases
 //     the claim (releaseWorkflowOperation): no record is left, so a retry starts afresh.
+//     A start that failed may still have begun a run (Temporal took it as the caller's
+//     deadline ran out); by step 2 that run stores nothing, as its request was told.
 
 // abandonedClaimAge is how long a pending record may wait for its run to be named: a
 // claim whose request died between claiming and starting its workflow is taken over by a
