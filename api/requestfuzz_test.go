@@ -608,6 +608,13 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		if err := f.e.oas.validate(q.op.Method, q.op.Path, res.status, body); err != nil {
 			return err.Error()
 		}
+	case res.status >= 400 && obj["error"] == nil && f.reachedOp(q) != nil && f.reachedOp(q).answersWith(res.status):
+		// The same, from the operation a mutated request reached instead of its own (a GET
+		// sent as POST to the path of an operation that answers POST with its own body).
+		reached := f.reachedOp(q)
+		if err := f.e.oas.validate(reached.Method, reached.Path, res.status, body); err != nil {
+			return err.Error()
+		}
 	case res.status >= 400:
 		// The error envelope, or the failure body of the operation the request reached when
 		// it has its own (the workload diagnosis).
@@ -643,16 +650,21 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 	return ""
 }
 
-// failureOp returns the operation with its own failure body that q reached, or nil: the
-// one it was made from while it still targets it, or the one whose path q's request line
-// names as the router matches it (as sent, without query or fragment, case and trailing
-// slashes ignored) with q's method (HEAD as GET).
+// failureOp returns the operation with its own failure body that q reached, or nil.
 func (f *fuzzer) failureOp(q *fuzzReq) *docOperation {
+	if op := f.reachedOp(q); op != nil && op.Failure != "" {
+		return op
+	}
+	return nil
+}
+
+// reachedOp returns the operation q reached, or nil: the one it was made from while it
+// still targets it, or the one whose path q's request line names as the router matches it
+// (as sent, without query or fragment, case and trailing slashes ignored) with q's method
+// (HEAD as GET).
+func (f *fuzzer) reachedOp(q *fuzzReq) *docOperation {
 	if q.path != "" && q.op != nil {
-		if q.op.Failure != "" {
-			return q.op
-		}
-		return nil
+		return q.op
 	}
 	target := q.target
 	if scheme, rest, ok := strings.Cut(target, "://"); ok && !strings.Contains(scheme, "/") {
@@ -669,7 +681,7 @@ func (f *fuzzer) failureOp(q *fuzzReq) *docOperation {
 	}
 	for i := range f.ops {
 		op := &f.ops[i]
-		if op.Failure == "" || op.Method != method {
+		if op.Method != method {
 			continue
 		}
 		for _, m := range op.Mounts {
