@@ -36,7 +36,7 @@ import (
 // form, strings minimally escaped and no whitespace. json.RawMessage and values that
 // implement json.Marshaler are parsed and canonicalised too.
 func CanonicalJSON(v any) ([]byte, error) {
-	e := canonEncoder{buf: make([]byte, 0, 256)}
+	e := canonEncoder{buf: make([]byte, 0, 256), limit: maxCanonDepth}
 	if err := e.anyValue(v); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ var ErrNotCanonicalizable = errors.New("value has no canonical JSON form")
 type canonEncoder struct {
 	buf   []byte
 	depth int // objects and arrays around the value being encoded
-	limit int // the most depth may reach; 0 is maxCanonDepth
+	limit int // the most depth may reach
 	hops  int // pointers and interfaces followed, which nest nothing in JSON
 }
 
@@ -100,12 +100,8 @@ var ErrNestedTooDeep = errors.New("objects and arrays nested too deep")
 
 // enter opens an object or array, one level deeper; leave closes it.
 func (e *canonEncoder) enter() error {
-	limit := e.limit
-	if limit == 0 {
-		limit = maxCanonDepth
-	}
-	if e.depth++; e.depth > limit {
-		return fmt.Errorf("%w: %w: more than %d", ErrNotCanonicalizable, ErrNestedTooDeep, limit)
+	if e.depth++; e.depth > e.limit {
+		return fmt.Errorf("%w: %w: more than %d", ErrNotCanonicalizable, ErrNestedTooDeep, e.limit)
 	}
 	return nil
 }
@@ -766,11 +762,8 @@ func (e *canonEncoder) raw(raw []byte) error {
 // numbers that are integers of at most 15 digits (written the same by ECMAScript). It
 // answers false whenever in doubt (other numbers, escaped member names): the caller then
 // canonicalises the text the long way. depth is the nesting raw sits in and limit the
-// encoder's bound (0: maxCanonDepth), counted as the encoder counts them.
+// encoder's bound, counted as the encoder counts them.
 func isCanonical(raw []byte, depth, limit int) bool {
-	if limit == 0 {
-		limit = maxCanonDepth
-	}
 	c := canonChecker{b: raw, limit: limit}
 	return c.value(depth) && c.i == len(raw)
 }

@@ -30,7 +30,7 @@ func (o *Object) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("must be a JSON object")
 	}
-	canonical, err := CanonicalFreeForm(b)
+	canonical, err := canonicalFreeForm(b)
 	if err != nil {
 		return err
 	}
@@ -47,11 +47,11 @@ const MaxFreeFormDepth = 64
 // ErrFreeFormTooDeep is the refusal of free-form JSON nested deeper than MaxFreeFormDepth.
 var ErrFreeFormTooDeep = fmt.Errorf("must not nest objects and arrays more than %d deep", MaxFreeFormDepth)
 
-// CanonicalFreeForm returns the canonical form (RFC 8785) of free-form JSON a client
+// canonicalFreeForm returns the canonical form (RFC 8785) of free-form JSON a client
 // gave: ErrFreeFormTooDeep when it nests deeper than MaxFreeFormDepth, and an error
 // wrapping ErrNotCanonicalizable when it has no canonical form (a number beyond double
 // range, invalid Unicode).
-func CanonicalFreeForm(raw []byte) ([]byte, error) {
+func canonicalFreeForm(raw []byte) ([]byte, error) {
 	canonical, err := canonicalizeWithin(raw, MaxFreeFormDepth)
 	switch {
 	case errors.Is(err, ErrNestedTooDeep):

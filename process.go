@@ -197,7 +197,7 @@ func (s *ProcessStage) UnmarshalJSON(b []byte) error {
 		delete(m, f.name)
 	}
 	for k, v := range m {
-		c, err := CanonicalFreeForm(v)
+		c, err := canonicalFreeForm(v)
 		if err != nil {
 			return fmt.Errorf("a stage's %s %w", k, err)
 		}

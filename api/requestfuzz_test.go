@@ -588,6 +588,13 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		return fmt.Sprintf("the answer is not JSON (%v): %s", err, show)
 	}
 	obj, _ := body.(map[string]any)
+	// The operation that answered: the one the request reached, or, on a mutated spelling
+	// of its own path, the one it was made from.
+	reached := f.reachedOp(q)
+	answering := reached
+	if answering == nil {
+		answering = q.op
+	}
 	switch {
 	case own || q.path != "" && res.status < 300:
 		if err := f.e.oas.validate(q.method, q.path, res.status, body); err != nil {
@@ -600,27 +607,21 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		if res.header.Get("WWW-Authenticate") == "" {
 			return "a 401 without WWW-Authenticate: " + show
 		}
-	case res.status >= 400 && q.op != nil && (obj["data"] != nil || obj["error"] == nil && q.op.answersWith(res.status)):
+	case res.status >= 400 && answering != nil && (obj["data"] != nil || obj["error"] == nil && answering.answersWith(res.status)):
 		// A refusal answered with the success envelope where the document says so (a
 		// blocked lifecycle action's 422), or with the operation's own body (an invalid
-		// receipt's 422 from the account-free validation), also on a mutated spelling of
-		// the path.
-		if err := f.e.oas.validate(q.op.Method, q.op.Path, res.status, body); err != nil {
-			return err.Error()
-		}
-	case res.status >= 400 && obj["error"] == nil && f.reachedOp(q) != nil && f.reachedOp(q).answersWith(res.status):
-		// The same, from the operation a mutated request reached instead of its own (a GET
-		// sent as POST to the path of an operation that answers POST with its own body).
-		reached := f.reachedOp(q)
-		if err := f.e.oas.validate(reached.Method, reached.Path, res.status, body); err != nil {
+		// receipt's 422 from the account-free validation, also for a GET of its path sent
+		// as POST).
+		if err := f.e.oas.validate(answering.Method, answering.Path, res.status, body); err != nil {
 			return err.Error()
 		}
 	case res.status >= 400:
 		// The error envelope, or the failure body of the operation the request reached when
-		// it has its own (the workload diagnosis).
-		failure := f.failureOp(q)
-		if slices.Contains(unattributedCodes, code) {
-			failure = nil // an HTTP request the server could not read belongs to no operation
+		// it has its own (the workload diagnosis); an HTTP request the server could not read
+		// belongs to no operation.
+		var failure *docOperation
+		if reached != nil && reached.Failure != "" && !slices.Contains(unattributedCodes, code) {
+			failure = reached
 		}
 		schema, what := "/components/schemas/Error", "the error envelope"
 		if failure != nil {
@@ -648,14 +649,6 @@ func (f *fuzzer) judge(q *fuzzReq, res fuzzRes, err error) string {
 		return "a redirect: " + show
 	}
 	return ""
-}
-
-// failureOp returns the operation with its own failure body that q reached, or nil.
-func (f *fuzzer) failureOp(q *fuzzReq) *docOperation {
-	if op := f.reachedOp(q); op != nil && op.Failure != "" {
-		return op
-	}
-	return nil
 }
 
 // reachedOp returns the operation q reached, or nil: the one it was made from while it
