@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,7 +54,10 @@ func startApp(t *testing.T, options func(Config) fx.Option, configure func(*Conf
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
+			// Which hook held the stop up is in the goroutines still running.
+			var stacks strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&stacks, 2) //nolint:errcheck // a strings.Builder
+			t.Errorf("stop: %v; goroutines:\n%s", err, stacks.String())
 		}
 	})
 	return cfg
