@@ -28,6 +28,8 @@ type DB struct {
 	// onAppended is told the workspace of every command that committed events (the
 	// process's LedgerFeed).
 	onAppended func(workspaceID string)
+	// replica serves the ledger's reads when DATABASE_READ_URL is set (nil: the pool does).
+	replica *replica
 }
 
 // Config tunes the pool.
@@ -39,12 +41,22 @@ type Config struct {
 	// StatementTimeout bounds every statement (statement_timeout); 0: 30s. Requests have
 	// their own, usually shorter, deadlines; this is the backstop for everything else.
 	StatementTimeout time.Duration
+	// ReadURL, when set, is a streaming replica (hot standby) of URL: the ledger's reads
+	// (event pages, verification, projections) run there once it has replayed what the
+	// primary had committed when the read began (see replica.go). "": every read on URL.
+	ReadURL string
+	// ReadMaxWait bounds how long a read waits for the replica to catch up before it runs
+	// on the primary instead; 0: DefaultReadMaxWait.
+	ReadMaxWait time.Duration
 }
 
 // Metrics receives the store's measurements (bound to Prometheus in cmd).
 type Metrics interface {
 	LedgerEventsAppended(n int)
 	CommandConflict(outcome string)
+	// LedgerRead counts a read that could run on the replica by where it ran: "replica",
+	// or "primary" with why (replica_lagging, replica_failed, not_a_replica).
+	LedgerRead(servedBy, reason string)
 }
 
 type metrics struct{ m Metrics }
@@ -61,6 +73,12 @@ func (m metrics) conflict(outcome string) {
 	}
 }
 
+func (m metrics) ledgerRead(servedBy, reason string) {
+	if m.m != nil {
+		m.m.LedgerRead(servedBy, reason)
+	}
+}
+
 // Observe sends the store's measurements to m.
 func (db *DB) Observe(m Metrics) { db.metrics = metrics{m} }
 
@@ -74,9 +92,30 @@ func (db *DB) PoolStat() *pgxpool.Stat { return db.pool.Stat() }
 // Open connects a pool to url. It does not fail when the server is down: the pool
 // connects lazily, requests answer 503 ledger_unavailable, and it recovers by itself.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	pc, err := pgxpool.ParseConfig(cfg.URL)
+	pool, err := openPool(ctx, cfg.URL, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("store: DATABASE_URL: %w", err)
+	}
+	db := &DB{pool: pool}
+	if cfg.ReadURL != "" {
+		rp, err := openPool(ctx, cfg.ReadURL, cfg)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("store: DATABASE_READ_URL: %w", err)
+		}
+		db.replica = &replica{pool: rp, maxWait: cfg.ReadMaxWait}
+		if db.replica.maxWait <= 0 {
+			db.replica.maxWait = DefaultReadMaxWait
+		}
+	}
+	return db, nil
+}
+
+// openPool makes a pool of url with the session settings every connection has.
+func openPool(ctx context.Context, url string, cfg Config) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
 	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
@@ -100,13 +139,18 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("store: open pool: %w", err)
+		return nil, fmt.Errorf("open pool: %w", err)
 	}
-	return &DB{pool: pool}, nil
+	return pool, nil
 }
 
 // Close releases every connection.
-func (db *DB) Close() { db.pool.Close() }
+func (db *DB) Close() {
+	if db.replica != nil {
+		db.replica.pool.Close()
+	}
+	db.pool.Close()
+}
 
 // Ping reports whether PostgreSQL answers.
 func (db *DB) Ping(ctx context.Context) error { return mapError(db.pool.Ping(ctx)) }
@@ -221,7 +265,11 @@ type querier interface {
 // rows of an aggregate (a launch with its jobs, runs and receipts) sees one committed
 // state, never half of a command.
 func (db *DB) snapshot(ctx context.Context, read func(q pgx.Tx) error) error {
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	return snapshotOn(ctx, db.pool, read)
+}
+
+func snapshotOn(ctx context.Context, pool *pgxpool.Pool, read func(q pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return mapError(err)
 	}

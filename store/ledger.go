@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
 )
@@ -53,7 +54,17 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	// too, only to say that the page is Held. That probe's index scan starts at the later of
 	// the cursor and the horizon (the row bound below): started at the cursor, a first page
 	// walked the workspace's whole index up to the horizon, a cost growing with the ledger.
-	rows, err := db.pool.Query(ctx, `WITH h AS (
+	var page accountable.EventPage
+	err := db.ledgerRead(ctx, func(pool *pgxpool.Pool) error {
+		var err error
+		page, err = streamEvents(ctx, pool, workspaceID, f.After, eventTypes, aggregateTypes, limit)
+		return err
+	})
+	return page, err
+}
+
+func streamEvents(ctx context.Context, q querier, workspaceID string, after accountable.StreamPosition, eventTypes, aggregateTypes []string, limit int) (accountable.EventPage, error) {
+	rows, err := q.Query(ctx, `WITH h AS (
 			SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset() AS horizon),
 		matching AS NOT MATERIALIZED (
 			SELECT * FROM ledger_events
@@ -70,12 +81,12 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 		   AND stream_position >= (SELECT horizon FROM h)
 		 ORDER BY stream_position, seq LIMIT 1)
 		ORDER BY stream_position, seq`,
-		workspaceID, f.After.Position, f.After.Seq, eventTypes, aggregateTypes, limit+1)
+		workspaceID, after.Position, after.Seq, eventTypes, aggregateTypes, limit+1)
 	if err != nil {
 		return accountable.EventPage{}, mapError(err)
 	}
 	defer rows.Close()
-	page := accountable.EventPage{Next: f.After, Events: make([]accountable.Event, 0, min(limit, 64))}
+	page := accountable.EventPage{Next: after, Events: make([]accountable.Event, 0, min(limit, 64))}
 	for rows.Next() {
 		var settled bool
 		e, pos, err := scanEvent(rows, &settled)
@@ -112,7 +123,7 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 // chain missing its newest events.
 func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
 	var res accountable.LedgerVerification
-	err := db.snapshot(ctx, func(tx pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, func(tx pgx.Tx) error {
 		// A large workspace's verification is a long read by design (about 30 s for a million
 		// events): it is bounded by its caller's deadline (the request's, the activity's),
 		// not by the statement_timeout that guards every other statement.

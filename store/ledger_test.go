@@ -90,13 +90,19 @@ func execOne(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 }
 
 func TestStreamNeverSkipsOrRepeatsUnderConcurrentWriters(t *testing.T) {
+	streamNeverSkipsOrRepeats(t, storetest.Open(t))
+}
+
+// streamNeverSkipsOrRepeats reads a new workspace's stream in small pages while 8 writers
+// create and complete work in it, and checks that the reader saw every event once, in the
+// order of the stream read afterwards.
+func streamNeverSkipsOrRepeats(t *testing.T, db *store.DB) {
 	const (
 		writers = 8
 		perW    = 60
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db := storetest.Open(t)
 	p := storetest.NewTenant(t, db).Principal
 	want := storetest.TenantEvents + writers*perW + writers*perW/2 // the tenant, creates, completions
 

@@ -71,7 +71,8 @@ func (f *freshnessOf) add(n int64, latest *time.Time) {
 func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w accountable.WorkLedgerWindow) (accountable.WorkLedgerProjection, error) {
 	p := accountable.NewWorkLedger(w)
 	var fresh freshnessOf
-	err := db.snapshot(ctx, func(q pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+		p, fresh = accountable.NewWorkLedger(w), freshnessOf{}
 		rows, err := q.Query(ctx, WorkLedgerSQL,
 			workspaceID, w.Bounds, WorkLedgerCountedTypes, w.Bounds[0], w.Bounds[len(w.Bounds)-1])
 		if err != nil {
@@ -109,7 +110,8 @@ func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountab
 	from, to := periodBounds(period)
 	now := accountable.Now()
 	var fresh freshnessOf
-	err := db.snapshot(ctx, func(q pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+		p.Processes, fresh = []accountable.AdoptionProcess{}, freshnessOf{}
 		rows, err := q.Query(ctx, `SELECT payload->'processRef'->>'id' AS process, count(*),
 				count(DISTINCT payload->>'caseId'), count(DISTINCT (occurred_at AT TIME ZONE 'UTC')::date),
 				min(occurred_at), max(occurred_at),
@@ -190,7 +192,8 @@ func (db *DB) ValueCase(ctx context.Context, workspaceID string, period accounta
 	v := accountable.ValueCaseProjection{Projection: "value-case", Period: period, Limitations: accountable.ValueCaseLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
-	err := db.snapshot(ctx, func(q pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+		fresh = freshnessOf{}
 		var (
 			n      int64
 			latest *time.Time
@@ -243,7 +246,8 @@ func (db *DB) MeterUsage(ctx context.Context, workspaceID string, period account
 		Limitations: accountable.MeterUsageLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
-	err := db.snapshot(ctx, func(q pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+		m.Generations, fresh = []accountable.MeterModel{}, freshnessOf{}
 		rows, err := q.Query(ctx, `SELECT COALESCE(payload->'generation_receipt'->>'provider', 'unknown'),
 				COALESCE(payload->'generation_receipt'->>'model', 'unknown'), count(*),
 				COALESCE(sum((payload->'generation_receipt'->>'tokens_in')::bigint), 0)::bigint,

@@ -86,7 +86,8 @@ func serveMetrics(lc fx.Lifecycle, cfg Config, m *Metrics, log *slog.Logger) {
 
 func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
 	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns,
-		LockTimeout: cfg.DatabaseLockTimeout, StatementTimeout: cfg.DatabaseStatementTimeout})
+		LockTimeout: cfg.DatabaseLockTimeout, StatementTimeout: cfg.DatabaseStatementTimeout,
+		ReadURL: cfg.DatabaseReadURL, ReadMaxWait: cfg.DatabaseReadMaxWait})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
+	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -26,8 +27,12 @@ type Config struct {
 	DatabaseURL string
 	// MigrationDatabaseURL connects as the schema's owner (migrations); DatabaseURL as the
 	// service's own, less privileged role.
-	MigrationDatabaseURL  string
-	DatabaseMaxConns      int32
+	MigrationDatabaseURL string
+	DatabaseMaxConns     int32
+	// DatabaseReadURL is a streaming replica of DatabaseURL that serves the ledger's reads
+	// (store.Config.ReadURL); DatabaseReadMaxWait bounds how long a read waits for it.
+	DatabaseReadURL       string
+	DatabaseReadMaxWait   time.Duration
 	TemporalAddress       string
 	TemporalNamespace     string
 	TaskQueue             string
@@ -120,6 +125,8 @@ func LoadConfig() (Config, error) {
 	}
 	c.MigrationDatabaseURL = env("MIGRATION_DATABASE_URL", migrationDefault)
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))
+	c.DatabaseReadURL = env("DATABASE_READ_URL", "")
+	c.DatabaseReadMaxWait = envDuration("DATABASE_READ_MAX_WAIT", store.DefaultReadMaxWait, &errs)
 	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)

@@ -26,6 +26,7 @@ type Metrics struct {
 	replays          *prometheus.CounterVec
 	appended         prometheus.Counter
 	conflicts        *prometheus.CounterVec
+	ledgerReads      *prometheus.CounterVec
 	workflowMessages *prometheus.CounterVec
 	workflowFailures *prometheus.CounterVec
 }
@@ -47,12 +48,15 @@ func newMetrics() *Metrics {
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_command_conflicts_total",
 			Help: "Commands that lost a race (serialization failure, deadlock, unique violation): retried, or exhausted (409 write_conflict)."},
 			[]string{"outcome"}),
+		ledgerReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_ledger_reads_total",
+			Help: "Ledger reads (event pages, verifications, projections) with DATABASE_READ_URL set, by where they ran and why not on the replica."},
+			[]string{"served_by", "reason"}),
 		workflowMessages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_workflow_messages_total",
 			Help: "Workflow starts and signals delivered from the outbox, by result."}, []string{"kind", "workflow", "result"}),
 		workflowFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_workflow_failures_total",
 			Help: "Workflow executions that ended with an error, by workflow type."}, []string{"workflow"}),
 	}
-	r.MustRegister(m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.workflowMessages, m.workflowFailures,
+	r.MustRegister(m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.workflowMessages, m.workflowFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,6 +72,11 @@ func (m *Metrics) IdempotentReplay(operation string) { m.replays.WithLabelValues
 
 // LedgerEventsAppended counts committed ledger events (store.Metrics).
 func (m *Metrics) LedgerEventsAppended(n int) { m.appended.Add(float64(n)) }
+
+// LedgerRead counts a ledger read by where it ran (store.Metrics).
+func (m *Metrics) LedgerRead(servedBy, reason string) {
+	m.ledgerReads.WithLabelValues(servedBy, reason).Inc()
+}
 
 // CommandConflict counts a command that lost a race (store.Metrics).
 func (m *Metrics) CommandConflict(outcome string) { m.conflicts.WithLabelValues(outcome).Inc() }

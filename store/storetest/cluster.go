@@ -22,11 +22,12 @@ import (
 // removed when the test ends. Its bootstrap superuser is "accountable", as on the cluster
 // of `make run`.
 type Cluster struct {
-	Port   int
-	bindir string
-	data   string
-	run    func(name string, args ...string)
-	start  []string // pg_ctl start's arguments
+	Port    int
+	bindir  string
+	data    string
+	logFile string
+	run     func(name string, args ...string)
+	start   []string // pg_ctl start's arguments
 }
 
 // BinDir returns the directory of the PostgreSQL binaries: ACCOUNTABLE_PG_BINDIR (set by
@@ -63,7 +64,16 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // server runs as the postgres user (initdb refuses root), from a directory it can enter.
 func NewCluster(tb testing.TB) *Cluster {
 	tb.Helper()
-	bindir := BinDir(tb)
+	c := newClusterDirs(tb, BinDir(tb))
+	c.run("initdb", "-D", c.data, "-U", "accountable", "--auth=trust", "-E", "UTF8", "--no-locale")
+	c.startOnFreePort(tb)
+	return c
+}
+
+// newClusterDirs makes an empty data directory and a log file (owned by the postgres user
+// as root) and the runner of the cluster's programs.
+func newClusterDirs(tb testing.TB, bindir string) *Cluster {
+	tb.Helper()
 	base, err := os.MkdirTemp("/var/tmp", "accountable-test-pg-")
 	if err != nil {
 		tb.Fatal(err)
@@ -104,17 +114,33 @@ func NewCluster(tb testing.TB) *Cluster {
 			tb.Fatalf("storetest: %s: %v\n%s\n%s", name, err, out, logTail)
 		}
 	}
-	run("initdb", "-D", data, "-U", "accountable", "--auth=trust", "-E", "UTF8", "--no-locale")
-	port := freePort(tb)
-	c := &Cluster{Port: port, bindir: bindir, data: data, run: run, start: []string{"start", "-D", data, "-w", "-t", "60", "-l", logFile, "-o",
-		fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c fsync=off", port)}}
-	run("pg_ctl", c.start...)
+	return &Cluster{bindir: bindir, data: data, logFile: logFile, run: run}
+}
+
+// startOnFreePort starts the server on a free loopback port, stopped when the test ends.
+func (c *Cluster) startOnFreePort(tb testing.TB) {
+	tb.Helper()
+	c.Port = freePort(tb)
+	c.start = []string{"start", "-D", c.data, "-w", "-t", "60", "-l", c.logFile, "-o",
+		fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c fsync=off", c.Port)}
+	c.run("pg_ctl", c.start...)
 	tb.Cleanup(func() {
 		if c.running() {
-			run("pg_ctl", "stop", "-D", data, "-m", "immediate")
+			c.run("pg_ctl", "stop", "-D", c.data, "-m", "immediate")
 		}
 	})
-	return c
+}
+
+// NewStandby makes a streaming replica (hot standby) of c with pg_basebackup on a free
+// loopback port, started and following c, removed when the test ends. initdb's pg_hba
+// lets the bootstrap superuser replicate from loopback.
+func (c *Cluster) NewStandby(tb testing.TB) *Cluster {
+	tb.Helper()
+	sb := newClusterDirs(tb, c.bindir)
+	sb.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "accountable", "-D", sb.data,
+		"--write-recovery-conf", "--wal-method=stream", "--checkpoint=fast")
+	sb.startOnFreePort(tb)
+	return sb
 }
 
 // Crash stops the server as a crash would (pg_ctl stop -m immediate: no shutdown
