@@ -55,7 +55,7 @@ type Metrics interface {
 	LedgerEventsAppended(n int)
 	CommandConflict(outcome string)
 	// LedgerRead counts a read that could run on the replica by where it ran: "replica",
-	// or "primary" with why (replica_lagging, replica_failed, not_a_replica).
+	// or "primary" with why (replica_lagging, replica_failed, not_a_standby).
 	LedgerRead(servedBy, reason string)
 }
 
@@ -268,8 +268,8 @@ func (db *DB) snapshot(ctx context.Context, read func(q pgx.Tx) error) error {
 	return snapshotOn(ctx, db.pool, read)
 }
 
-func snapshotOn(ctx context.Context, pool *pgxpool.Pool, read func(q pgx.Tx) error) error {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+func snapshotOn(ctx context.Context, conn readConn, read func(q pgx.Tx) error) error {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return mapError(err)
 	}

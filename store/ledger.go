@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
 )
@@ -55,14 +54,15 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	// the cursor and the horizon (the row bound below): started at the cursor, a first page
 	// walked the workspace's whole index up to the horizon, a cost growing with the ledger.
 	var page accountable.EventPage
-	err := db.ledgerRead(ctx, func(pool *pgxpool.Pool) error {
+	err := db.ledgerRead(ctx, func(q readConn) error {
 		var err error
-		page, err = streamEvents(ctx, pool, workspaceID, f.After, eventTypes, aggregateTypes, limit)
+		page, err = streamEvents(ctx, q, workspaceID, f.After, eventTypes, aggregateTypes, limit)
 		return err
 	})
 	return page, err
 }
 
+// streamEvents reads the page on q: the primary, or a replica that has caught up.
 func streamEvents(ctx context.Context, q querier, workspaceID string, after accountable.StreamPosition, eventTypes, aggregateTypes []string, limit int) (accountable.EventPage, error) {
 	rows, err := q.Query(ctx, `WITH h AS (
 			SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + ledger_stream_offset() AS horizon),

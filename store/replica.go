@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
@@ -29,6 +32,9 @@ const DefaultReadMaxWait = 200 * time.Millisecond
 // transaction whose commit record is replayed is in every later snapshot of the standby).
 // When the replica lags longer than maxWait, fails, or is not a standby, the read runs on
 // the primary: a replica can make reads cheaper for the primary, never wrong or unavailable.
+// DATABASE_READ_URL names one server (the fence and the read share a connection); run the
+// standby with hot_standby_feedback = on, or vacuum on the primary conflicts with a long
+// read there (a verification), pausing replay and sending reads to the primary meanwhile.
 //
 // The event stream's consistency rule holds there too: a standby counts every transaction
 // id up to the newest it has seen in the WAL as running until it replays its end, so its
@@ -58,25 +64,35 @@ const (
 	readReasonNotStandby = "not_a_standby"
 )
 
+// readConn is where a ledger read runs: the primary's pool, or the one replica connection
+// the read was fenced on.
+type readConn interface {
+	querier
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
 // ledgerRead runs read on the replica when there is one and it has caught up with the
 // primary, otherwise on the primary. read may run twice (on the replica, failing, then on
 // the primary), so it builds its result afresh each time.
-func (db *DB) ledgerRead(ctx context.Context, read func(pool *pgxpool.Pool) error) error {
+func (db *DB) ledgerRead(ctx context.Context, read func(q readConn) error) error {
 	r := db.replica
 	if r == nil {
 		return read(db.pool)
 	}
-	reason, err := r.caughtUp(ctx, db.pool)
+	conn, reason, err := r.caughtUp(ctx, db.pool)
 	if err != nil {
 		return mapError(err)
 	}
-	if reason == "" {
-		err := read(r.pool)
+	if conn != nil {
+		// The read runs on the connection the fence was checked on: a URL naming several
+		// servers (or a balancer in front of them) must not fence on one and read on another.
+		err := read(conn)
+		conn.Release()
 		if err == nil || ctx.Err() != nil || !replicaFault(err) {
 			db.metrics.ledgerRead(readServedByReplica, "")
 			return err
 		}
-		r.failed() // a conflict with recovery, a replica down: the primary answers
+		r.failed()
 		reason = readReasonFailed
 	}
 	db.metrics.ledgerRead(readServedByPrimary, reason)
@@ -85,65 +101,91 @@ func (db *DB) ledgerRead(ctx context.Context, read func(pool *pgxpool.Pool) erro
 
 // ledgerSnapshot is snapshot for the ledger's reads: on the replica once it has caught up.
 func (db *DB) ledgerSnapshot(ctx context.Context, read func(q pgx.Tx) error) error {
-	return db.ledgerRead(ctx, func(pool *pgxpool.Pool) error { return snapshotOn(ctx, pool, read) })
+	return db.ledgerRead(ctx, func(q readConn) error { return snapshotOn(ctx, q, read) })
 }
 
-// replicaFault reports whether err is the replica's doing (unreachable, shut down, a
-// query cancelled by a conflict with recovery), not the read's (invalid input, a deadline).
+// replicaFault reports whether err is the replica's doing, so that the primary should
+// answer instead: unreachable or shutting down (ledger_unavailable), a query cancelled by
+// a conflict with recovery (40001, 40P01), its database dropped (57P04), or a write the
+// standby refuses (25006). Anything else (invalid input, a deadline, a fault of the
+// query) would fail on the primary too, and is the read's answer.
 func replicaFault(err error) bool {
 	var ae *accountable.Error
-	if errors.As(err, &ae) {
-		return ae.Code == accountable.ECodeLedgerUnavailable
+	if errors.As(err, &ae) && ae.Code == accountable.ECodeLedgerUnavailable {
+		return true
 	}
-	return true
+	switch sqlState(err) {
+	case "40001", "40P01", "57P04", "25006":
+		return true
+	}
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
-// caughtUp waits, up to maxWait, until the replica has replayed the primary's current WAL
-// position. It returns "" when it has, or why the read goes to the primary; an error only
-// when the primary cannot say its position (the read would fail there too).
-func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool) (string, error) {
+// caughtUp takes the primary's current WAL position, then waits, up to maxWait, until the
+// replica has replayed it. It returns a replica connection (the caller releases it) when
+// it has, or why the read goes to the primary; an error only when the primary cannot say
+// its position (the read would fail there too).
+//
+// pg_current_wal_lsn is the primary's WAL write position: with synchronous_commit on (the
+// default; the service never turns it off) it is past the commit record of every
+// acknowledged write.
+func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool) (*pgxpool.Conn, string, error) {
 	if r.notStandby.Load() {
-		return readReasonNotStandby, nil
+		return nil, readReasonNotStandby, nil
 	}
 	if time.Now().UnixNano() < r.downUntil.Load() {
-		return readReasonFailed, nil
+		return nil, readReasonFailed, nil
 	}
 	var lsn string
 	if err := primary.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	deadline := time.Now().Add(r.maxWait)
+	// The whole fence, the connection included, is bounded by maxWait: a replica that
+	// drops packets must not hold reads up for the connect timeout.
+	fenceCtx, cancel := context.WithTimeout(ctx, r.maxWait)
+	defer cancel()
+	conn, err := r.pool.Acquire(fenceCtx)
+	if err != nil {
+		return r.unreachable(ctx)
+	}
 	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		var inRecovery, replayed bool
-		err := r.pool.QueryRow(ctx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`, lsn).
+		err := conn.QueryRow(fenceCtx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`, lsn).
 			Scan(&inRecovery, &replayed)
 		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				return "", ctx.Err()
+			conn.Release()
+			if fenceCtx.Err() != nil && ctx.Err() == nil {
+				return nil, readReasonLagging, nil // the fence's own bound, not a failure
 			}
-			r.failed()
-			return readReasonFailed, nil
+			return r.unreachable(ctx)
 		case !inRecovery:
+			conn.Release()
 			r.notStandby.Store(true)
-			return readReasonNotStandby, nil
+			return nil, readReasonNotStandby, nil
 		case replayed:
-			return "", nil
-		case time.Now().Add(pause).After(deadline):
-			return readReasonLagging, nil
+			return conn, "", nil
 		}
 		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
+		case <-fenceCtx.Done():
+			conn.Release()
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			return nil, readReasonLagging, nil
 		case <-time.After(pause):
 		}
 	}
 }
 
-// ReplicaStat reports the replica pool's use (nil without a replica).
-func (db *DB) ReplicaStat() *pgxpool.Stat {
-	if db.replica == nil {
-		return nil
+// unreachable is caughtUp's answer when the replica could not be asked: the request's own
+// end, or a failed replica (skipped for a moment).
+func (r *replica) unreachable(ctx context.Context) (*pgxpool.Conn, string, error) {
+	if ctx.Err() != nil {
+		return nil, "", ctx.Err()
 	}
-	return db.replica.pool.Stat()
+	r.failed()
+	return nil, readReasonFailed, nil
 }

@@ -103,7 +103,7 @@ func TestLedgerReadsFromAStreamingReplica(t *testing.T) {
 		}
 		return res
 	}
-	// newestEvent reads the stream to its end and returns the last event's aggregate.
+	// newestTask reads the stream to its end and returns the last event's aggregate.
 	newestTask := func() string {
 		t.Helper()
 		var pos accountable.StreamPosition
