@@ -48,6 +48,7 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 		}
 		return n, kinds
 	}
+	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	waitFor(t, 20*time.Second, "the run's workflow to start", func() bool { n, _ := outbox(); return n == 0 })
 	first.kill()
 	startWorkerProcess(t, bin, queue)
@@ -60,6 +61,7 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 		result = body["data"].(map[string]any)
 		return result["run"].(map[string]any)["status"] != "queued" && result["run"].(map[string]any)["status"] != "running"
 	})
+	load.stopAndCheck()
 	cards := result["processCards"].([]any)
 	if result["run"].(map[string]any)["status"] != "succeeded" || len(cards) != 1 || cards[0].(map[string]any)["support"] != 40.0 {
 		t.Fatalf("run %v", result)

@@ -46,6 +46,7 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 		}
 		return n == 0
 	})
+	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	w.kill()
 	time.Sleep(time.Until(due) + 2*time.Second)
 	if s := read(); s != "proposed" {
@@ -53,6 +54,7 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 	}
 	startWorkerProcess(t, bin, queue)
 	waitFor(t, 60*time.Second, "the restarted worker to escalate the handoff", func() bool { return read() == "escalated" })
+	load.stopAndCheck()
 	// The stream shows a commit once every transaction older than it has ended (under the
 	// load of other tests, a moment after the handoff reads escalated).
 	var breaches []any

@@ -171,6 +171,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 		return body["data"].(map[string]any)
 	}
 	// Kill a worker as soon as the launch has begun (a reservation made), in the middle of it.
+	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	waitFor(t, 60*time.Second, "the launch to begin", func() bool { return read()["cost"].(map[string]any)["reserved_cents"].(float64) > 0 })
 	first.kill()
 
@@ -189,6 +190,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 	waitFor(t, 90*time.Second, "the launch to settle", func() bool { l = read(); return l["state"] == "completed" })
+	load.stopAndCheck()
 	cost := l["cost"].(map[string]any)
 	if cost["reserved_cents"] != 900.0 || cost["settled_cents"] != 750.0 || cost["server_estimate_cents"] != 900.0 {
 		t.Fatalf("totals %v", cost)

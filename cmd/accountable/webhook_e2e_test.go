@@ -84,6 +84,7 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second delivery never arrived")
 	}
+	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	first.kill()
 	startWorkerProcess(t, bin, queue)
 	waitFor(t, 60*time.Second, "every event accepted", func() bool {
@@ -91,6 +92,7 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 		defer mu.Unlock()
 		return len(accepted) >= len(tasks)
 	})
+	load.stopAndCheck()
 	time.Sleep(3 * time.Second) // nothing more may come
 	mu.Lock()
 	defer mu.Unlock()
