@@ -3,13 +3,10 @@ package store
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
@@ -111,16 +108,14 @@ func (db *DB) ledgerSnapshot(ctx context.Context, read func(q pgx.Tx) error) err
 // query) would fail on the primary too, and is the read's answer.
 func replicaFault(err error) bool {
 	var ae *accountable.Error
-	if errors.As(err, &ae) && ae.Code == accountable.ECodeLedgerUnavailable {
+	if errors.As(mapError(err), &ae) && ae.Code == accountable.ECodeLedgerUnavailable {
 		return true
 	}
 	switch sqlState(err) {
 	case "40001", "40P01", "57P04", "25006":
 		return true
 	}
-	var connectErr *pgconn.ConnectError
-	return errors.As(err, &connectErr) || pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+	return false
 }
 
 // caughtUp takes the primary's current WAL position, then waits, up to maxWait, until the
@@ -148,44 +143,51 @@ func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool) (*pgxpool
 	defer cancel()
 	conn, err := r.pool.Acquire(fenceCtx)
 	if err != nil {
-		return r.unreachable(ctx)
+		reason, err := r.unreachable(ctx)
+		return nil, reason, err
 	}
+	if reason, err := r.waitForReplay(ctx, fenceCtx, conn, lsn); reason != "" || err != nil {
+		conn.Release()
+		return nil, reason, err
+	}
+	return conn, "", nil
+}
+
+// waitForReplay polls conn until its server has replayed lsn: "" when it has, otherwise
+// why the read goes to the primary, or the request's own end. fenceCtx bounds the wait.
+func (r *replica) waitForReplay(ctx, fenceCtx context.Context, conn *pgxpool.Conn, lsn string) (string, error) {
 	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		var inRecovery, replayed bool
 		err := conn.QueryRow(fenceCtx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`, lsn).
 			Scan(&inRecovery, &replayed)
 		switch {
+		case err != nil && fenceCtx.Err() != nil && ctx.Err() == nil:
+			return readReasonLagging, nil // the fence's own bound, not a failure
 		case err != nil:
-			conn.Release()
-			if fenceCtx.Err() != nil && ctx.Err() == nil {
-				return nil, readReasonLagging, nil // the fence's own bound, not a failure
-			}
 			return r.unreachable(ctx)
 		case !inRecovery:
-			conn.Release()
 			r.notStandby.Store(true)
-			return nil, readReasonNotStandby, nil
+			return readReasonNotStandby, nil
 		case replayed:
-			return conn, "", nil
+			return "", nil
 		}
 		select {
 		case <-fenceCtx.Done():
-			conn.Release()
 			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
+				return "", ctx.Err()
 			}
-			return nil, readReasonLagging, nil
+			return readReasonLagging, nil
 		case <-time.After(pause):
 		}
 	}
 }
 
-// unreachable is caughtUp's answer when the replica could not be asked: the request's own
-// end, or a failed replica (skipped for a moment).
-func (r *replica) unreachable(ctx context.Context) (*pgxpool.Conn, string, error) {
+// unreachable is the fence's answer when the replica could not be asked: the request's
+// own end, or a failed replica (skipped for a moment).
+func (r *replica) unreachable(ctx context.Context) (string, error) {
 	if ctx.Err() != nil {
-		return nil, "", ctx.Err()
+		return "", ctx.Err()
 	}
 	r.failed()
-	return nil, readReasonFailed, nil
+	return readReasonFailed, nil
 }
