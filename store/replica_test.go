@@ -48,11 +48,7 @@ type replicaSetup struct {
 
 func newReplicaSetup(t *testing.T) replicaSetup {
 	t.Helper()
-	primary := storetest.NewCluster(t)
-	owner, service := primary.URL("accountable", "accountable"), primary.URL("accountable_service", "accountable")
-	if err := store.Migrate(context.Background(), store.MigrateConfig{OwnerURL: owner, ServiceURL: service}); err != nil {
-		t.Fatal(err)
-	}
+	primary, _, service := storetest.NewMigratedCluster(t)
 	return replicaSetup{primary: primary, standby: primary.NewStandby(t), service: service}
 }
 

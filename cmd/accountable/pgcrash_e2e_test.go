@@ -27,11 +27,7 @@ import (
 // no key has two effects, and the ledger verifies.
 func TestPostgresCrashUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	cluster := storetest.NewCluster(t)
-	owner, service := cluster.URL("accountable", "accountable"), cluster.URL("accountable_service", "accountable")
-	if err := store.Migrate(ctx, store.MigrateConfig{OwnerURL: owner, ServiceURL: service}); err != nil {
-		t.Fatal(err)
-	}
+	cluster, owner, service := storetest.NewMigratedCluster(t)
 	db, err := store.Open(ctx, store.Config{URL: service})
 	if err != nil {
 		t.Fatal(err)

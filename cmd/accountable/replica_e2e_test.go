@@ -19,11 +19,7 @@ import (
 // verification and a projection, and /metrics shows those reads served by the replica.
 func TestServeReadsTheLedgerFromAReplica(t *testing.T) {
 	ctx := context.Background()
-	primary := storetest.NewCluster(t)
-	owner, service := primary.URL("accountable", "accountable"), primary.URL("accountable_service", "accountable")
-	if err := store.Migrate(ctx, store.MigrateConfig{OwnerURL: owner, ServiceURL: service}); err != nil {
-		t.Fatal(err)
-	}
+	primary, owner, service := storetest.NewMigratedCluster(t)
 	standby := primary.NewStandby(t)
 	db, err := store.Open(ctx, store.Config{URL: service})
 	if err != nil {

@@ -248,3 +248,16 @@ func NewDatabase(tb testing.TB) (ownerURL, serviceURL string) {
 	})
 	return withDatabase(ownerServerURL, name), withDatabase(serviceServerURL, name)
 }
+
+// NewMigratedCluster starts a private cluster (NewCluster) with the service's schema
+// migrated into its database "accountable", and returns it with that database's URLs as the
+// owner role and as the service role.
+func NewMigratedCluster(tb testing.TB) (c *Cluster, ownerURL, serviceURL string) {
+	tb.Helper()
+	c = NewCluster(tb)
+	ownerURL, serviceURL = c.URL("accountable", "accountable"), c.URL("accountable_service", "accountable")
+	if err := store.Migrate(context.Background(), store.MigrateConfig{OwnerURL: ownerURL, ServiceURL: serviceURL}); err != nil {
+		tb.Fatal(err)
+	}
+	return c, ownerURL, serviceURL
+}
