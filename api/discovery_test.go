@@ -162,3 +162,40 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	time.Sleep(time.Duration(after) * time.Second)
 	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
 }
+
+// A key that keeps resending after its refusals has them held: as many prompt refusals
+// as the key is allowed requests, then each refusal waits RateLimitHold. Another key is
+// neither refused nor held meanwhile.
+func TestRefusalsOfAKeyThatKeepsResendingAreHeld(t *testing.T) {
+	const hold = 400 * time.Millisecond
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.RateLimit, c.RateBurst, c.RateLimitHold = 0.5, 2, hold })
+	tenant, other := storetest.NewTenant(t, e.db), storetest.NewTenant(t, e.db)
+	timed := func(key string) (response, time.Duration) {
+		start := time.Now()
+		r := e.do(request{method: "GET", path: "/work", key: key})
+		return r, time.Since(start)
+	}
+	for range 2 {
+		expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
+	}
+	for i := range 2 {
+		r, took := timed(tenant.Key)
+		expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+		if took >= hold {
+			t.Fatalf("prompt refusal %d took %s", i+1, took)
+		}
+	}
+	r, took := timed(tenant.Key)
+	expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+	if took < hold {
+		t.Fatalf("a refusal past the prompt ones took %s, not held %s", took, hold)
+	}
+	if after, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || after < 1 {
+		t.Fatalf("held refusal's Retry-After %q", r.header.Get("Retry-After"))
+	}
+	r, took = timed(other.Key)
+	expect(t, r, http.StatusOK, "")
+	if took >= hold {
+		t.Fatalf("another key's request took %s", took)
+	}
+}

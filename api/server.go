@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,6 +42,10 @@ type Config struct {
 	// writing as fast as it can then cannot take the database from the others.
 	WorkspaceRateLimit float64
 	WorkspaceRateBurst int
+	// RateLimitHold is how long a refusal by RateLimit or WorkspaceRateLimit is held
+	// before it is written once its key or workspace has spent its prompt refusals (as
+	// many a second as requests it is allowed; see refuse). 0: every refusal at once.
+	RateLimitHold time.Duration
 	// WorkspaceMaxInFlight is how many writes of one workspace run at once (0: no bound);
 	// the others wait their turn, at most WorkspaceInFlightWait (default 10 s), then 429.
 	WorkspaceMaxInFlight  int
@@ -178,22 +183,28 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg           Config
-	deps          Deps
-	log           *slog.Logger
-	app           *fiber.App
-	ops           []operation
-	document      []byte
-	usage         *keyUsage
-	limiter       *buckets  // requests per API key
-	workspaces    *buckets  // requests per workspace
-	inFlight      *inFlight // writes at once per workspace (nil: no bound)
-	authFailures  *buckets  // failed authentications per client address
-	signIns       *buckets  // failed sign-ins to the settings page per client address
-	registrations *buckets  // OAuth client registrations per client address
-	metrics       metrics
-	// streams is the context of live event streams: Shutdown cancels it, so that they end
-	// instead of holding their connections until their lease runs out.
+	cfg        Config
+	deps       Deps
+	log        *slog.Logger
+	app        *fiber.App
+	ops        []operation
+	document   []byte
+	usage      *keyUsage
+	limiter    *buckets // requests per API key
+	workspaces *buckets // requests per workspace
+	// keyRefusals and workspaceRefusals are the prompt refusals of limiter and
+	// workspaces (refuse); held counts the refusals being held.
+	keyRefusals       *buckets
+	workspaceRefusals *buckets
+	held              atomic.Int64
+	inFlight          *inFlight // writes at once per workspace (nil: no bound)
+	authFailures      *buckets  // failed authentications per client address
+	signIns           *buckets  // failed sign-ins to the settings page per client address
+	registrations     *buckets  // OAuth client registrations per client address
+	metrics           metrics
+	// streams is the context of live event streams and held refusals: Shutdown cancels
+	// it, so that they end instead of holding their connections until their lease (or
+	// hold) runs out.
 	streams     context.Context
 	stopStreams context.CancelFunc
 	streamReads singleflight.Group // concurrent identical reads of live streams (readForStreams)
@@ -219,11 +230,13 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
-		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
-		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
-		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
-		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
+		usage:             newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
+		limiter:           newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		workspaces:        newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
+		keyRefusals:       newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		workspaceRefusals: newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
+		inFlight:          newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
+		authFailures:      newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		// Five failed sign-ins a minute per address, after a first ten.
 		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
 		// Ten client registrations a minute per address, after a first twenty.

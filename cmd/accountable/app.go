@@ -151,7 +151,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	}
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
-		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst,
+		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst, RateLimitHold: cfg.RateLimitHold,
 		WorkspaceMaxInFlight: cfg.WorkspaceMaxInFlight, WorkspaceInFlightWait: cfg.WorkspaceInFlightWait,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
 		Deadlines: map[api.DeadlineClass]time.Duration{

@@ -44,6 +44,7 @@ type Config struct {
 	RateLimitBurst        int
 	WorkspaceRateRPS      float64
 	WorkspaceRateBurst    int
+	RateLimitHold         time.Duration
 	WorkspaceMaxInFlight  int
 	WorkspaceInFlightWait time.Duration
 	AuthFailureRPS        float64
@@ -132,6 +133,7 @@ func LoadConfig() (Config, error) {
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)
 	c.WorkspaceRateRPS = envFloat("WORKSPACE_RATE_LIMIT_RPS", 0, &errs)
 	c.WorkspaceRateBurst = envInt("WORKSPACE_RATE_LIMIT_BURST", 0, &errs)
+	c.RateLimitHold = envDuration("RATE_LIMIT_HOLD", time.Second, &errs)
 	c.WorkspaceMaxInFlight = envInt("WORKSPACE_MAX_IN_FLIGHT", 0, &errs)
 	c.WorkspaceInFlightWait = envDuration("WORKSPACE_IN_FLIGHT_WAIT", 10*time.Second, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)

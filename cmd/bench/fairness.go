@@ -194,9 +194,10 @@ func (b *bench) fairnessLine() error {
 	}
 	env := append(slices.Clone(b.svcEnv), "HTTP_ADDR="+f.limited, "SITE_URL=http://"+f.limited, "PPROF_ADDR=",
 		"WORKSPACE_RATE_LIMIT_RPS="+strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64),
-		"WORKSPACE_RATE_LIMIT_BURST="+strconv.Itoa(b.s.FairWorkspaceBurst), "WORKSPACE_MAX_IN_FLIGHT="+strconv.Itoa(b.s.FairInFlight))
-	logf("fairness: starting accountable serve with the per-workspace limit (%s/s, burst %d, %d writes in flight) on %s",
-		rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, f.limited)
+		"WORKSPACE_RATE_LIMIT_BURST="+strconv.Itoa(b.s.FairWorkspaceBurst), "WORKSPACE_MAX_IN_FLIGHT="+strconv.Itoa(b.s.FairInFlight),
+		"RATE_LIMIT_HOLD="+b.s.FairHold.String())
+	logf("fairness: starting accountable serve with the per-workspace limit (%s/s, burst %d, %d writes in flight, refusals held %s) on %s",
+		rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.FairHold, f.limited)
 	var err error
 	if b.fairSvc, err = startProc("accountable serve (fairness)", b.dir+"/serve-fairness.log", env, b.accountable, "serve"); err != nil {
 		return err

@@ -242,11 +242,11 @@ func (b *bench) writeReport() error {
 			"half GET /work/{id}), while in phases 2 to 4 the noisy one writes POST /work from %d closed-loop clients, in phases 2 and 3 "+
 			"resending at once on a 429, in phase 4 waiting its Retry-After first. Phases 1 and 2 run on the service without a "+
 			"per-workspace limit, phases 3 and 4 on a second `accountable serve` with "+
-			"`WORKSPACE_RATE_LIMIT_RPS=%s` `WORKSPACE_RATE_LIMIT_BURST=%d` `WORKSPACE_MAX_IN_FLIGHT=%d`. Medians of %d rounds of the four phases, each %s warm-up + %s "+
+			"`WORKSPACE_RATE_LIMIT_RPS=%s` `WORKSPACE_RATE_LIMIT_BURST=%d` `WORKSPACE_MAX_IN_FLIGHT=%d` `RATE_LIMIT_HOLD=%s`. Medians of %d rounds of the four phases, each %s warm-up + %s "+
 			"measured. The line meets its claim when the quiet p99 of phase 4 is within %.1fx of phase 1's; phase 3 shows what a "+
 			"client that ignores refusals still costs the others.\n\n",
 			b.s.FairWorkspaces, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), rate(b.s.FairQuietRPS/float64(b.s.FairWorkspaces-1)),
-			b.s.FairNoisyClients, rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.Runs, b.s.Warmup, b.s.Duration, fairTolerance)
+			b.s.FairNoisyClients, rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.FairHold, b.s.Runs, b.s.Warmup, b.s.Duration, fairTolerance)
 		w.WriteString(t)
 		p("\nSet-up: %d workspaces with their users and keys in %s (store.CreateKey, %d at a time), then a task per quiet workspace "+
 			"through POST /work and VACUUM ANALYZE: %s in all.\n", b.s.FairWorkspaces, f.keysTook.Round(100*time.Millisecond),
@@ -364,18 +364,19 @@ func (b *bench) writeReport() error {
 			"percentiles; every other answer is counted in the not-2xx column. The noisy load is closed loop, %d clients sending "+
 			"POST /work in the noisy workspace as fast as they are answered. Phase 1: the quiet load alone; phase 2: with the noisy "+
 			"load, on the service without a per-workspace limit (the `accountable serve` of the other lines); phase 3: the same on a "+
-			"second `accountable serve` with `WORKSPACE_RATE_LIMIT_RPS=%s`, `WORKSPACE_RATE_LIMIT_BURST=%d` and "+
+			"second `accountable serve` with `WORKSPACE_RATE_LIMIT_RPS=%s`, `WORKSPACE_RATE_LIMIT_BURST=%d`, "+
 			"`WORKSPACE_MAX_IN_FLIGHT=%d` (same database, same pool size; the writes the bucket admits together run that many "+
-			"at a time, the others waiting their turn), where the noisy workspace gets mostly 429 rate_limited and sends again at once, ignoring Retry-After (the "+
-			"worst case: its busy loop of refusals shares the 2 cores with everything else, so phase 3 measures what refusing "+
-			"costs); phase 4: as phase 3, but each noisy client waits a 429's Retry-After before its next request, as a client "+
+			"at a time, the others waiting their turn) and `RATE_LIMIT_HOLD=%s` (past as many prompt refusals a second as the "+
+			"workspace is allowed requests, each refusal is held that long before it is written), where the noisy workspace gets "+
+			"mostly 429 rate_limited and sends again at once, ignoring Retry-After (the worst case: its loop of refusals shares the "+
+			"2 cores with everything else, so phase 3 measures what refusing costs); phase 4: as phase 3, but each noisy client waits a 429's Retry-After before its next request, as a client "+
 			"following the protocol does, so the noisy workspace writes as fast as the limit lets it. Before each phase: "+
 			"CHECKPOINT, and one GET per quiet workspace, unmeasured, so that every key is in the serving process's key cache. "+
 			"The rounds of the four phases repeat %d times; the table gives medians. The claim \"does not raise the p99\" "+
 			"**meets** when the quiet p99 of phase 4 is at most %.1fx phase 1's (phase 2's ratio shows what the limit prevents, "+
 			"phase 3's what a client ignoring refusals still costs). The line runs after growth, so the other lines never see its rows.\n",
 			b.s.FairWorkspaces, fairSetupWorkers, b.s.FairWorkspaces-1, rate(b.s.FairQuietRPS), b.s.FairNoisyClients,
-			rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.Runs, fairTolerance)
+			rate(b.s.FairWorkspaceRPS), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.FairHold, b.s.Runs, fairTolerance)
 	}
 	p("* **p50 / p99** are the latency percentiles of one request (service) or one transaction (pgbench), as its client saw it, over "+
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
@@ -433,8 +434,8 @@ func (b *bench) writeReport() error {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
 	}
 	if b.s.Lines["fairness"] && b.fair != nil {
-		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d WORKSPACE_MAX_IN_FLIGHT=%d TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
-			b.fair.limited, b.s.ServiceConns, strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64), b.s.FairWorkspaceBurst, b.s.FairInFlight, serviceTaskQueue)
+		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d WORKSPACE_MAX_IN_FLIGHT=%d RATE_LIMIT_HOLD=%s TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
+			b.fair.limited, b.s.ServiceConns, strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.FairHold, serviceTaskQueue)
 	}
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
 		if c, ok := b.pgbCommands[k]; ok {

@@ -39,8 +39,10 @@ type settings struct {
 	FairNoisyClients   int
 	FairWorkspaceRPS   float64
 	FairWorkspaceBurst int
-	// FairInFlight is the second serve's WORKSPACE_MAX_IN_FLIGHT.
+	// FairInFlight is the second serve's WORKSPACE_MAX_IN_FLIGHT, FairHold its
+	// RATE_LIMIT_HOLD.
 	FairInFlight int
+	FairHold     time.Duration
 	FairPort     int
 
 	ServicePort  int
@@ -84,6 +86,7 @@ func loadSettings() (settings, error) {
 		FairWorkspaceRPS:   envFloat("BENCH_FAIRNESS_WORKSPACE_RPS", 50, &errs),
 		FairWorkspaceBurst: envInt("BENCH_FAIRNESS_WORKSPACE_BURST", 100, &errs),
 		FairInFlight:       envInt("BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT", 2, &errs),
+		FairHold:           envDuration("BENCH_FAIRNESS_HOLD", time.Second, &errs),
 		FairPort:           envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
 		ServicePort:        envInt("BENCH_HTTP_PORT", 18080, &errs),
 		BaselinePort:       envInt("BENCH_BASELINE_PORT", 18081, &errs),
