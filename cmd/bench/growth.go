@@ -69,7 +69,27 @@ type growthPoint struct {
 	Newest     []sample
 	First      []sample
 	Mem        []memSample
+	WAL        []walPerCompletion // one per completion run
 	Notes      []string
+}
+
+// walPerCompletion is the WAL written during one completion run (warm-up included; the
+// cluster's, from pg_stat_wal) over the completions it sent: how much of a completion's
+// cost is full-page images, which PostgreSQL writes for the first change of each page
+// after a checkpoint. Completions spread across a larger ledger change more distinct
+// pages, so this can grow with the ledger while the service's own work does not.
+type walPerCompletion struct {
+	FPI   float64 // full-page images
+	Bytes float64
+}
+
+// walCounters reads pg_stat_wal's full-page images and bytes (PostgreSQL 14+).
+func (b *bench) walCounters() (fpi, bytes float64, err error) {
+	err = b.db.QueryRow(b.ctx, `SELECT wal_fpi::float8, wal_bytes::float8 FROM pg_stat_wal`).Scan(&fpi, &bytes)
+	if err != nil {
+		err = fmt.Errorf("growth: reading pg_stat_wal: %w", err)
+	}
+	return fpi, bytes, err
 }
 
 // seedTotal is the time spent seeding all sizes (COPY and VACUUM ANALYZE).
@@ -168,12 +188,23 @@ func (b *bench) measureGrowth(pt *growthPoint) error {
 		}
 		b.prepareRun()
 		items := b.growthPool[b.growthNext : b.growthNext+perRun]
+		fpi0, bytes0, err := b.walCounters()
+		if err != nil {
+			return err
+		}
 		mem := b.svc.sampleMemory()
 		s := runLoad(b.ctx, b.svcAddr, c, warmup, b.s.Duration, b.completeTasks(b.growth.Key, len(items), func(i int) poolTask {
 			t := items[i]
 			return poolTask{id: t.id.String(), token: accountable.TaskVersion{AggregateVersion: 1, UpdatedAt: time.UnixMicro(t.updated)}.Token()}
 		}, b.nextTag("growth-complete")))
 		ms := mem.stop()
+		fpi1, bytes1, err := b.walCounters()
+		if err != nil {
+			return err
+		}
+		if s.Issued > 0 {
+			pt.WAL = append(pt.WAL, walPerCompletion{FPI: (fpi1 - fpi0) / float64(s.Issued), Bytes: (bytes1 - bytes0) / float64(s.Issued)})
+		}
 		b.growthNext += min(s.Issued, len(items))
 		if err := sampleErr(s); err != nil {
 			return fmt.Errorf("growth: completing at %d events: %w", pt.Start, err)
@@ -181,7 +212,8 @@ func (b *bench) measureGrowth(pt *growthPoint) error {
 		if s.Count == 0 {
 			return fmt.Errorf("growth: no completion measured at %d events (raise BENCH_GROWTH_EVENTS' smallest size)", pt.Start)
 		}
-		logf("  growth %d complete @%d run %d/%d: %s; serve RSS median %s MiB, peak %s MiB", pt.Target, c, r, b.s.Runs, s, mib(ms.Median), mib(ms.Peak))
+		logf("  growth %d complete @%d run %d/%d: %s; serve RSS median %s MiB, peak %s MiB; WAL per completion %s", pt.Target, c, r, b.s.Runs, s,
+			mib(ms.Median), mib(ms.Peak), walCell(pt.WAL[len(pt.WAL)-1:]))
 		pt.Complete = append(pt.Complete, s)
 		pt.Mem = append(pt.Mem, ms)
 		if s.Exhausted && r == 1 {
@@ -452,29 +484,49 @@ func (b *bench) growthTable() string {
 		return ""
 	}
 	var w strings.Builder
-	fmt.Fprintf(&w, "| events in the workspace's ledger (start → end) | in the table | complete @%d | complete p50 / p99 (ms) | newest page p50 / p99 (ms) | first page p50 / p99 (ms) | serve RSS median / peak (MiB) | seeded (events/s) |\n", b.s.GrowthClients)
-	w.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&w, "| events in the workspace's ledger (start → end) | in the table | complete @%d | complete p50 / p99 (ms) | WAL per completion: full-page images / KiB | newest page p50 / p99 (ms) | first page p50 / p99 (ms) | serve RSS median / peak (MiB) | seeded (events/s) |\n", b.s.GrowthClients)
+	w.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, pt := range pts {
 		seed := "–"
 		if pt.Seeded > 0 {
 			seed = fmt.Sprintf("%d in %s (%s)", pt.Seeded, pt.SeedTime.Round(100*time.Millisecond), rate(float64(pt.Seeded)/pt.SeedTime.Seconds()))
 		}
-		fmt.Fprintf(&w, "| %d → %d | %d | %s req/s | %s / %s | %s / %s | %s / %s | %s / %s | %s |\n", pt.Start, pt.End, pt.Table,
-			rate(median(pt.Complete, rateOf)), msec(median(pt.Complete, p50Of)), msec(median(pt.Complete, p99Of)),
+		fmt.Fprintf(&w, "| %d → %d | %d | %s req/s | %s / %s | %s | %s / %s | %s / %s | %s / %s | %s |\n", pt.Start, pt.End, pt.Table,
+			rate(median(pt.Complete, rateOf)), msec(median(pt.Complete, p50Of)), msec(median(pt.Complete, p99Of)), walCell(pt.WAL),
 			msec(median(pt.Newest, p50Of)), msec(median(pt.Newest, p99Of)), msec(median(pt.First, p50Of)), msec(median(pt.First, p99Of)),
 			mib(pt.memMedian()), mib(pt.memPeak()), seed)
 	}
 	if len(pts) > 1 {
 		s, l := pts[0], pts[len(pts)-1]
 		d := func(f func(sample) time.Duration, x []sample) float64 { return float64(median(x, f)) }
-		fmt.Fprintf(&w, "| **%d / %d** (largest / smallest) | | %s | %s / %s | %s / %s | %s / %s | %s / %s | |\n", l.Target, s.Target,
+		fmt.Fprintf(&w, "| **%d / %d** (largest / smallest) | | %s | %s / %s | %s | %s / %s | %s / %s | %s / %s | |\n", l.Target, s.Target,
 			growthCell(median(s.Complete, rateOf), median(l.Complete, rateOf), true),
 			growthCell(d(p50Of, s.Complete), d(p50Of, l.Complete), false), growthCell(d(p99Of, s.Complete), d(p99Of, l.Complete), false),
+			walRatio(s.WAL, l.WAL),
 			growthCell(d(p50Of, s.Newest), d(p50Of, l.Newest), false), growthCell(d(p99Of, s.Newest), d(p99Of, l.Newest), false),
 			growthCell(d(p50Of, s.First), d(p50Of, l.First), false), growthCell(d(p99Of, s.First), d(p99Of, l.First), false),
 			growthCell(float64(s.memMedian()), float64(l.memMedian()), false), growthCell(float64(s.memPeak()), float64(l.memPeak()), false))
 	}
 	return w.String()
+}
+
+// walCell is the median WAL per completion of runs: full-page images / KiB.
+func walCell(runs []walPerCompletion) string {
+	if len(runs) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f / %.1f", median(runs, func(w walPerCompletion) float64 { return w.FPI }),
+		median(runs, func(w walPerCompletion) float64 { return w.Bytes })/1024)
+}
+
+// walRatio is the largest ledger's WAL bytes per completion over the smallest's, shown
+// unflagged: it explains the other figures, it is not the service's cost.
+func walRatio(small, large []walPerCompletion) string {
+	bytes := func(w walPerCompletion) float64 { return w.Bytes }
+	if len(small) == 0 || len(large) == 0 || median(small, bytes) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("bytes %.2fx", median(large, bytes)/median(small, bytes))
 }
 
 // measuredGrowth are the sizes that were measured.
