@@ -220,8 +220,8 @@ func (b *bench) writeReport() error {
 			"GET /events/stream?limit=%d, one client, for its newest page and its first page. Medians of %d runs at each size; "+
 			"the last row is each figure at the largest size over the smallest, flagged **(grows)** when more than %.0f%% worse "+
 			"(a rate lower, a latency or memory higher). The ledger grows during a size's completion runs (start → end). "+
-			"WAL per completion is the cluster's WAL (pg_stat_wal) during a completion run, warm-up included, over the "+
-			"completions it sent: PostgreSQL writes a full-page image for the first change of each page after a checkpoint "+
+			"WAL per completion is the WAL the cluster wrote during a completion run (how far pg_current_wal_lsn() moved), "+
+			"warm-up included, over the completions it sent: PostgreSQL writes a full-page image (8 KiB) for the first change of each page after a checkpoint "+
 			"(one runs before every run), and completions spread across a larger ledger change more distinct pages of the "+
 			"tasks, heads and indexes. Its ratio is not flagged: it is the database's cost of where the writes land, shown to "+
 			"explain the other figures.\n\n",
