@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
@@ -19,7 +20,7 @@ type Planner interface {
 type ProposalStore interface {
 	StoreProposal(ctx context.Context, workspaceID string, actor accountable.Actor, idem *accountable.Idempotency,
 		causation accountable.Causation, p accountable.InitiativeProposal, title string) (accountable.InitiativeProposal, error)
-	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, slot string) error
+	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID, slot string) error
 }
 
 // Proposals holds the proposal activities.
@@ -84,7 +85,9 @@ type StoredProposal struct {
 
 // ReleaseProposalGeneration removes the request's pending idempotency record after a
 // generation that made no proposal, so that a retry of the request starts afresh. The rate
-// slot stays spent: the generation ran.
+// slot stays spent: the generation ran. Only the record naming this activity's run is
+// removed: a retry may have claimed the key afresh since.
 func (a *Proposals) ReleaseProposalGeneration(ctx context.Context, in ProposalRequest) error {
-	return retryable(a.Store.ReleaseProposalGeneration(ctx, in.WorkspaceID, in.Idempotency, ""))
+	run := activity.GetInfo(ctx).WorkflowExecution.RunID
+	return retryable(a.Store.ReleaseProposalGeneration(ctx, in.WorkspaceID, in.Idempotency, run, ""))
 }

@@ -21,7 +21,7 @@ import (
 type ProposalStore interface {
 	ClaimProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, workflowID string, perMinute int) (accountable.ProposalClaim, error)
 	SetWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID string) error
-	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, slot string) error
+	ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID, slot string) error
 	PendingWorkflowRun(ctx context.Context, workspaceID string, idem *accountable.Idempotency) (accountable.WorkflowRun, bool, error)
 	GetProposal(ctx context.Context, workspaceID, id string) (accountable.InitiativeProposal, error)
 }
@@ -186,7 +186,7 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 		// The start failed: the claim is given back (no record, no spent rate slot). A start
 		// Temporal took as startCtx ran out may have begun a run all the same; without the
 		// claim it stores nothing (store's errClaimReleased), as this answer says.
-		if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, claim.Slot); rerr != nil {
+		if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, "", claim.Slot); rerr != nil {
 			s.log.Warn("releasing a proposal generation that did not start", "err", rerr)
 		}
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -202,7 +202,7 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 	}
 	var p accountable.InitiativeProposal
 	if err := run.Get(c.ctx, &p); err != nil {
-		return zero, s.generationError(c, err)
+		return zero, s.generationError(c, run.GetRunID(), err)
 	}
 	c.replayed(false)
 	return p, nil
@@ -218,7 +218,7 @@ func (s *Server) attachGeneration(c *call, run accountable.WorkflowRun) (account
 	}
 	var p accountable.InitiativeProposal
 	if err := s.deps.Runner.GetWorkflow(c.ctx, run.WorkflowID, run.RunID).Get(c.ctx, &p); err != nil {
-		return zero, s.generationError(c, err)
+		return zero, s.generationError(c, run.RunID, err)
 	}
 	c.replayed(true)
 	return p, nil
@@ -226,8 +226,8 @@ func (s *Server) attachGeneration(c *call, run accountable.WorkflowRun) (account
 
 // generationError answers a wait that ended without a proposal: the request's deadline
 // (the generation goes on; its record stays pending for a retry) or a failed run (whose
-// pending record is released, so that a retry starts afresh).
-func (s *Server) generationError(c *call, err error) error {
+// pending record is released, so that a retry starts afresh), the run runID's.
+func (s *Server) generationError(c *call, runID string, err error) error {
 	if c.ctx.Err() != nil {
 		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
 			return accountable.Errorf(accountable.ECodeGenerationTimeout,
@@ -236,7 +236,7 @@ func (s *Server) generationError(c *call, err error) error {
 		return c.ctx.Err()
 	}
 	ws := c.principal.WorkspaceID
-	if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, ""); rerr != nil {
+	if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, runID, ""); rerr != nil {
 		s.log.Warn("releasing a failed proposal generation", "err", rerr)
 	}
 	s.log.Warn("a proposal generation failed", "err", err)

@@ -123,7 +123,7 @@ func TestReleasedClaimCompletesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ReleaseProposalGeneration(ctx, p.WorkspaceID, idem, claim.Slot); err != nil {
+	if err := db.ReleaseProposalGeneration(ctx, p.WorkspaceID, idem, "", claim.Slot); err != nil {
 		t.Fatal(err)
 	}
 	events := ledgerEvents(t, p.WorkspaceID)
@@ -147,5 +147,67 @@ func TestReleasedClaimCompletesNothing(t *testing.T) {
 	}
 	if proposals, records := count(); proposals != 1 || records != 1 || ledgerEvents(t, p.WorkspaceID) != events+1 {
 		t.Fatalf("with the claim: %d proposals, %d records, %d events", proposals, records, ledgerEvents(t, p.WorkspaceID)-events)
+	}
+}
+
+// A run releases only the pending record that names it, or, for a start that failed, the
+// one naming no run: a late release of a failed run must not take a retry's fresh claim.
+func TestARunReleasesOnlyItsOwnClaim(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	p := storetest.NewTenant(t, db).Principal
+	idem := &accountable.Idempotency{Key: "own-claim", Operation: "initiative_proposal.generate", RequestDigest: "sha256:own"}
+	wfID := "proposal-generation/" + p.WorkspaceID
+	pending := func() bool {
+		t.Helper()
+		var n int
+		if err := storetest.Conn(t).QueryRow(ctx, `SELECT count(*) FROM idempotency_records
+			WHERE workspace_id = $1 AND key = $2 AND status = 'pending'`, p.WorkspaceID, idem.Key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	release := func(runID string) {
+		t.Helper()
+		if err := db.ReleaseProposalGeneration(ctx, p.WorkspaceID, idem, runID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, retry := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+
+	if _, err := db.ClaimProposalGeneration(ctx, p.WorkspaceID, idem, wfID, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetWorkflowRun(ctx, p.WorkspaceID, idem, first); err != nil {
+		t.Fatal(err)
+	}
+	release(retry)
+	release("")
+	if !pending() {
+		t.Fatal("a release by another run, or by a failed start, removed the record naming the first run")
+	}
+	release(first)
+	if pending() {
+		t.Fatal("the first run's release left its record")
+	}
+
+	// The retry claims the key afresh; the first run's release arrives late.
+	if _, err := db.ClaimProposalGeneration(ctx, p.WorkspaceID, idem, wfID, 6); err != nil {
+		t.Fatal(err)
+	}
+	release(first)
+	if !pending() {
+		t.Fatal("the first run's late release removed the retry's claim (no run named yet)")
+	}
+	if err := db.SetWorkflowRun(ctx, p.WorkspaceID, idem, retry); err != nil {
+		t.Fatal(err)
+	}
+	release(first)
+	if !pending() {
+		t.Fatal("the first run's late release removed the retry's claim")
+	}
+	release(retry)
+	if pending() {
+		t.Fatal("the retry's own release left its record")
 	}
 }

@@ -71,10 +71,11 @@ func admitGeneration(ctx context.Context, tx pgx.Tx, workspaceID string, now tim
 // ReleaseProposalGeneration gives back what a claim took when its generation did not
 // start (Temporal refused it, or another generation of the workspace was running) or ended
 // without a proposal: the pending record, so a retry starts afresh, and (when given) the
-// rate slot, which a generation that never started should not cost.
-func (db *DB) ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, slot string) error {
+// rate slot, which a generation that never started should not cost. runID is the run
+// whose claim is released ("" for a start that failed; see releaseWorkflowOperation).
+func (db *DB) ReleaseProposalGeneration(ctx context.Context, workspaceID string, idem *accountable.Idempotency, runID, slot string) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if err := releaseWorkflowOperation(ctx, tx, workspaceID, idem); err != nil {
+		if err := releaseWorkflowOperation(ctx, tx, workspaceID, idem, runID); err != nil {
 			return err
 		}
 		if slot == "" {

@@ -24,7 +24,8 @@ import (
 //     record into the completed one, with the response, in the same transaction. Without
 //     the pending record it stores nothing (errClaimReleased).
 //  3. A start Temporal refuses, or a run that ends without completing the record, releases
-//     the claim (releaseWorkflowOperation): no record is left, so a retry starts afresh.
+//     the claim (releaseWorkflowOperation): no record is left, so a retry starts afresh. A
+//     run releases only the record naming it, never a retry's.
 //     A start that failed may still have begun a run (Temporal took it as the caller's
 //     deadline ran out); by step 2 that run stores nothing, as its request was told.
 
@@ -114,17 +115,20 @@ func (db *DB) SetWorkflowRun(ctx context.Context, workspaceID string, idem *acco
 	return mapError(err)
 }
 
-// releaseWorkflowOperation removes the pending record of idem (only while it is pending:
-// a completed one stays).
+// releaseWorkflowOperation removes the pending record of idem that names the run runID,
+// or names no run when runID is "" (the request's start failed before it named one). A
+// completed record stays, and so does a record naming another run: a retry's, claimed
+// after this run's request was released, which a late release must not take from it.
 func releaseWorkflowOperation(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, workspaceID string, idem *accountable.Idempotency) error {
+}, workspaceID string, idem *accountable.Idempotency, runID string) error {
 	if idem == nil {
 		return nil
 	}
 	_, err := q.Exec(ctx, `DELETE FROM idempotency_records
-		WHERE workspace_id = $1 AND key = $2 AND operation = $3 AND request_digest = $4 AND status = 'pending'`,
-		workspaceID, idem.Key, idem.Operation, idem.RequestDigest)
+		WHERE workspace_id = $1 AND key = $2 AND operation = $3 AND request_digest = $4 AND status = 'pending'
+		  AND workflow_run_id IS NOT DISTINCT FROM NULLIF($5, '')`,
+		workspaceID, idem.Key, idem.Operation, idem.RequestDigest, runID)
 	return err
 }
 
