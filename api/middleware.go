@@ -481,7 +481,7 @@ const maxHeldRefusals = 1024
 // requests need (make bench's fairness line, phase 3). Past maxHeldRefusals held at once,
 // and once the server stops, refusals are written at once.
 func (s *Server) refuse(refusals *buckets, name string, now time.Time, err *accountable.Error) error {
-	if ok, _ := refusals.take(name, now); ok || s.cfg.RateLimitHold <= 0 {
+	if ok, _ := refusals.take(name, now); ok { // nil refusals (no hold): always
 		return err
 	}
 	if s.held.Add(1) > maxHeldRefusals {

@@ -193,7 +193,7 @@ type Server struct {
 	limiter    *buckets // requests per API key
 	workspaces *buckets // requests per workspace
 	// keyRefusals and workspaceRefusals are the prompt refusals of limiter and
-	// workspaces (refuse); held counts the refusals being held.
+	// workspaces (refuse; nil without RateLimitHold); held counts the refusals being held.
 	keyRefusals       *buckets
 	workspaceRefusals *buckets
 	held              atomic.Int64
@@ -230,18 +230,20 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
-		usage:             newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
-		limiter:           newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
-		workspaces:        newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
-		keyRefusals:       newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
-		workspaceRefusals: newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
-		inFlight:          newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
-		authFailures:      newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
+		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
+		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
+		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
+		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
+		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		// Five failed sign-ins a minute per address, after a first ten.
 		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
 		// Ten client registrations a minute per address, after a first twenty.
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		metrics:       metrics{deps.Metrics},
+	}
+	if cfg.RateLimitHold > 0 {
+		s.keyRefusals = newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets)
+		s.workspaceRefusals = newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets)
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.ops = s.operations()
