@@ -69,21 +69,18 @@ type growthPoint struct {
 	Newest     []sample
 	First      []sample
 	Mem        []memSample
-	WAL        []walPerCompletion // one per completion run
+	WAL        []float64 // WAL bytes per completion, one per completion run (see walPosition)
 	Notes      []string
 }
 
-// walPerCompletion is the WAL written during one completion run (warm-up included; the
-// cluster's, the distance pg_current_wal_lsn() moved) over the completions it sent. After
-// a checkpoint PostgreSQL writes a full-page image (about 8 KiB) for the first change of
-// each page, and completions spread across a larger ledger change more distinct pages, so
-// this can grow with the ledger while the service's own work does not. (pg_stat_wal's
-// counters, which would count the images, are flushed by each backend up to a second
-// later, too late for runs this short.)
-type walPerCompletion struct {
-	Bytes float64
-}
-
+// A completion run's WAL per completion (growthPoint.WAL) is the WAL the cluster wrote
+// during the run (warm-up included; how far pg_current_wal_lsn() moved) over the
+// completions it sent. After a checkpoint PostgreSQL writes a full-page image (about
+// 8 KiB) for the first change of each page, and completions spread across a larger ledger
+// change more distinct pages, so this can grow with the ledger while the service's own
+// work does not. (pg_stat_wal's counters, which would count the images, are flushed by
+// each backend up to a second later, too late for runs this short.)
+//
 // walPosition is the cluster's current WAL position.
 func (b *bench) walPosition() (string, error) {
 	var lsn string
@@ -212,9 +209,6 @@ func (b *bench) measureGrowth(pt *growthPoint) error {
 		if err != nil {
 			return err
 		}
-		if s.Issued > 0 {
-			pt.WAL = append(pt.WAL, walPerCompletion{Bytes: wal / float64(s.Issued)})
-		}
 		b.growthNext += min(s.Issued, len(items))
 		if err := sampleErr(s); err != nil {
 			return fmt.Errorf("growth: completing at %d events: %w", pt.Start, err)
@@ -222,9 +216,11 @@ func (b *bench) measureGrowth(pt *growthPoint) error {
 		if s.Count == 0 {
 			return fmt.Errorf("growth: no completion measured at %d events (raise BENCH_GROWTH_EVENTS' smallest size)", pt.Start)
 		}
-		logf("  growth %d complete @%d run %d/%d: %s; serve RSS median %s MiB, peak %s MiB; WAL per completion %s", pt.Target, c, r, b.s.Runs, s,
-			mib(ms.Median), mib(ms.Peak), walCell(pt.WAL[len(pt.WAL)-1:]))
+		walPer := wal / float64(s.Issued) // s.Issued ≥ s.Count > 0
+		logf("  growth %d complete @%d run %d/%d: %s; serve RSS median %s MiB, peak %s MiB; WAL per completion %.1f KiB", pt.Target, c, r, b.s.Runs, s,
+			mib(ms.Median), mib(ms.Peak), walPer/1024)
 		pt.Complete = append(pt.Complete, s)
+		pt.WAL = append(pt.WAL, walPer)
 		pt.Mem = append(pt.Mem, ms)
 		if s.Exhausted && r == 1 {
 			pt.Notes = append(pt.Notes, fmt.Sprintf("completion runs were bounded by the budget of %d completions a run (%.1f s measured)", perRun, s.Window.Seconds()))
@@ -521,22 +517,23 @@ func (b *bench) growthTable() string {
 }
 
 // walCell is the median WAL per completion of runs, in KiB.
-func walCell(runs []walPerCompletion) string {
+func walCell(runs []float64) string {
 	if len(runs) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.1f", median(runs, func(w walPerCompletion) float64 { return w.Bytes })/1024)
+	return fmt.Sprintf("%.1f", median(runs, identity)/1024)
 }
 
 // walRatio is the largest ledger's WAL per completion over the smallest's, shown
 // unflagged: it explains the other figures, it is not the service's cost.
-func walRatio(small, large []walPerCompletion) string {
-	bytes := func(w walPerCompletion) float64 { return w.Bytes }
-	if len(small) == 0 || len(large) == 0 || median(small, bytes) == 0 {
+func walRatio(small, large []float64) string {
+	if len(small) == 0 || len(large) == 0 || median(small, identity) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2fx", median(large, bytes)/median(small, bytes))
+	return fmt.Sprintf("%.2fx", median(large, identity)/median(small, identity))
 }
+
+func identity(x float64) float64 { return x }
 
 // measuredGrowth are the sizes that were measured.
 func (b *bench) measuredGrowth() []*growthPoint {
