@@ -168,3 +168,42 @@ func TestWritesInFlightWaitTheirTurn(t *testing.T) {
 		t.Fatalf("slots kept for workspaces writing nothing: %v", f.slots)
 	}
 }
+
+// A client address header is believed only from a configured proxy, read from the right,
+// skipping the configured proxies.
+func TestClientAddressFromATrustedProxyOnly(t *testing.T) {
+	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xff := ClientAddresses{TrustedProxies: proxies}
+	realIP := ClientAddresses{TrustedProxies: proxies, Header: "X-Real-IP"}
+	for _, c := range []struct {
+		a              ClientAddresses
+		remote, header string
+		want           string
+	}{
+		{ClientAddresses{}, "10.1.1.1", "203.0.113.9", "10.1.1.1"},          // no proxies configured: the header is ignored
+		{xff, "198.51.100.4", "203.0.113.9", "198.51.100.4"},                // not from a trusted proxy
+		{xff, "10.1.1.1", "203.0.113.9", "203.0.113.9"},                     // from one
+		{xff, "192.0.2.1", "6.6.6.6, 203.0.113.9, 10.2.2.2", "203.0.113.9"}, // the client's own claim (6.6.6.6) is skipped past
+		{xff, "10.1.1.1", "", "10.1.1.1"},                                   // a proxy that sent none is the client
+		{xff, "10.1.1.1", "junk", "10.1.1.1"},
+		{xff, "10.1.1.1", "10.3.3.3", "10.3.3.3"}, // only proxies: the farthest is the client
+		{xff, "10.1.1.1", "2001:db8::1", "2001:db8::/64"},
+		{realIP, "10.1.1.1", "203.0.113.9", "203.0.113.9"},
+	} {
+		header := func(name string) string {
+			if c.a.Header == "" && name == "X-Forwarded-For" || name == c.a.Header {
+				return c.header
+			}
+			return ""
+		}
+		if got := clientAddress(c.a.client(net.ParseIP(c.remote), header)); got != c.want {
+			t.Errorf("%+v from %s with %q: %s, want %s", c.a.TrustedProxies, c.remote, c.header, got, c.want)
+		}
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/8,nonsense"); err == nil {
+		t.Error("a list with nonsense was accepted")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -183,7 +182,7 @@ const CSRFHeader = "X-CSRF-Token"
 // one another site makes it send. Unknown sessions spend the address's failure budget, as
 // unknown keys do.
 func (s *Server) verifySession(c *fiber.Ctx) (accountable.Principal, error) {
-	budget := clientAddress(c.Context().RemoteIP())
+	budget := s.clientOf(c)
 	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 		return accountable.Principal{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
 	}
@@ -269,7 +268,7 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 			return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 		}
 	}
-	budget := clientAddress(c.Context().RemoteIP())
+	budget := s.clientOf(c)
 	if !known {
 		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
@@ -305,16 +304,6 @@ func (s *Server) authFailed(budget string, admitted bool, message string) error 
 	}
 	s.authFailures.charge(budget, now)
 	return errUnauthorized{message}
-}
-
-// clientAddress names the failure budget of a client: its IPv4 address, or the /64 of
-// its IPv6 address (a subscriber's usual allocation: one client cannot give itself a
-// budget per address). Behind a reverse proxy it is the proxy's address.
-func clientAddress(ip net.IP) string {
-	if v4 := ip.To4(); v4 != nil {
-		return v4.String()
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // lookupContext bounds the lookups of authentication and workspace selection, which run

@@ -43,7 +43,7 @@ const msgInvalidToken = "Invalid, expired or revoked access token. Refresh it, o
 // with the scopes they granted. Unknown tokens spend the address's failure budget, as
 // unknown keys do.
 func (s *Server) verifyAccessToken(c *fiber.Ctx, token string) (accountable.Principal, error) {
-	budget := clientAddress(c.Context().RemoteIP())
+	budget := s.clientOf(c)
 	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 		return accountable.Principal{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
 	}

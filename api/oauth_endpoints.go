@@ -136,7 +136,7 @@ type registeredClient struct {
 // clients need it, and limited per client address (registrations).
 func (s *Server) registerClient(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	budget := "register " + clientAddress(c.Context().RemoteIP())
+	budget := "register " + s.clientOf(c)
 	now := time.Now()
 	if ok, wait := s.registrations.available(budget, now); !ok {
 		return RateLimited(accountable.ECodeRateLimited, "Too many client registrations from this address; retry after error.retryAfter seconds.", wait)
@@ -361,7 +361,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	// A wrong client secret costs a bcrypt comparison: failed client authentications
 	// spend the address's failure budget, as unknown keys do.
-	budget := clientAddress(remoteIP(r))
+	budget := s.clientOfHTTP(r)
 	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		writeOAuthJSON(w, http.StatusTooManyRequests, oauthError{"temporarily_unavailable", "Too many failed client authentications from this address; retry later."})

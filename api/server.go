@@ -55,6 +55,9 @@ type Config struct {
 	// gets 429 and its keys are not looked up (see verifyKey).
 	AuthFailureRate  float64
 	AuthFailureBurst int
+	// ClientAddresses says how clients are told apart for the per-client budgets (the
+	// remote address, or a trusted proxy's header).
+	ClientAddresses ClientAddresses
 	// MaxLimiterBuckets bounds the token buckets each limiter keeps in memory (default
 	// 50000; see buckets).
 	MaxLimiterBuckets int

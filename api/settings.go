@@ -143,7 +143,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	if cookie == "" || subtle.ConstantTimeCompare([]byte(cookie), []byte(form("csrf"))) != 1 {
 		return s.renderSignIn(c, fiber.StatusForbidden, "", "The form expired; sign in again.")
 	}
-	budget := "sign-in " + clientAddress(c.Context().RemoteIP())
+	budget := "sign-in " + s.clientOf(c)
 	now := time.Now()
 	if ok, wait := s.signIns.available(budget, now); !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(wait.Seconds())+1))

@@ -154,6 +154,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst, RateLimitHold: cfg.RateLimitHold,
 		WorkspaceMaxInFlight: cfg.WorkspaceMaxInFlight, WorkspaceInFlightWait: cfg.WorkspaceInFlightWait,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
+		ClientAddresses: api.ClientAddresses{TrustedProxies: cfg.TrustedProxies, Header: cfg.ClientIPHeader},
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},

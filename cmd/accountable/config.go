@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -49,12 +50,15 @@ type Config struct {
 	WorkspaceInFlightWait time.Duration
 	AuthFailureRPS        float64
 	AuthFailureBurst      int
-	ShutdownTimeout       time.Duration
-	DevKeyFile            string
-	TemporalUIURL         string
-	PprofAddr             string
-	MetricsAddr           string
-	KeyCacheTTL           time.Duration
+	// TrustedProxies and ClientIPHeader: whose header names the client (api.ClientAddresses).
+	TrustedProxies  []netip.Prefix
+	ClientIPHeader  string
+	ShutdownTimeout time.Duration
+	DevKeyFile      string
+	TemporalUIURL   string
+	PprofAddr       string
+	MetricsAddr     string
+	KeyCacheTTL     time.Duration
 	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
 	// long operations; the database bounds lock waits and statements.
 	RequestTimeout           time.Duration
@@ -138,6 +142,12 @@ func LoadConfig() (Config, error) {
 	c.WorkspaceInFlightWait = envDuration("WORKSPACE_IN_FLIGHT_WAIT", 10*time.Second, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
+	if p, err := api.ParseTrustedProxies(env("TRUSTED_PROXIES", "")); err != nil {
+		errs = append(errs, "TRUSTED_PROXIES: "+err.Error())
+	} else {
+		c.TrustedProxies = p
+	}
+	c.ClientIPHeader = env("CLIENT_IP_HEADER", "X-Forwarded-For")
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
 	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)
