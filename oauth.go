@@ -1,6 +1,7 @@
 package accountable
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"slices"
@@ -308,3 +309,23 @@ const (
 	GrantKindRefresh = "refresh"
 	GrantKindPKCE    = "pkce"
 )
+
+// SecretAdmission is asked before a client secret is compared with its stored hash
+// (bcrypt: tens of milliseconds of a core): it returns the release of the comparison's
+// slot, or why it may not run now. The HTTP side puts one in the context of each token
+// and revocation request (its failure budget and the password-hash gate); the
+// authorization server asks it.
+type SecretAdmission func() (release func(), err error)
+
+type secretAdmissionKey struct{}
+
+// WithSecretAdmission returns ctx carrying admit.
+func WithSecretAdmission(ctx context.Context, admit SecretAdmission) context.Context {
+	return context.WithValue(ctx, secretAdmissionKey{}, admit)
+}
+
+// SecretAdmissionFrom returns the admission ctx carries, if any.
+func SecretAdmissionFrom(ctx context.Context) (SecretAdmission, bool) {
+	a, ok := ctx.Value(secretAdmissionKey{}).(SecretAdmission)
+	return a, ok && a != nil
+}

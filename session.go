@@ -1,9 +1,11 @@
 package accountable
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"strings"
 	"time"
 )
 
@@ -28,12 +30,38 @@ type Session struct {
 	ExpiresAt   time.Time
 }
 
-// NewSessionToken returns a new session token and the SHA-256 kept of it.
-func NewSessionToken() (token string, hash []byte) {
+// A session token is "<random>.<tag>": 32 random bytes and the first 16 bytes of their
+// HMAC-SHA256 under the deployment's session key, both in base64url. The tag lets a
+// process tell a token it issued from a forged one without a query and without spending
+// anyone's failure budget (so a flood of forged cookies neither loads the database nor
+// locks out the valid sessions of its address). The tag is a filter, not the
+// credential: a token is a session only while the database keeps its hash.
+
+// SessionKeyLength is the length of a session key.
+const SessionKeyLength = 32
+
+// NewSessionToken returns a new session token tagged under key and the SHA-256 kept of it.
+func NewSessionToken(key []byte) (token string, hash []byte) {
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
-	token = base64.RawURLEncoding.EncodeToString(b)
+	random := base64.RawURLEncoding.EncodeToString(b)
+	token = random + "." + sessionTag(key, random)
 	return token, HashSessionToken(token)
+}
+
+// SessionTokenAuthentic reports whether token carries the tag of key.
+func SessionTokenAuthentic(key []byte, token string) bool {
+	random, tag, ok := strings.Cut(token, ".")
+	if !ok || len(random) != 43 || len(tag) != 22 {
+		return false
+	}
+	return hmac.Equal([]byte(tag), []byte(sessionTag(key, random)))
+}
+
+func sessionTag(key []byte, random string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("session-token:" + random))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
 // HashSessionToken is what is kept of a session token.

@@ -100,6 +100,19 @@ func (b *buckets) charge(name string, now time.Time) {
 	b.bucket(name, now).ReserveN(now, 1)
 }
 
+// refund gives back a token taken from name's bucket (by take, before work whose
+// success is not charged), up to its burst.
+func (b *buckets) refund(name string, now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lim, ok := b.table[name]; ok {
+		lim.ReserveN(now, -1) // a negative reservation adds a token; refills stop at the burst
+	}
+}
+
 // bucket returns name's bucket, making one when there is room (b.mu held).
 func (b *buckets) bucket(name string, now time.Time) *rate.Limiter {
 	if lim, ok := b.table[name]; ok {

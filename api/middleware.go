@@ -125,7 +125,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	} else {
 		var p accountable.Principal
 		var err error
-		if c.Get(fiber.HeaderAuthorization) == "" && c.Cookies(accountable.SessionCookie) != "" && s.deps.Settings != nil {
+		if c.Get(fiber.HeaderAuthorization) == "" && s.deps.Settings != nil && s.sessionToken(fiberCookie(c)) != "" {
 			p, err = s.verifySession(c)
 		} else {
 			p, err = s.verifyBearer(c)
@@ -175,22 +175,19 @@ func requireScope(scope string) fiber.Handler {
 // state (the settings page shows it in its csrf-token meta element).
 const CSRFHeader = "X-CSRF-Token"
 
-// verifySession returns the principal of the request's `__session` cookie (the
+// verifySession returns the principal of the request's session cookie (the
 // specification's second security scheme): the signed-in user in the session's
 // workspace. A request other than GET and HEAD must carry the session's CSRF token in
 // X-CSRF-Token (403 otherwise): a cookie goes with every request a browser sends, even
-// one another site makes it send. Unknown sessions spend the address's failure budget, as
-// unknown keys do.
+// one another site makes it send. A cookie this deployment did not issue is refused
+// without a query (lookupSession), so forged cookies spend no failure budget, and a
+// valid session is never refused for its address's failures.
 func (s *Server) verifySession(c *fiber.Ctx) (accountable.Principal, error) {
-	budget := s.clientOf(c)
-	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
-		return accountable.Principal{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
-	}
 	ctx, cancel := s.lookupContext(c)
 	defer cancel()
-	sess, err := s.deps.Settings.SessionByToken(ctx, accountable.HashSessionToken(c.Cookies(accountable.SessionCookie)))
+	sess, err := s.lookupSession(ctx, s.sessionToken(fiberCookie(c)))
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-		return accountable.Principal{}, s.authFailed(budget, true, msgSessionEnded)
+		return accountable.Principal{}, errUnauthorized{msgSessionEnded}
 	}
 	if err != nil {
 		return accountable.Principal{}, err

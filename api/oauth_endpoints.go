@@ -357,20 +357,41 @@ func (s *Server) servesResource(res string) bool {
 // token is POST /oauth/token: a code (with its PKCE verifier) or a refresh token for an
 // access token. A resource named here must be this service's (the token stays bound to
 // the resources of its consent).
+//
+// Nothing a client did not get from this server is looked up: a code or refresh token
+// without this deployment's HMAC is invalid_grant at once (OAuthServer.Authentic), and
+// a grant type the server does not serve is refused before the client is. A client
+// secret is compared (bcrypt) only when admitted (clientSecretAdmission), and a correct
+// one is remembered, so that a confidential client is never refused for the failures of
+// others.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	// A wrong client secret costs a bcrypt comparison: failed client authentications
-	// spend the address's failure budget, as unknown keys do.
-	budget := s.clientOfHTTP(r)
-	if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		writeOAuthJSON(w, http.StatusTooManyRequests, oauthError{"temporarily_unavailable", "Too many failed client authentications from this address; retry later."})
+	if r.Method == http.MethodPost && r.ParseForm() == nil {
+		grant := r.PostForm.Get("grant_type")
+		var credential string
+		switch grant {
+		case accountable.GrantAuthCode:
+			credential = r.PostForm.Get("code")
+		case accountable.GrantRefresh:
+			credential = r.PostForm.Get("refresh_token")
+		default:
+			s.deps.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrUnsupportedGrantType.WithHint("This server serves the authorization_code and refresh_token grants."))
+			return
+		}
+		if !s.deps.OAuth.Authentic(ctx, credential) {
+			s.deps.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrInvalidGrant.WithHint("The "+grant+" was not issued by this server, or is malformed."))
+			return
+		}
+	}
+	admission, refused := s.clientSecretAdmission(r)
+	ar, err := s.deps.OAuth.NewAccessRequest(accountable.WithSecretAdmission(ctx, admission), r, s.deps.OAuth.EmptySession())
+	if *refused != nil {
+		writeRefusal(w, *refused)
 		return
 	}
-	ar, err := s.deps.OAuth.NewAccessRequest(ctx, r, s.deps.OAuth.EmptySession())
 	if err != nil {
 		if errors.Is(err, fosite.ErrInvalidClient) {
-			s.authFailures.charge(budget, time.Now())
+			s.clientSecretFailed(r)
 		}
 		s.deps.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
@@ -392,10 +413,78 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.deps.OAuth.WriteAccessResponse(ctx, w, ar, resp)
 }
 
-// revoke is POST /oauth/revoke (RFC 7009).
+// revoke is POST /oauth/revoke (RFC 7009). A token this server did not issue is
+// answered 200 at once, as RFC 7009 section 2.2 answers every invalid token, before the
+// client is authenticated: nothing is looked up and no secret compared for it.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	s.deps.OAuth.WriteRevocationResponse(ctx, w, s.deps.OAuth.NewRevocationRequest(ctx, r))
+	if r.Method == http.MethodPost && r.ParseForm() == nil && !s.deps.OAuth.Authentic(ctx, r.PostForm.Get("token")) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	admission, refused := s.clientSecretAdmission(r)
+	err := s.deps.OAuth.NewRevocationRequest(accountable.WithSecretAdmission(ctx, admission), r)
+	if *refused != nil {
+		writeRefusal(w, *refused)
+		return
+	}
+	if errors.Is(err, fosite.ErrInvalidClient) {
+		s.clientSecretFailed(r)
+	}
+	s.deps.OAuth.WriteRevocationResponse(ctx, w, err)
+}
+
+// clientSecretBudget names the failure budget of a request's client authentication: its
+// client address and the client it authenticates as (failures are charged to the pair, so
+// that one address's failures neither lock a client out at other addresses nor other
+// clients out at this one).
+func (s *Server) clientSecretBudget(r *http.Request) string {
+	id, _, ok := r.BasicAuth()
+	if !ok {
+		id = r.PostForm.Get("client_id")
+	}
+	if len(id) > 200 {
+		id = id[:200]
+	}
+	return "client-secret " + s.clientOfHTTP(r) + " " + id
+}
+
+// clientSecretAdmission returns the admission of a request's client secret comparison
+// (accountable.SecretAdmission): the pair's failure budget must have a token, and the
+// comparison takes a slot of the password-hash gate, its turn shared among client
+// addresses. *refused is why it was not admitted, once asked.
+func (s *Server) clientSecretAdmission(r *http.Request) (accountable.SecretAdmission, *error) {
+	refused := new(error)
+	return func() (func(), error) {
+		if ok, wait := s.clientSecretFailures.available(s.clientSecretBudget(r), time.Now()); !ok {
+			*refused = RateLimited(accountable.ECodeRateLimited, "Too many failed client authentications from this address; retry later.", wait)
+			return nil, *refused
+		}
+		release, err := s.hashes.Acquire(r.Context(), s.clientOfHTTP(r))
+		if err != nil {
+			*refused = RateLimited(accountable.ECodeRateLimited, "Too many client secrets are being checked right now; retry in a moment.", time.Second)
+			return nil, *refused
+		}
+		return release, nil
+	}, refused
+}
+
+// clientSecretFailed charges a failed client authentication to its budget.
+func (s *Server) clientSecretFailed(r *http.Request) {
+	s.clientSecretFailures.charge(s.clientSecretBudget(r), time.Now())
+}
+
+// writeRefusal answers an OAuth endpoint's request that was not admitted: 429
+// temporarily_unavailable with Retry-After.
+func writeRefusal(w http.ResponseWriter, err error) {
+	wait := time.Second
+	var e *accountable.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		wait = e.RetryAfter
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	writeOAuthJSON(w, http.StatusTooManyRequests, oauthError{"temporarily_unavailable", e.Message})
 }
 
 // browserSession returns the live settings-page session of a browser's request; err is a
@@ -404,11 +493,16 @@ func (s *Server) browserSession(r *http.Request) (accountable.Session, bool, err
 	if s.deps.Settings == nil {
 		return accountable.Session{}, false, nil
 	}
-	ck, err := r.Cookie(accountable.SessionCookie)
-	if err != nil || ck.Value == "" {
+	token := s.sessionToken(func(name string) string {
+		if ck, err := r.Cookie(name); err == nil {
+			return ck.Value
+		}
+		return ""
+	})
+	if token == "" {
 		return accountable.Session{}, false, nil
 	}
-	sess, err := s.deps.Settings.SessionByToken(r.Context(), accountable.HashSessionToken(ck.Value))
+	sess, err := s.lookupSession(r.Context(), token)
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
 		return sess, false, nil
 	}

@@ -6,6 +6,7 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/passwords"
 )
 
 // Config configures the HTTP server.
@@ -58,6 +60,14 @@ type Config struct {
 	// ClientAddresses says how clients are told apart for the per-client budgets (the
 	// remote address, or a trusted proxy's header).
 	ClientAddresses ClientAddresses
+	// SessionKey tags the session tokens this deployment issues (accountable.NewSessionToken;
+	// every process needs the same one: cmd reads it from the database). Nil: a random key
+	// of this process's own.
+	SessionKey []byte
+	// PasswordGate bounds the password hashes computed at once (sign-in's Argon2id; the
+	// authorization server's bcrypt shares it in cmd). Nil: a gate of its own with the
+	// defaults of passwords.NewGate.
+	PasswordGate *passwords.Gate
 	// MaxLimiterBuckets bounds the token buckets each limiter keeps in memory (default
 	// 50000; see buckets).
 	MaxLimiterBuckets int
@@ -202,9 +212,15 @@ type Server struct {
 	held              atomic.Int64
 	inFlight          *inFlight // writes at once per workspace (nil: no bound)
 	authFailures      *buckets  // failed authentications per client address
-	signIns           *buckets  // failed sign-ins to the settings page per client address
-	registrations     *buckets  // OAuth client registrations per client address
-	metrics           metrics
+	sessionKey        []byte
+	hashes            *passwords.Gate // password hashes at once (sign-in; bcrypt of client secrets)
+	signInPairs       *buckets        // failed sign-ins per client address and account
+	signInAccounts    *buckets        // failed sign-ins per account
+	// clientSecretFailures are failed OAuth client authentications per client address and
+	// client (clientSecretBudget).
+	clientSecretFailures *buckets
+	registrations        *buckets // OAuth client registrations per client address
+	metrics              metrics
 	// streams is the context of live event streams and held refusals: Shutdown cancels
 	// it, so that they end instead of holding their connections until their lease (or
 	// hold) runs out.
@@ -227,6 +243,13 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	if cfg.WorkspaceInFlightWait <= 0 {
 		cfg.WorkspaceInFlightWait = 10 * time.Second
 	}
+	if len(cfg.SessionKey) == 0 {
+		cfg.SessionKey = make([]byte, accountable.SessionKeyLength)
+		rand.Read(cfg.SessionKey) //nolint:errcheck // never fails (crypto/rand)
+	}
+	if cfg.PasswordGate == nil {
+		cfg.PasswordGate = passwords.NewGate(0, 0, 0)
+	}
 	if cfg.KeyTouchInterval <= 0 {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
@@ -238,8 +261,13 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
 		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
-		// Five failed sign-ins a minute per address, after a first ten.
-		signIns: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
+		hashes:       cfg.PasswordGate,
+		// Five failed sign-ins a minute per address and account, after a first ten; six a
+		// minute per account, after a first twenty (signIn).
+		signInPairs:    newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
+		signInAccounts: newBuckets(6.0/60, 20, cfg.MaxLimiterBuckets),
+		// Five failed client authentications a minute per address and client, after ten.
+		clientSecretFailures: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
 		// Ten client registrations a minute per address, after a first twenty.
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		metrics:       metrics{deps.Metrics},

@@ -74,8 +74,43 @@ func (s *Server) settingsRoutes() {
 // secureCookies reports whether cookies are marked Secure (an https site URL).
 func (s *Server) secureCookies() bool { return strings.HasPrefix(s.cfg.SiteURL, "https://") }
 
+// cookieName is the name the site's cookie name has in browsers: on an https site with
+// the __Host- prefix ("__session" becomes "__Host-session"), which a browser accepts only
+// from this host, over https, for the whole site, so that neither a sibling subdomain nor
+// a plain-http page can set or shadow it.
+func (s *Server) cookieName(name string) string {
+	if s.secureCookies() {
+		return "__Host-" + strings.TrimPrefix(name, "__")
+	}
+	return name
+}
+
+// sessionToken returns the session cookie of a request whose cookies cookie reads: the
+// browser's (cookieName), else the specification's `__session`, which an API client may
+// send itself.
+func (s *Server) sessionToken(cookie func(string) string) string {
+	if t := cookie(s.cookieName(accountable.SessionCookie)); t != "" {
+		return t
+	}
+	return cookie(accountable.SessionCookie)
+}
+
+// fiberCookie reads a Fiber request's cookies.
+func fiberCookie(c *fiber.Ctx) func(string) string {
+	return func(name string) string { return c.Cookies(name) }
+}
+
+// lookupSession returns the live session of token: not_found, without a query, for a
+// token this deployment did not issue (accountable.SessionTokenAuthentic).
+func (s *Server) lookupSession(ctx context.Context, token string) (accountable.Session, error) {
+	if !accountable.SessionTokenAuthentic(s.sessionKey, token) {
+		return accountable.Session{}, accountable.NotFound("session")
+	}
+	return s.deps.Settings.SessionByToken(ctx, accountable.HashSessionToken(token))
+}
+
 func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duration) {
-	ck := &fiber.Cookie{Name: name, Value: value, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+	ck := &fiber.Cookie{Name: s.cookieName(name), Value: value, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
 		Secure: s.secureCookies(), MaxAge: int(maxAge.Seconds())}
 	if maxAge < 0 {
 		ck.MaxAge, ck.Expires, ck.Value = -1, time.Unix(0, 0), ""
@@ -137,23 +172,56 @@ func (s *Server) renderSignIn(c *fiber.Ctx, status int, email, message string) e
 	return page(c, status, signInTemplate, signInData{CSRF: token, Email: email, Error: message, Next: next})
 }
 
+// maxEmailLength bounds the email of a sign-in (RFC 5321's path limit): the budgets are
+// named by it, and no account has a longer one.
+const maxEmailLength = 320
+
+// signIn checks an email and password. Each check is an Argon2id hash (HashMemory, tens
+// of milliseconds of a core), for an unknown email too (against dummyHash, so that the
+// answer does not tell which emails exist), so a check is admitted in three steps:
+//
+//  1. the hash gate (passwords.Gate): a few hashes at once, taken in turn by the client
+//     addresses waiting, at most four per address; a flood from one address waits behind
+//     itself, and past its four is refused at once without hashing;
+//  2. the failure budgets, taken before the hash and given back when it succeeds: one per
+//     address and account (ten attempts, then five a minute) and one per account over
+//     all addresses (twenty, then six a minute). Neither is per address alone, so that
+//     clients sharing an address (a NAT, a proxy without TRUSTED_PROXIES) are not locked
+//     out of their own accounts by another's failures; and one address cannot spend an
+//     account's budget by itself (its share refills more slowly than the account's);
+//  3. the hash.
 func (s *Server) signIn(c *fiber.Ctx) error {
 	form := c.FormValue
-	cookie := c.Cookies(signInCookie)
+	cookie := c.Cookies(s.cookieName(signInCookie))
 	if cookie == "" || subtle.ConstantTimeCompare([]byte(cookie), []byte(form("csrf"))) != 1 {
 		return s.renderSignIn(c, fiber.StatusForbidden, "", "The form expired; sign in again.")
 	}
-	budget := "sign-in " + s.clientOf(c)
-	now := time.Now()
-	if ok, wait := s.signIns.available(budget, now); !ok {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(wait.Seconds())+1))
-		return s.renderSignIn(c, fiber.StatusTooManyRequests, "", "Too many sign-in attempts from this address; wait a minute.")
-	}
 	email, password := strings.TrimSpace(form("email")), form("password")
+	if len(email) > maxEmailLength {
+		return s.renderSignIn(c, fiber.StatusBadRequest, "", "That is not an email address this service has.")
+	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
 	defer cancel()
+	client := s.clientOf(c)
+	release, err := s.hashes.Acquire(ctx, client)
+	if err != nil {
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return s.renderSignIn(c, fiber.StatusTooManyRequests, email, "Too many sign-ins are being checked right now; try again in a moment.")
+	}
+	defer release()
+	account := strings.ToLower(email)
+	pair, now := "sign-in "+client+" "+account, time.Now()
+	if ok, wait := s.signInPairs.take(pair, now); !ok {
+		return s.tooManySignIns(c, email, wait)
+	}
+	if ok, wait := s.signInAccounts.take(account, now); !ok {
+		s.signInPairs.refund(pair, now)
+		return s.tooManySignIns(c, email, wait)
+	}
 	userID, hash, workspaceID, err := s.deps.Settings.SignInTarget(ctx, email)
 	if err != nil && accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		s.signInPairs.refund(pair, now)
+		s.signInAccounts.refund(account, now)
 		return err
 	}
 	ok := false
@@ -162,11 +230,13 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	} else {
 		passwords.Verify(dummyHash(), password) //nolint:errcheck // only takes the same time
 	}
+	release()
 	if !ok {
-		s.signIns.charge(budget, now)
 		return s.renderSignIn(c, fiber.StatusUnauthorized, email, "That email and password do not match.")
 	}
-	token, tokenHash := accountable.NewSessionToken()
+	s.signInPairs.refund(pair, now)
+	s.signInAccounts.refund(account, now)
+	token, tokenHash := accountable.NewSessionToken(s.sessionKey)
 	session := accountable.Session{UserID: userID, UserEmail: email, WorkspaceID: workspaceID, CSRFToken: accountable.NewCSRFToken(),
 		ExpiresAt: time.Now().Add(accountable.SessionLifetime)}
 	if err := s.deps.Settings.CreateSession(ctx, tokenHash, session); err != nil {
@@ -177,17 +247,22 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	return c.Redirect(afterSignIn(form("next")), fiber.StatusSeeOther)
 }
 
+// tooManySignIns answers a sign-in over its budget.
+func (s *Server) tooManySignIns(c *fiber.Ctx, email string, wait time.Duration) error {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(wait.Seconds())+1))
+	return s.renderSignIn(c, fiber.StatusTooManyRequests, email, "Too many failed sign-ins to this account; wait a few minutes.")
+}
+
 // session returns the request's live session, if any.
 func (s *Server) session(c *fiber.Ctx) (accountable.Session, []byte, bool) {
-	token := c.Cookies(accountable.SessionCookie)
+	token := s.sessionToken(fiberCookie(c))
 	if token == "" {
 		return accountable.Session{}, nil, false
 	}
-	hash := accountable.HashSessionToken(token)
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
 	defer cancel()
-	sess, err := s.deps.Settings.SessionByToken(ctx, hash)
-	return sess, hash, err == nil
+	sess, err := s.lookupSession(ctx, token)
+	return sess, accountable.HashSessionToken(token), err == nil
 }
 
 // withSession serves h to a signed-in browser (others go to the sign-in page); a POST must

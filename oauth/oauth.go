@@ -14,11 +14,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/token/hmac"
 
 	"github.com/accountablework/accountable"
 )
@@ -63,6 +66,8 @@ type Server struct {
 	cfg    Config
 	fosite *fosite.Config
 	store  Store
+	// enigma signs and checks tokens' HMAC (the strategy fosite's is built on).
+	enigma *hmac.HMACStrategy
 }
 
 // MinSecretLength is the shortest token secret accepted.
@@ -99,8 +104,9 @@ func New(cfg Config, st Store) (*Server, error) {
 		// confidential client's token request around 50 ms.
 		HashCost: 10,
 	}
-	s := &Server{cfg: cfg, fosite: fc, store: st}
-	s.OAuth2Provider = compose.Compose(fc, &grants{store: st, server: s}, compose.NewOAuth2HMACStrategy(fc),
+	fc.ClientSecretsHasher = newSecretHasher(fc)
+	s := &Server{cfg: cfg, fosite: fc, store: st, enigma: &hmac.HMACStrategy{Config: fc}}
+	s.OAuth2Provider = compose.Compose(fc, &grants{store: st, server: s}, oauth2.NewHMACSHAStrategy(s.enigma, fc),
 		compose.OAuth2AuthorizeExplicitFactory,
 		compose.OAuth2RefreshTokenGrantFactory,
 		compose.OAuth2PKCEFactory,
@@ -149,6 +155,9 @@ func newSession(userID, workspaceID, clientName string) *Session {
 // bound to another resource, or its user has left the workspace; a store failure is
 // returned as it is (ledger_unavailable, not a 401).
 func (s *Server) AccessToken(ctx context.Context, token string) (accountable.OAuthToken, error) {
+	if !strings.HasPrefix(token, accountable.AccessTokenPrefix) || !s.Authentic(ctx, token) {
+		return accountable.OAuthToken{}, accountable.NotFound("access token")
+	}
 	_, ar, err := s.IntrospectToken(ctx, token, fosite.AccessToken, s.EmptySession())
 	if err != nil {
 		var ae *accountable.Error

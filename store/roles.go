@@ -23,7 +23,7 @@ const ServiceRoleName = "accountable_service"
 var appendOnlyTables = []string{"ledger_events", "ledger_stream_epochs"}
 
 // readOnlyTables may only be read by the service role.
-var readOnlyTables = []string{"schema_version"}
+var readOnlyTables = []string{"schema_version", "service_secrets"}
 
 // errPrivilegedServiceRole refuses a service role that could rewrite the ledger.
 var errPrivilegedServiceRole = errors.New("store: the service role is a superuser or may bypass row security; " +

@@ -84,3 +84,14 @@ func (db *DB) IssueKey(ctx context.Context, s accountable.Session, name string) 
 	k, err := db.CreateKey(ctx, CreateKeyRequest{Name: name, UserEmail: s.UserEmail, WorkspaceID: s.WorkspaceID, By: &by})
 	return k.Key, k.KeyPrefix, err
 }
+
+// ServiceSecret returns the deployment's shared secret named name (service_secrets,
+// made by a migration).
+func (db *DB) ServiceSecret(ctx context.Context, name string) ([]byte, error) {
+	var secret []byte
+	err := db.pool.QueryRow(ctx, `SELECT secret FROM service_secrets WHERE name = $1`, name).Scan(&secret)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, accountable.NotFound("service secret")
+	}
+	return secret, mapError(err)
+}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -28,7 +30,7 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("sign-in target: %q %q %q %v", user, hash, ws, err)
 	}
 
-	token, tokenHash := accountable.NewSessionToken()
+	token, tokenHash := accountable.NewSessionToken(make([]byte, 32))
 	s := accountable.Session{UserID: user, WorkspaceID: ws, CSRFToken: accountable.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := db.CreateSession(ctx, tokenHash, s); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("a revoked session: %v", err)
 	}
 
-	_, expiredHash := accountable.NewSessionToken()
+	_, expiredHash := accountable.NewSessionToken(make([]byte, 32))
 	s.ExpiresAt = time.Now().Add(-time.Second)
 	if err := db.CreateSession(ctx, expiredHash, s); err != nil {
 		t.Fatal(err)
@@ -55,4 +57,29 @@ func TestSessions(t *testing.T) {
 	if n, err := db.PurgeSessions(ctx, time.Now().Add(time.Minute)); err != nil || n < 2 {
 		t.Fatalf("purged %d: %v", n, err)
 	}
+}
+
+// The session key is made by a migration, 32 random bytes, readable by the service role
+// and by no means writable by it.
+func TestServiceSecretIsMadeOnceAndReadOnly(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	key, err := db.ServiceSecret(ctx, "session_mac")
+	if err != nil || len(key) != accountable.SessionKeyLength {
+		t.Fatalf("session key: %d bytes, %v", len(key), err)
+	}
+	if again, _ := db.ServiceSecret(ctx, "session_mac"); string(again) != string(key) {
+		t.Fatal("the key changed between reads")
+	}
+	if _, err := db.ServiceSecret(ctx, "nonesuch"); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("an unknown secret: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, storetest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	wantDenied(t, conn, `UPDATE service_secrets SET secret = 'x'`)
+	wantDenied(t, conn, `DELETE FROM service_secrets`)
+	wantDenied(t, conn, `INSERT INTO service_secrets VALUES ('mine', 'x')`)
 }
