@@ -41,6 +41,8 @@ func (c countingCache) KnownKeyHash(prefix string) ([]byte, bool) {
 
 func (c countingCache) UnknownPrefix(prefix string) bool { return c.cache.UnknownPrefix(prefix) }
 
+func (c countingCache) KnownPrefix(prefix string) bool { return c.cache.KnownPrefix(prefix) }
+
 // expectTooManyFailures fails unless r is the 429 of an address over its failure budget.
 func expectTooManyFailures(t *testing.T, r response) {
 	t.Helper()

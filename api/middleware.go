@@ -239,27 +239,35 @@ func bearerKey(auth string) (key, prefix, refused string) {
 
 // verifyKey returns the stored key that the request's bearer credential is.
 //
-// Failed authentications that cost a key lookup are limited per client address
-// (authFailures), and the limit is applied before the lookup: an address whose budget
-// holds no token gets 429 rate_limited instead of 401 and has nothing looked up, and each
-// failed lookup spends a token. So unknown keys cost an address at most its budget's rate
-// of queries (plus the requests it had in flight at once, which leave the budget in
-// debt). Failures that cost no query are always the specification's 401 and spend
-// nothing: a missing or malformed credential, a prefix the key memory knows has no key,
-// and a wrong secret for a key it holds. Successes spend nothing, and a key the store has
-// already found (KeyMemory) whose secret matches is looked up without the budget: a valid
-// key in use keeps working from an address that also sends bad ones.
+// A valid key is never refused for its address's failures, and forged keys cost a
+// bounded number of queries. In order:
+//   - failures that cost no query are the specification's 401 and spend nothing: a
+//     missing or malformed credential, a prefix the key memory found no key for a moment
+//     ago, and a wrong secret for a key it holds (compared in constant time);
+//   - a key the memory holds, whose secret matches, and a prefix the memory knows is a
+//     key's (KnownPrefix: the prefix of every key, read when the process starts listening
+//     for key changes and kept by their announcements) are looked up whatever the
+//     address's failures: only a key's own prefix gets there, and a wrong secret under it
+//     is refused from memory after its first lookup;
+//   - any other prefix (forged, or a key made a moment ago whose announcement has not
+//     arrived) is looked up only while the address's failure budget (authFailures) holds
+//     a token, and spends one when no key has it: past the budget the address gets 429
+//     rate_limited and nothing is looked up.
+//
+// Successes spend nothing.
 func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
 	if refused != "" {
 		return accountable.APIKey{}, errUnauthorized{refused}
 	}
-	known := false // a key the store has found, whose secret this is
+	known := false // a key the store has found whose secret this is, or a known key's prefix
 	if m, ok := s.deps.Keys.(KeyMemory); ok {
 		if hash, ok := m.KnownKeyHash(prefix); ok {
 			if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
 				return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 			}
+			known = true
+		} else if m.KnownPrefix(prefix) {
 			known = true
 		} else if m.UnknownPrefix(prefix) {
 			return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
@@ -274,32 +282,33 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	ctx, cancel := s.lookupContext(c)
 	defer cancel()
 	k, hash, err := s.deps.Keys.KeyByPrefix(ctx, prefix)
+	// A failure under a known prefix spends nothing: the memory holds the key from now on,
+	// and refuses a wrong secret without a query. Any other spends a token of the budget
+	// it was admitted by.
+	failed := func(message string) error {
+		if known {
+			return errUnauthorized{message}
+		}
+		return s.authFailed(budget, message)
+	}
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-		return k, s.authFailed(budget, !known, msgInvalidKey)
+		return k, failed(msgInvalidKey)
 	}
 	if err != nil {
 		return k, err // the store failed, not the client
 	}
 	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
-		return k, s.authFailed(budget, !known, msgInvalidKey)
+		return k, failed(msgInvalidKey)
 	}
 	if k.RevokedAt != nil {
-		return k, s.authFailed(budget, !known, msgRevokedKey)
+		return k, failed(msgRevokedKey)
 	}
 	return k, nil
 }
 
-// authFailed spends a token of budget on a failed lookup and returns the 401; or, for a
-// failure that did not pass the budget before its lookup, the 429 when the budget has no
-// token (refusing costs the address nothing more).
-func (s *Server) authFailed(budget string, admitted bool, message string) error {
-	now := time.Now()
-	if !admitted {
-		if ok, wait := s.authFailures.available(budget, now); !ok {
-			return RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
-		}
-	}
-	s.authFailures.charge(budget, now)
+// authFailed spends a token of budget on a failed lookup it admitted and returns the 401.
+func (s *Server) authFailed(budget, message string) error {
+	s.authFailures.charge(budget, time.Now())
 	return errUnauthorized{message}
 }
 
@@ -482,6 +491,12 @@ func (s *Server) refuse(refusals *buckets, name string, now time.Time, err *acco
 	case <-s.streams.Done():
 	}
 	return err
+}
+
+// holdRefusal holds a refusal of name that refuse would hold (past name's prompt
+// refusals), for answers that are not an error (a page).
+func (s *Server) holdRefusal(refusals *buckets, name string) {
+	s.refuse(refusals, name, time.Now(), nil) //nolint:errcheck // only the hold
 }
 
 // RateLimited returns a 429 error that tells the caller when to retry.

@@ -124,9 +124,11 @@ type KeyStore interface {
 // budget (its lookup costs at most one query per cache period, and only the key's holder
 // can cause it), so a valid key keeps working from an address that has spent its budget.
 // UnknownPrefix reports that no key had prefix a moment ago: the request is refused
-// without a lookup, so it spends no budget either.
+// without a lookup, so it spends no budget either. KnownPrefix reports that prefix is a
+// key's (revoked or not): it is looked up without the budget (see verifyKey).
 type KeyMemory interface {
 	KnownKeyHash(prefix string) ([]byte, bool)
+	KnownPrefix(prefix string) bool
 	UnknownPrefix(prefix string) bool
 }
 
@@ -216,6 +218,9 @@ type Server struct {
 	hashes            *passwords.Gate // password hashes at once (sign-in; bcrypt of client secrets)
 	signInPairs       *buckets        // failed sign-ins per client address and account
 	signInAccounts    *buckets        // failed sign-ins per account
+	// signInRefusals are the prompt sign-in refusals of a client address (refuse): a
+	// client resending refused sign-ins at once has the rest held, as over the rate limits.
+	signInRefusals *buckets
 	// clientSecretFailures are failed OAuth client authentications per client address and
 	// client (clientSecretBudget).
 	clientSecretFailures *buckets
@@ -273,6 +278,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		metrics:       metrics{deps.Metrics},
 	}
 	if cfg.RateLimitHold > 0 {
+		s.signInRefusals = newBuckets(5, 10, cfg.MaxLimiterBuckets)
 		s.keyRefusals = newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets)
 		s.workspaceRefusals = newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets)
 	}

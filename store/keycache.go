@@ -38,9 +38,14 @@ type KeyCache struct {
 	UnknownTTL time.Duration
 	log        *slog.Logger
 
-	mu         sync.Mutex
-	entries    map[string]keyEntry
-	unknown    map[string]time.Time // prefixes no key had, and when that was read
+	mu      sync.Mutex
+	entries map[string]keyEntry
+	unknown map[string]time.Time // prefixes no key had, and when that was read
+	// prefixes holds the prefix of every key that exists (revoked ones included), read
+	// when the listener starts and added to by each announcement, so that authentication
+	// tells a real key's prefix from a forged one without a query (KnownPrefix). About 60
+	// bytes a key.
+	prefixes   map[string]struct{}
 	listening  bool
 	generation uint64 // bumped by every change notification and listener restart
 
@@ -57,7 +62,7 @@ type keyEntry struct {
 // NewKeyCache wraps db; call Start to begin listening.
 func NewKeyCache(db *DB, ttl time.Duration, log *slog.Logger) *KeyCache {
 	return &KeyCache{DB: db, ttl: ttl, UnknownTTL: DefaultUnknownKeyTTL, log: log,
-		entries: map[string]keyEntry{}, unknown: map[string]time.Time{}}
+		entries: map[string]keyEntry{}, unknown: map[string]time.Time{}, prefixes: map[string]struct{}{}}
 }
 
 // memoryState is what the cache holds for a prefix.
@@ -98,6 +103,17 @@ func (c *KeyCache) KnownKeyHash(prefix string) ([]byte, bool) {
 		return nil, false
 	}
 	return e.hash, true
+}
+
+// KnownPrefix reports whether prefix is a key's (revoked or not) this process knows
+// exists: only such a prefix's key is worth a lookup whatever its client's failures
+// (api.KeyMemory). A key created a moment ago, whose announcement has not arrived, is not
+// known yet.
+func (c *KeyCache) KnownPrefix(prefix string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.prefixes[prefix]
+	return ok && c.listening
 }
 
 // UnknownPrefix reports whether the cache found a moment ago that no key has prefix.
@@ -158,7 +174,7 @@ func (c *KeyCache) Start() {
 		defer close(c.done)
 		for ctx.Err() == nil {
 			err := c.listen(ctx)
-			c.setListening(false)
+			c.setListening(false, nil)
 			if ctx.Err() != nil {
 				return
 			}
@@ -179,13 +195,37 @@ func (c *KeyCache) Stop() {
 	}
 }
 
-func (c *KeyCache) setListening(on bool) {
+// setListening records whether the listener listens, with, when it starts, the prefix of
+// every key (read after LISTEN, so that no key is missing from both the read and the
+// announcements).
+func (c *KeyCache) setListening(on bool, prefixes map[string]struct{}) {
 	c.mu.Lock()
 	c.listening = on
 	c.generation++
 	clear(c.entries)
 	clear(c.unknown)
+	if prefixes == nil {
+		prefixes = map[string]struct{}{}
+	}
+	c.prefixes = prefixes
 	c.mu.Unlock()
+}
+
+// allPrefixes reads the prefix of every key.
+func allPrefixes(ctx context.Context, conn *pgx.Conn) (map[string]struct{}, error) {
+	rows, err := conn.Query(ctx, `SELECT prefix FROM api_keys`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]struct{}{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out[p] = struct{}{}
+	}
+	return out, rows.Err()
 }
 
 func (c *KeyCache) listen(ctx context.Context) error {
@@ -197,7 +237,11 @@ func (c *KeyCache) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+keysChannel); err != nil {
 		return err
 	}
-	c.setListening(true)
+	prefixes, err := allPrefixes(ctx, conn)
+	if err != nil {
+		return err
+	}
+	c.setListening(true, prefixes)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -206,6 +250,7 @@ func (c *KeyCache) listen(ctx context.Context) error {
 		c.mu.Lock()
 		delete(c.entries, n.Payload)
 		delete(c.unknown, n.Payload)
+		c.prefixes[strings.Clone(n.Payload)] = struct{}{} // created (or revoked: known already)
 		c.generation++
 		c.mu.Unlock()
 	}

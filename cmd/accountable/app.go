@@ -23,6 +23,7 @@ import (
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/oauth"
+	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/worker"
@@ -149,12 +150,19 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	if err != nil {
 		return nil, err
 	}
+	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sessionKey, err := db.ServiceSecret(keyCtx, "session_mac")
+	if err != nil {
+		return nil, fmt.Errorf("reading the session key (made by the migrations: run accountable migrate): %w", err)
+	}
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst, RateLimitHold: cfg.RateLimitHold,
 		WorkspaceMaxInFlight: cfg.WorkspaceMaxInFlight, WorkspaceInFlightWait: cfg.WorkspaceInFlightWait,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
 		ClientAddresses: api.ClientAddresses{TrustedProxies: cfg.TrustedProxies, Header: cfg.ClientIPHeader},
+		SessionKey:      sessionKey, PasswordGate: passwords.NewGate(cfg.PasswordHashSlots, 0, 0),
 		Deadlines: map[api.DeadlineClass]time.Duration{
 			api.DeadlineRead: cfg.RequestTimeout, api.DeadlineCommand: cfg.RequestTimeout, api.DeadlineLong: cfg.LongRequestTimeout,
 		},

@@ -51,14 +51,16 @@ type Config struct {
 	AuthFailureRPS        float64
 	AuthFailureBurst      int
 	// TrustedProxies and ClientIPHeader: whose header names the client (api.ClientAddresses).
-	TrustedProxies  []netip.Prefix
-	ClientIPHeader  string
-	ShutdownTimeout time.Duration
-	DevKeyFile      string
-	TemporalUIURL   string
-	PprofAddr       string
-	MetricsAddr     string
-	KeyCacheTTL     time.Duration
+	TrustedProxies []netip.Prefix
+	ClientIPHeader string
+	// PasswordHashSlots is how many password hashes run at once (0: passwords.DefaultGateSlots).
+	PasswordHashSlots int
+	ShutdownTimeout   time.Duration
+	DevKeyFile        string
+	TemporalUIURL     string
+	PprofAddr         string
+	MetricsAddr       string
+	KeyCacheTTL       time.Duration
 	// RequestTimeout and LongRequestTimeout are the server-side deadlines of ordinary and
 	// long operations; the database bounds lock waits and statements.
 	RequestTimeout           time.Duration
@@ -148,6 +150,7 @@ func LoadConfig() (Config, error) {
 		c.TrustedProxies = p
 	}
 	c.ClientIPHeader = env("CLIENT_IP_HEADER", "X-Forwarded-For")
+	c.PasswordHashSlots = envInt("PASSWORD_HASH_SLOTS", 0, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
 	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)
