@@ -311,11 +311,11 @@ const (
 )
 
 // SecretAdmission is asked before a client secret is compared with its stored hash
-// (bcrypt: tens of milliseconds of a core): it returns the release of the comparison's
-// slot, or why it may not run now. The HTTP side puts one in the context of each token
-// and revocation request (its failure budget and the password-hash gate); the
-// authorization server asks it.
-type SecretAdmission func() (release func(), err error)
+// (bcrypt: tens of milliseconds of a core): it returns done, to be called with the
+// comparison's outcome once it has run, or why it may not run now. The HTTP side puts one
+// in the context of each token and revocation request (its failure budget and the
+// password-hash gate); the authorization server asks it.
+type SecretAdmission func() (done func(correct bool), err error)
 
 type secretAdmissionKey struct{}
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,4 +202,88 @@ func TestOthersFailuresNeverLockOutValidCredentials(t *testing.T) {
 		t.Fatalf("revoking a forged token: %v %v", err, res)
 	}
 	res.Body.Close()
+}
+
+// Issue 24, finding 3: a confidential client's wrong secrets, sent in a loop from one
+// address at the revocation and token endpoints, cost a bounded number of bcrypt
+// comparisons (the address and client's failure budget, ten), never more at once than the
+// password-hash gate runs; another client's reads go on meanwhile, and the client's right
+// secret still works from that address.
+func TestClientSecretGuessingIsBounded(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.RateLimitHold = time.Second }) // the default of serve
+	ten := newPerson(t, e)
+	task := createWork(t, e, ten.Key, "read while secrets are guessed")
+	good := e.from(t, "127.0.0.2")
+	b := &browser{t: t, e: good, http: good.client}
+	b.signIn(ten)
+	c := grantOf(t, good, b, "Confidential agent", true)
+
+	bad := e.from(t, "127.0.0.1")
+	bad.client.Transport.(*http.Transport).MaxConnsPerHost = 16
+	const guessers, guessFor = 16, 3 * time.Second
+	var checked, limited, other atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), guessFor)
+	defer cancel()
+	done := make(chan struct{})
+	for g := range guessers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				path, form := "/oauth/revoke", url.Values{"token": {c.access}, "client_id": {c.app.id}, "client_secret": {"a wrong secret"}}
+				if g%2 == 1 {
+					path, form = "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {c.refresh}, "client_id": {c.app.id}, "client_secret": {"a wrong secret"}}
+				}
+				res, err := bad.client.PostForm(e.base+path, form)
+				if err != nil {
+					other.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, res.Body) //nolint:errcheck
+				res.Body.Close()
+				switch res.StatusCode {
+				case http.StatusUnauthorized:
+					checked.Add(1)
+				case http.StatusTooManyRequests:
+					limited.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	reader := e.from(t, "127.0.0.3")
+	var lat []time.Duration
+	for ctx.Err() == nil {
+		start := time.Now()
+		expect(t, reader.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": task}, key: ten.Key}), http.StatusOK, "")
+		lat = append(lat, time.Since(start))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range guessers {
+		<-done
+	}
+	p99 := percentile(lat, 0.99)
+	t.Logf("%v of guessing from %d connections: %d secrets compared (401), %d refused (429), %d other; another client's %d reads p99 %v",
+		guessFor, guessers, checked.Load(), limited.Load(), other.Load(), len(lat), p99)
+	if checked.Load() > 11 || limited.Load() == 0 || other.Load() != 0 {
+		t.Fatalf("%d wrong secrets compared (want at most the budget's 10, and one more refilled), %d refused, %d other answers",
+			checked.Load(), limited.Load(), other.Load())
+	}
+	if p99 > 500*time.Millisecond {
+		t.Fatalf("another client's reads p99 %v during the guessing", p99)
+	}
+	// The client's right secret works from the guessing address.
+	same := e.from(t, "127.0.0.1")
+	if status, out := refreshGrant(t, same, c, c.refresh, c.app.secret); status != http.StatusOK {
+		t.Fatalf("the client's own refresh from the guessing address: %d %v", status, out)
+	}
+}
+
+// percentile is the q quantile of ds (sorted in place); 0 for none.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(float64(len(ds))*q))]
 }

@@ -386,13 +386,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	admission, refused := s.clientSecretAdmission(r)
 	ar, err := s.deps.OAuth.NewAccessRequest(accountable.WithSecretAdmission(ctx, admission), r, s.deps.OAuth.EmptySession())
 	if *refused != nil {
-		writeRefusal(w, *refused)
+		s.writeRefusal(w, r, *refused)
 		return
 	}
 	if err != nil {
-		if errors.Is(err, fosite.ErrInvalidClient) {
-			s.clientSecretFailed(r)
-		}
 		s.deps.OAuth.WriteAccessError(ctx, w, ar, err)
 		return
 	}
@@ -426,11 +423,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	admission, refused := s.clientSecretAdmission(r)
 	err := s.deps.OAuth.NewRevocationRequest(accountable.WithSecretAdmission(ctx, admission), r)
 	if *refused != nil {
-		writeRefusal(w, *refused)
+		s.writeRefusal(w, r, *refused)
 		return
-	}
-	if errors.Is(err, fosite.ErrInvalidClient) {
-		s.clientSecretFailed(r)
 	}
 	s.deps.OAuth.WriteRevocationResponse(ctx, w, err)
 }
@@ -451,33 +445,37 @@ func (s *Server) clientSecretBudget(r *http.Request) string {
 }
 
 // clientSecretAdmission returns the admission of a request's client secret comparison
-// (accountable.SecretAdmission): the pair's failure budget must have a token, and the
-// comparison takes a slot of the password-hash gate, its turn shared among client
-// addresses. *refused is why it was not admitted, once asked.
+// (accountable.SecretAdmission): it takes a slot of the password-hash gate, its turns
+// shared among client addresses, and a token of the pair's failure budget
+// (clientSecretBudget), given back when the secret is correct. *refused is why it was
+// not admitted, once asked.
 func (s *Server) clientSecretAdmission(r *http.Request) (accountable.SecretAdmission, *error) {
 	refused := new(error)
-	return func() (func(), error) {
-		if ok, wait := s.clientSecretFailures.available(s.clientSecretBudget(r), time.Now()); !ok {
-			*refused = RateLimited(accountable.ECodeRateLimited, "Too many failed client authentications from this address; retry later.", wait)
-			return nil, *refused
-		}
+	return func() (func(bool), error) {
+		budget, now := s.clientSecretBudget(r), time.Now()
 		release, err := s.hashes.Acquire(r.Context(), s.clientOfHTTP(r))
 		if err != nil {
 			*refused = RateLimited(accountable.ECodeRateLimited, "Too many client secrets are being checked right now; retry in a moment.", time.Second)
 			return nil, *refused
 		}
-		return release, nil
+		if ok, wait := s.clientSecretFailures.take(budget, now); !ok {
+			release()
+			*refused = RateLimited(accountable.ECodeRateLimited, "Too many failed client authentications from this address; retry later.", wait)
+			return nil, *refused
+		}
+		return func(correct bool) {
+			release()
+			if correct {
+				s.clientSecretFailures.refund(budget, now)
+			}
+		}, nil
 	}, refused
 }
 
-// clientSecretFailed charges a failed client authentication to its budget.
-func (s *Server) clientSecretFailed(r *http.Request) {
-	s.clientSecretFailures.charge(s.clientSecretBudget(r), time.Now())
-}
-
 // writeRefusal answers an OAuth endpoint's request that was not admitted: 429
-// temporarily_unavailable with Retry-After.
-func writeRefusal(w http.ResponseWriter, err error) {
+// temporarily_unavailable with Retry-After (held past the address's prompt refusals).
+func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, err error) {
+	s.holdRefusal(s.addressRefusals, s.clientOfHTTP(r))
 	wait := time.Second
 	var e *accountable.Error
 	if errors.As(err, &e) && e.RetryAfter > 0 {

@@ -218,9 +218,10 @@ type Server struct {
 	hashes            *passwords.Gate // password hashes at once (sign-in; bcrypt of client secrets)
 	signInPairs       *buckets        // failed sign-ins per client address and account
 	signInAccounts    *buckets        // failed sign-ins per account
-	// signInRefusals are the prompt sign-in refusals of a client address (refuse): a
-	// client resending refused sign-ins at once has the rest held, as over the rate limits.
-	signInRefusals *buckets
+	// addressRefusals are the prompt refusals of a client address at the sign-in and
+	// OAuth endpoints (refuse): a client resending refused attempts at once has the rest
+	// held, as over the rate limits.
+	addressRefusals *buckets
 	// clientSecretFailures are failed OAuth client authentications per client address and
 	// client (clientSecretBudget).
 	clientSecretFailures *buckets
@@ -278,7 +279,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		metrics:       metrics{deps.Metrics},
 	}
 	if cfg.RateLimitHold > 0 {
-		s.signInRefusals = newBuckets(5, 10, cfg.MaxLimiterBuckets)
+		s.addressRefusals = newBuckets(5, 10, cfg.MaxLimiterBuckets)
 		s.keyRefusals = newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets)
 		s.workspaceRefusals = newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets)
 	}

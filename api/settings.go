@@ -205,7 +205,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	client := s.clientOf(c)
 	release, err := s.hashes.Acquire(ctx, client)
 	if err != nil {
-		s.holdRefusal(s.signInRefusals, client)
+		s.holdRefusal(s.addressRefusals, client)
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return s.renderSignIn(c, fiber.StatusTooManyRequests, email, "Too many sign-ins are being checked right now; try again in a moment.")
 	}
@@ -250,7 +250,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 
 // tooManySignIns answers a sign-in over its budget.
 func (s *Server) tooManySignIns(c *fiber.Ctx, email string, wait time.Duration) error {
-	s.holdRefusal(s.signInRefusals, s.clientOf(c))
+	s.holdRefusal(s.addressRefusals, s.clientOf(c))
 	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(wait.Seconds())+1))
 	return s.renderSignIn(c, fiber.StatusTooManyRequests, email, "Too many failed sign-ins to this account; wait a few minutes.")
 }

@@ -70,14 +70,16 @@ func (h *secretHasher) Compare(ctx context.Context, hash, secret []byte) error {
 	if known {
 		return nil
 	}
+	done := func(bool) {}
 	if admit, ok := accountable.SecretAdmissionFrom(ctx); ok {
-		release, err := admit()
-		if err != nil {
+		var err error
+		if done, err = admit(); err != nil {
 			return err
 		}
-		defer release()
 	}
-	if err := h.bcrypt.Compare(ctx, hash, secret); err != nil {
+	err := h.bcrypt.Compare(ctx, hash, secret)
+	done(err == nil)
+	if err != nil {
 		return err
 	}
 	h.mu.Lock()
