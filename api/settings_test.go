@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -198,6 +199,52 @@ func TestSettingsPage(t *testing.T) {
 	for _, secret := range []string{testPassword, key[1], "guess guess guess"} {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("the logs contain %q", secret)
+		}
+	}
+}
+
+// On an https site the cookies are Secure and carry the __Host- prefix, which the service
+// reads back; the specification's __session name still works for a client that sends it.
+func TestCookiesOfAnHTTPSSiteAreHostPrefixed(t *testing.T) {
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.SiteURL = "https://accountable.example" })
+	ten := newPerson(t, e)
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := plain.Get(e.base + "/sign-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	signin := cookieHeader(res, "__Host-signin")
+	if lower := strings.ToLower(signin); signin == "" || !strings.Contains(lower, "; secure") || !strings.Contains(lower, "path=/;") || strings.Contains(lower, "domain") {
+		t.Fatalf("the sign-in form's cookie: %q", res.Header.Values("Set-Cookie"))
+	}
+	csrf := csrfOf(t, string(page))
+	form := url.Values{"csrf": {csrf}, "email": {ten.Principal.UserEmail}, "password": {testPassword}}
+	post := func(cookie string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, e.base+"/sign-in", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", cookie)
+		res, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if res := post("__signin=" + csrf); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("the form's token in a cookie without the prefix: %d", res.StatusCode)
+	}
+	res = post("__Host-signin=" + csrf)
+	session := cookieHeader(res, "__Host-session")
+	if res.StatusCode != http.StatusSeeOther || !strings.Contains(strings.ToLower(session), "; secure") || !strings.Contains(session, "HttpOnly") {
+		t.Fatalf("sign-in: %d %q", res.StatusCode, res.Header.Values("Set-Cookie"))
+	}
+	token := strings.SplitN(strings.TrimPrefix(session, "__Host-session="), ";", 2)[0]
+	for _, name := range []string{"__Host-session", "__session"} {
+		r := e.do(request{method: "GET", path: "/events/stream", query: "limit=1", headers: map[string]string{"Cookie": name + "=" + token}})
+		if r.status != http.StatusOK || r.meta()["workspaceId"] != ten.Principal.WorkspaceID {
+			t.Fatalf("the session in %s: %d %s", name, r.status, r.raw)
 		}
 	}
 }
