@@ -59,6 +59,9 @@ type (
 		Kind      string  `json:"kind"`
 		AgentName *string `json:"agent_name"`
 	}
+	memberRemovedPayload struct {
+		UserID string `json:"user_id"`
+	}
 	keyRevokedPayload struct {
 		KeyID     string `json:"key_id"`
 		KeyPrefix string `json:"key_prefix"`
@@ -145,6 +148,8 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, memberAddedPayload{UserID: userID, Role: "owner"}); err != nil {
 				return CreatedKey{}, err
 			}
+			// Key caches hold the user's keys with the workspaces they may act in.
+			notifyMembershipChanged(tx.batch, userID)
 		}
 		if !issueKey {
 			return CreatedKey{WorkspaceID: wsID, UserID: userID}, nil
@@ -176,7 +181,8 @@ func scanKey(row pgx.Row, extra ...any) (accountable.APIKey, error) {
 	return k, err
 }
 
-// ListKeys lists every key (workspaceID "" ) or the keys of one workspace, oldest first.
+// ListKeys lists every key (workspaceID "" ) or the keys made in one workspace, oldest
+// first (the command line's `keys list`).
 func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE ($1 = '' OR k.workspace_id::text = $1) ORDER BY k.created_at, k.id`, workspaceID)
@@ -203,10 +209,25 @@ func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey,
 
 // RevokeKeyAs is RevokeKey with the actor its event records (a person on the settings page).
 func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error) {
-	k, _, err := db.KeyByPrefix(ctx, prefix)
+	k, err := db.keyRecord(ctx, prefix)
 	if err != nil {
 		return k, err
 	}
+	return db.revokeKey(ctx, k, by)
+}
+
+// keyRecord returns the key with prefix, whatever its user's memberships (to revoke it).
+func (db *DB) keyRecord(ctx context.Context, prefix string) (accountable.APIKey, error) {
+	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.prefix = $1`, prefix))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, accountable.NotFound("API key")
+	}
+	return k, mapError(err)
+}
+
+// revokeKey revokes k (revoking a revoked key is a no-op) with its ledger event.
+func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountable.Actor) (accountable.APIKey, error) {
 	if k.RevokedAt != nil {
 		return k, nil
 	}
@@ -228,19 +249,64 @@ func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Act
 		notifyKeyChanged(tx.batch, k.Prefix)
 		return revoked, nil
 	}
-	k, _, err = runCommand(ctx, db, cmd)
+	k, _, err := runCommand(ctx, db, cmd)
 	return k, err
 }
 
-// KeyByPrefix returns the key with prefix and its stored hash, for authentication.
+// KeyByPrefix returns the key with prefix, its stored hash and the workspaces its user is
+// a member of, for authentication. A key whose user is no longer a member of the key's
+// own workspace is not found, as a session or an OAuth grant whose user left is not:
+// membership is what gives a credential its access.
 func (db *DB) KeyByPrefix(ctx context.Context, prefix string) (accountable.APIKey, []byte, error) {
 	var hash []byte
-	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+`, k.key_hash FROM api_keys k
-		JOIN users u ON u.id = k.user_id WHERE k.prefix = $1`, prefix), &hash)
+	var memberOf []string
+	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+`, k.key_hash, m.ws FROM api_keys k
+		JOIN users u ON u.id = k.user_id
+		CROSS JOIN LATERAL (SELECT array_agg(workspace_id::text ORDER BY workspace_id) AS ws
+			FROM workspace_members WHERE user_id = k.user_id) m
+		WHERE k.prefix = $1 AND k.workspace_id::text = ANY (m.ws)`, prefix), &hash, &memberOf)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, nil, accountable.NotFound("API key")
 	}
+	k.MemberOf = memberOf
 	return k, hash, mapError(err)
+}
+
+// RemoveMember ends the membership of the user with email in the workspace, with its
+// ledger event (workspace.member_removed, the command line's act): every credential of
+// the user stops acting there at once. Keys: every process's key cache hears of it
+// (notifyMembershipChanged) and reads the user's keys again; sessions and OAuth grants
+// are checked against the membership on every request. The user's keys are not revoked:
+// a key made in the workspace acts nowhere while its user is not a member of it, and
+// again if the user is added back. Not a member: not_found.
+func (db *DB) RemoveMember(ctx context.Context, workspaceID, email string) (userID string, err error) {
+	if !accountable.ValidUUID(workspaceID) {
+		return "", accountable.Errorf(accountable.ECodeValidationFailed, "the workspace id must be a UUID")
+	}
+	wsID := accountable.NormalizeUUID(workspaceID)
+	wsRef := aggregate(accountable.AggregateWorkspace, wsID)
+	cmd := command[string]{workspaceID: wsID, actor: operator, locks: []aggregateRef{wsRef}}
+	cmd.run = func(ctx context.Context, tx *tx) (string, error) {
+		if _, ok := tx.Head(wsRef); !ok {
+			return "", accountable.NotFound("workspace")
+		}
+		var userID string
+		err := tx.QueryRow(ctx, `DELETE FROM workspace_members m USING users u
+			WHERE m.workspace_id = $1 AND m.user_id = u.id AND u.email = $2 RETURNING m.user_id`, wsID, email).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", accountable.NotFound("member")
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := tx.Append(wsRef, accountable.EventMemberRemoved, memberRemovedPayload{UserID: userID}); err != nil {
+			return "", err
+		}
+		notifyMembershipChanged(tx.batch, userID)
+		return userID, nil
+	}
+	userID, _, err = runCommand(ctx, db, cmd)
+	return userID, err
 }
 
 // IsMember reports whether the user may act in the workspace.
