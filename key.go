@@ -65,6 +65,8 @@ type APIKey struct {
 	// authentication (its own workspace among them: a key whose user left it is not
 	// found); nil in listings.
 	MemberOf []string
+	// WorkspaceName is the name of the key's own workspace, in listings that show it.
+	WorkspaceName string
 }
 
 // Principal returns who a request authenticated with k acts as, in k's own workspace.

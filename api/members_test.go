@@ -198,3 +198,90 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	}
 	return u
 }
+
+// Each workspace's settings page lists every key that can act in it, its members' keys
+// made in their other workspaces too (marked with owner and workspace), and revokes any of
+// them (the API refuses the key at once, in every workspace); a non-member's key is
+// neither listed nor revocable (404).
+func TestSettingsPageListsAndRevokesEveryKeyThatActsInItsWorkspace(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	e, _ := newProcess(t, db)
+	owner := newPerson(t, e)  // signs in to b, owner's workspace
+	member := newPerson(t, e) // made a key in a, member's workspace; joins b
+	outsider := storetest.NewTenant(t, db)
+	b := owner.Principal.WorkspaceID
+	if _, err := db.CreateUser(ctx, store.CreateKeyRequest{UserEmail: member.Principal.UserEmail, WorkspaceID: b}); err != nil {
+		t.Fatal(err)
+	}
+	// The outsider is a member of the member's workspace (not of b), with a key there.
+	if _, err := db.CreateUser(ctx, store.CreateKeyRequest{UserEmail: outsider.Principal.UserEmail, WorkspaceID: member.Principal.WorkspaceID}); err != nil {
+		t.Fatal(err)
+	}
+	outsiderInA, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: "outsider in a", UserEmail: outsider.Principal.UserEmail, WorkspaceID: member.Principal.WorkspaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.NoteSecrets(outsiderInA.Key)
+	inB := request{method: "GET", path: "/work", key: member.Key, query: "workspace_id=" + b}
+	expect(t, e.do(inB), http.StatusOK, "")
+
+	br := newBrowser(t, e)
+	br.signIn(owner)
+	res, page := br.get("/settings/api-keys")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("keys page: %d %s", res.StatusCode, page)
+	}
+	row := keyRow(page, member.Principal.KeyPrefix)
+	if row == "" || !strings.Contains(row, member.Principal.UserEmail) || !strings.Contains(row, member.Principal.WorkspaceID) ||
+		!strings.Contains(row, "ws "+member.Principal.UserEmail) || !strings.Contains(row, `class="revoke"`) {
+		t.Fatalf("the member's key of another workspace on b's page: %q in %s", row, page)
+	}
+	if own := keyRow(page, owner.Principal.KeyPrefix); !strings.Contains(own, "this workspace") {
+		t.Fatalf("b's own key: %q", own)
+	}
+	for _, p := range []string{outsider.Principal.KeyPrefix, outsiderInA.KeyPrefix} {
+		if strings.Contains(page, p) {
+			t.Fatalf("b's page lists %s, a key of a non-member", p)
+		}
+	}
+	csrf := csrfOf(t, page)
+	for _, p := range []string{outsider.Principal.KeyPrefix, outsiderInA.KeyPrefix} {
+		if res, _ := br.post("/settings/api-keys/revoke", url.Values{"csrf": {csrf}, "prefix": {p}}); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("b's page revokes %s, a non-member's key: %d", p, res.StatusCode)
+		}
+	}
+	expect(t, e.do(request{method: "GET", path: "/work", key: outsider.Key}), http.StatusOK, "")
+	expect(t, e.do(request{method: "GET", path: "/work", key: outsiderInA.Key}), http.StatusOK, "")
+
+	if res, _ := br.post("/settings/api-keys/revoke", url.Values{"csrf": {csrf}, "prefix": {member.Principal.KeyPrefix}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("b's page revoking the member's key: %d", res.StatusCode)
+	}
+	t.Logf("the member's key refused in b %s after b's page revoked it", refusedWithin(t, e, inB, http.StatusUnauthorized, time.Now(), 2*time.Second))
+	expect(t, e.do(request{method: "GET", path: "/work", key: member.Key}), http.StatusUnauthorized, "")
+	if _, page := br.get("/settings/api-keys"); strings.Contains(page, member.Principal.KeyPrefix) {
+		t.Fatal("b's page still lists the member's revoked key of another workspace")
+	}
+	// The revocation is the member's workspace's event, by b's owner, from b.
+	events := e.streamEvents(outsiderInA.Key, "event_type=api_key.revoked", 1)
+	if len(events) != 1 {
+		t.Fatalf("revocations in a: %v", events)
+	}
+	p := events[0]["payload"].(map[string]any)
+	if events[0]["actorId"] != owner.Principal.UserID || p["key_prefix"] != member.Principal.KeyPrefix || p["revoked_from_workspace_id"] != b {
+		t.Fatalf("the revocation in a: %v", events[0])
+	}
+}
+
+// keyRow returns the table row of the key with prefix on a keys page ("" if none).
+func keyRow(page, prefix string) string {
+	i := strings.Index(page, `<tr data-prefix="`+prefix+`"`)
+	if i < 0 {
+		return ""
+	}
+	end := strings.Index(page[i:], "</tr>")
+	if end < 0 {
+		return page[i:]
+	}
+	return page[i : i+end]
+}

@@ -65,6 +65,9 @@ type (
 	keyRevokedPayload struct {
 		KeyID     string `json:"key_id"`
 		KeyPrefix string `json:"key_prefix"`
+		// RevokedFrom is the workspace whose settings page revoked the key, when that is
+		// not the key's own (a member's key acts in every workspace of the member).
+		RevokedFrom string `json:"revoked_from_workspace_id,omitempty"`
 	}
 )
 
@@ -201,33 +204,92 @@ func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.A
 	return keys, mapError(rows.Err())
 }
 
+// actsIn is the condition under which the settings page of workspace $1 shows the key k:
+// it can act there (its user is a member of $1 and of the key's own workspace: a key whose
+// user left its workspace acts nowhere, see KeyByPrefix), or could until it was revoked,
+// for a key made in $1 (the page keeps its own keys' history).
+const actsIn = `EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = $1 AND m.user_id = k.user_id)
+	AND EXISTS (SELECT 1 FROM workspace_members h WHERE h.workspace_id = k.workspace_id AND h.user_id = k.user_id)
+	AND (k.workspace_id = $1 OR k.revoked_at IS NULL)`
+
+// WorkspaceKeys lists the keys that can act in the workspace (its settings page): those
+// its current members made in it, revoked ones too, then the live keys they made in their
+// other workspaces (which act here through workspace_id), each with its own workspace's
+// name; oldest first. A key of a user who is not a member is not among them.
+func (db *DB) WorkspaceKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+keyColumns+`, w.name FROM api_keys k JOIN users u ON u.id = k.user_id
+		JOIN workspaces w ON w.id = k.workspace_id
+		WHERE `+actsIn+`
+		ORDER BY k.workspace_id <> $1, k.created_at, k.id`, workspaceID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	var keys []accountable.APIKey
+	for rows.Next() {
+		var home string
+		k, err := scanKey(rows, &home)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		k.WorkspaceName = home
+		keys = append(keys, k)
+	}
+	return keys, mapError(rows.Err())
+}
+
 // RevokeKey revokes the key with prefix, with its ledger event; revoking a revoked key is a
 // no-op. Every process serving the API hears of it at once (notifyKeyChanged).
 func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error) {
 	return db.RevokeKeyAs(ctx, prefix, operator)
 }
 
-// RevokeKeyAs is RevokeKey with the actor its event records (a person on the settings page).
+// RevokeKeyAs is RevokeKey with the actor its event records.
 func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error) {
-	k, err := db.keyRecord(ctx, prefix)
+	k, err := db.keyRecord(ctx, prefix, "")
 	if err != nil {
 		return k, err
 	}
-	return db.revokeKey(ctx, k, by)
+	return db.revokeKey(ctx, k, by, "")
 }
 
-// keyRecord returns the key with prefix, whatever its user's memberships (to revoke it).
-func (db *DB) keyRecord(ctx context.Context, prefix string) (accountable.APIKey, error) {
-	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
-		WHERE k.prefix = $1`, prefix))
+// RevokeWorkspaceKey revokes, for a person signed in to the workspace's settings page, a
+// key that can act in that workspace (one WorkspaceKeys lists): the key
+// is revoked everywhere, with its event in the key's own workspace, recording who revoked
+// it and from which workspace. Another key is not_found, as a key never issued.
+func (db *DB) RevokeWorkspaceKey(ctx context.Context, workspaceID, prefix string, by accountable.Actor) (accountable.APIKey, error) {
+	k, err := db.keyRecord(ctx, prefix, workspaceID)
+	if err != nil {
+		return k, err
+	}
+	from := ""
+	if k.WorkspaceID != accountable.NormalizeUUID(workspaceID) {
+		from = accountable.NormalizeUUID(workspaceID)
+	}
+	return db.revokeKey(ctx, k, by, from)
+}
+
+// keyRecord returns the key with prefix, whatever its user's memberships; or, with
+// actingIn, only when it can act in that workspace (actsIn).
+func (db *DB) keyRecord(ctx context.Context, prefix, actingIn string) (accountable.APIKey, error) {
+	query, args := `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.prefix = $1`, []any{prefix}
+	if actingIn != "" {
+		if !accountable.ValidUUID(actingIn) {
+			return accountable.APIKey{}, accountable.NotFound("API key")
+		}
+		query = `SELECT ` + keyColumns + ` FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.prefix = $2 AND ` + actsIn
+		args = []any{actingIn, prefix}
+	}
+	k, err := scanKey(db.pool.QueryRow(ctx, query, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, accountable.NotFound("API key")
 	}
 	return k, mapError(err)
 }
 
-// revokeKey revokes k (revoking a revoked key is a no-op) with its ledger event.
-func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountable.Actor) (accountable.APIKey, error) {
+// revokeKey revokes k (revoking a revoked key is a no-op) with its ledger event; from is
+// the workspace whose page revoked it when that is not k's own.
+func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountable.Actor, from string) (accountable.APIKey, error) {
 	if k.RevokedAt != nil {
 		return k, nil
 	}
@@ -243,7 +305,7 @@ func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountabl
 		if err != nil {
 			return k, err
 		}
-		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix}); err != nil {
+		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix, RevokedFrom: from}); err != nil {
 			return k, err
 		}
 		notifyKeyChanged(tx.batch, k.Prefix)

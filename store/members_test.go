@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -148,4 +149,73 @@ func TestKeyCacheFollowsMembershipChangesAtOnce(t *testing.T) {
 		_, _, err := kc.KeyByPrefix(ctx, prefix)
 		return err == nil
 	})
+}
+
+// A workspace's keys are those that can act in it: its current members' keys, made in it
+// or (live ones) in their other workspaces; a non-member's is neither listed nor
+// revocable through it; revoking a member's key of another workspace records, in that
+// workspace, who revoked it and from where.
+func TestWorkspaceKeysAreTheKeysThatActInIt(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	a, b, outsider := storetest.NewTenant(t, db), storetest.NewTenant(t, db), storetest.NewTenant(t, db)
+	bws := b.Principal.WorkspaceID
+	// a joins b; a's second key of a's workspace is revoked (it acts nowhere); the outsider
+	// keeps a key in a's workspace without being a member of b.
+	addMember(t, db, a.Principal.UserEmail, bws)
+	dead, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: "dead", UserEmail: a.Principal.UserEmail, WorkspaceID: a.Principal.WorkspaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RevokeKey(ctx, dead.KeyPrefix); err != nil {
+		t.Fatal(err)
+	}
+	addMember(t, db, outsider.Principal.UserEmail, a.Principal.WorkspaceID)
+	inA, err := db.CreateKey(ctx, store.CreateKeyRequest{Name: "outsider's", UserEmail: outsider.Principal.UserEmail, WorkspaceID: a.Principal.WorkspaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []string {
+		keys, err := db.WorkspaceKeys(ctx, bws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, k := range keys {
+			out = append(out, k.Prefix+"@"+k.WorkspaceName)
+		}
+		return out
+	}
+	want := []string{b.Principal.KeyPrefix + "@ws " + b.Principal.UserEmail, a.Principal.KeyPrefix + "@ws " + a.Principal.UserEmail}
+	if got := listed(); !slices.Equal(got, want) {
+		t.Fatalf("b's keys: %v, want %v", got, want)
+	}
+	for _, p := range []string{outsider.Principal.KeyPrefix, inA.KeyPrefix, dead.KeyPrefix, "svk_00000000"} {
+		if _, err := db.RevokeWorkspaceKey(ctx, bws, p, accountable.Actor{Type: accountable.ActorHuman, ID: b.Principal.UserID}); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+			t.Fatalf("b revokes %s: %v", p, err)
+		}
+	}
+	by := accountable.Actor{Type: accountable.ActorHuman, ID: b.Principal.UserID}
+	k, err := db.RevokeWorkspaceKey(ctx, bws, a.Principal.KeyPrefix, by)
+	if err != nil || k.RevokedAt == nil {
+		t.Fatalf("b revokes a's key: %+v %v", k, err)
+	}
+	if got := listed(); !slices.Equal(got, want[:1]) {
+		t.Fatalf("b's keys after the revocation: %v", got)
+	}
+	var actor, payload string
+	err = storetest.Conn(t).QueryRow(ctx, `SELECT actor_id, payload::text FROM ledger_events
+		WHERE workspace_id = $1 AND event_type = 'api_key.revoked' AND payload->>'key_prefix' = $2`,
+		a.Principal.WorkspaceID, a.Principal.KeyPrefix).Scan(&actor, &payload)
+	var p map[string]string
+	if err != nil || json.Unmarshal([]byte(payload), &p) != nil || actor != b.Principal.UserID || p["revoked_from_workspace_id"] != bws {
+		t.Fatalf("the revocation in a's ledger: by %s %s (%v)", actor, payload, err)
+	}
+	// Once a leaves b, a's keys are not b's to list or revoke.
+	if _, err := db.RemoveMember(ctx, bws, a.Principal.UserEmail); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RevokeWorkspaceKey(ctx, bws, a.Principal.KeyPrefix, by); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("b revokes the key of a former member: %v", err)
+	}
 }
