@@ -76,6 +76,11 @@ type Principal struct {
 	// TokenBound is set for an OAuth access token: it is bound to one workspace, and the
 	// request may not select another.
 	TokenBound bool
+	// MemberOf are the workspaces the user was a member of when the credential was read
+	// (an API key: the key store keeps it current, dropping the key when a membership of
+	// its user changes), which workspace_id may select without a lookup; nil: not known,
+	// membership is looked up.
+	MemberOf []string
 }
 
 // Actor is the actor recorded on ledger events for commands made by this principal: the

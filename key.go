@@ -61,11 +61,18 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// MemberOf are the workspaces the key's user is a member of, as read for
+	// authentication (its own workspace among them: a key whose user left it is not
+	// found); nil in listings.
+	MemberOf []string
+	// WorkspaceName is the name of the key's own workspace, in listings that show it.
+	WorkspaceName string
 }
 
 // Principal returns who a request authenticated with k acts as, in k's own workspace.
 func (k APIKey) Principal() Principal {
-	p := Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix}
+	p := Principal{UserID: k.UserID, UserEmail: k.UserEmail, WorkspaceID: k.WorkspaceID, KeyID: k.ID, KeyPrefix: k.Prefix,
+		MemberOf: k.MemberOf}
 	if k.AgentName != nil {
 		p.AgentName = *k.AgentName
 	}
@@ -97,6 +104,9 @@ const (
 	EventUserCreated      = "user.created"
 	EventAPIKeyCreated    = "api_key.created"
 	EventAPIKeyRevoked    = "api_key.revoked"
+	// EventMemberRemoved: the user is no longer a member; every credential of theirs
+	// stops acting in the workspace at once.
+	EventMemberRemoved = "workspace.member_removed"
 	// EventOAuthClientAuthorized: a user consented to an OAuth client (an MCP client)
 	// acting for them in the workspace.
 	EventOAuthClientAuthorized = "oauth.client_authorized"

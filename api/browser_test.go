@@ -10,15 +10,23 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
 )
 
 // The settings page in headless Chromium (CHROMIUM_PATH, which make test sets with
 // scripts/chromium.sh): sign in, create a key, read it from the page, use it against the
-// API, revoke it, and see the API answer 401. SCREENSHOT writes the page with its new key
+// API, revoke it, and see the API answer 401; then revoke the key a member made in their
+// own workspace, which acts in this one too. SCREENSHOT writes the page with its new key
 // to that file (the README's picture: SCREENSHOT=docs/settings-api-keys.png).
 func TestSettingsPageInChromium(t *testing.T) {
 	e := newEnv(t, nil)
 	ten := newPerson(t, e)
+	member := storetest.NewTenant(t, e.db)
+	if _, err := e.db.CreateUser(context.Background(), store.CreateKeyRequest{UserEmail: member.Principal.UserEmail, WorkspaceID: ten.Principal.WorkspaceID}); err != nil {
+		t.Fatal(err)
+	}
 	ctx := newChromium(t)
 
 	var key, location string
@@ -65,6 +73,26 @@ func TestSettingsPageInChromium(t *testing.T) {
 	}
 	if r := e.do(request{method: "GET", path: "/credential", key: key}); r.status != http.StatusUnauthorized {
 		t.Fatalf("the key revoked on the page answered %d", r.status)
+	}
+
+	inHere := request{method: "GET", path: "/work", key: member.Key, query: "workspace_id=" + ten.Principal.WorkspaceID}
+	expect(t, e.do(inHere), http.StatusOK, "")
+	var owner string
+	row := `tr[data-prefix="` + member.Principal.KeyPrefix + `"]`
+	err = chromedp.Run(ctx,
+		chromedp.Text(row+` td.owner`, &owner, chromedp.ByQuery),
+		chromedp.Click(row+` button.revoke`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#key-name`, chromedp.ByID),
+		chromedp.WaitNotPresent(row, chromedp.ByQuery), // a revoked key of another workspace acts nowhere: not listed
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(owner) != member.Principal.UserEmail {
+		t.Fatalf("the member's key is listed as %q's", owner)
+	}
+	if r := e.do(inHere); r.status != http.StatusUnauthorized {
+		t.Fatalf("the member's key revoked on this workspace's page answered %d", r.status)
 	}
 }
 

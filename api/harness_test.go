@@ -117,7 +117,7 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue, WebhookSecretKey: webhookKey,
+	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue, WebhookSecretKey: webhookKey, SessionKey: testSessionKey,
 		WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: true}}
 	// Live streams are woken by a feed of this env's own, as in a process of the service.
 	feed := store.NewLedgerFeed(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -186,6 +186,10 @@ const siteIsListener = "listener"
 
 // withSiteURLOfListener makes the env's site URL its own address.
 func withSiteURLOfListener(cfg *api.Config, _ *api.Deps) { cfg.SiteURL = siteIsListener }
+
+// testSessionKey tags the test envs' session tokens (sessions a test makes in the store
+// are tagged with it too).
+var testSessionKey = []byte("the test envs' session key, 32 b")
 
 // testWebhookKey keeps the test envs' webhook secrets.
 const testWebhookKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -320,7 +321,10 @@ func (s *Server) lookupContext(c *fiber.Ctx) (context.Context, context.CancelFun
 }
 
 // selectWorkspace scopes the request to workspace id, which the caller's user must be a
-// member of; otherwise it is a not_found like any unknown resource.
+// member of now; otherwise it is a not_found like any unknown resource. A key's principal
+// carries its user's workspaces (MemberOf, which the key store keeps current: a membership
+// change drops the key in every process at once), so selecting one costs no query; a
+// session's membership is looked up.
 func (s *Server) selectWorkspace(c *fiber.Ctx, field, id string) error {
 	p := principal(c)
 	if !accountable.ValidUUID(id) {
@@ -333,14 +337,18 @@ func (s *Server) selectWorkspace(c *fiber.Ctx, field, id string) error {
 	if p.TokenBound { // an access token acts in the workspace its user consented to, only
 		return accountable.NotFound("workspace")
 	}
-	ctx, cancel := s.lookupContext(c)
-	defer cancel()
-	ok, err := s.deps.Keys.IsMember(ctx, p.UserID, id)
-	if err != nil {
-		if accountable.ErrorCode(err) == accountable.ECodeLedgerUnavailable {
-			return accountable.Errorf(accountable.ECodeAuthorizationUnavailable, "The workspace authorization could not be resolved; retry later.")
+	ok := slices.Contains(p.MemberOf, id)
+	if p.MemberOf == nil {
+		ctx, cancel := s.lookupContext(c)
+		defer cancel()
+		var err error
+		ok, err = s.deps.Keys.IsMember(ctx, p.UserID, id)
+		if err != nil {
+			if accountable.ErrorCode(err) == accountable.ECodeLedgerUnavailable {
+				return accountable.Errorf(accountable.ECodeAuthorizationUnavailable, "The workspace authorization could not be resolved; retry later.")
+			}
+			return err
 		}
-		return err
 	}
 	if !ok {
 		return accountable.NotFound("workspace")

@@ -16,9 +16,10 @@ import (
 )
 
 // The key settings page: {site_url}/settings/api-keys, server-rendered (html/template, no
-// build step), behind the `__session` cookie of a sign-in page. People list their
-// workspace's keys (prefix, name, created, last used), create one (the full key shown
-// once, on the answer of the form that made it, never stored) and revoke one.
+// build step), behind the `__session` cookie of a sign-in page. People list the keys that
+// can act in their workspace (prefix, name, owner, the workspace it was made in, created,
+// last used), create one (the full key shown once, on the answer of the form that made
+// it, never stored) and revoke any of them.
 //
 // Every form carries a CSRF token: the session's own once signed in, and on the sign-in
 // form a random one that must equal the `__signin` cookie (double submit), so another
@@ -34,8 +35,11 @@ type SettingsStore interface {
 	SessionByToken(ctx context.Context, tokenHash []byte) (accountable.Session, error)
 	RevokeSession(ctx context.Context, tokenHash []byte) error
 	IssueKey(ctx context.Context, s accountable.Session, name string) (key, prefix string, err error)
-	ListKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error)
-	RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error)
+	// WorkspaceKeys are the keys that can act in the workspace: its current members' keys,
+	// made in it or in their other workspaces (which act in it through workspace_id).
+	WorkspaceKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error)
+	// RevokeWorkspaceKey revokes one of WorkspaceKeys (everywhere); another is not_found.
+	RevokeWorkspaceKey(ctx context.Context, workspaceID, prefix string, by accountable.Actor) (accountable.APIKey, error)
 }
 
 // Paths of the settings page.
@@ -305,7 +309,7 @@ type keysData struct {
 }
 
 func (s *Server) renderKeys(c *fiber.Ctx, status int, sess accountable.Session, d keysData) error {
-	keys, err := s.deps.Settings.ListKeys(c.UserContext(), sess.WorkspaceID)
+	keys, err := s.deps.Settings.WorkspaceKeys(c.UserContext(), sess.WorkspaceID)
 	if err != nil {
 		return err
 	}
@@ -329,21 +333,17 @@ func (s *Server) createKeyForm(c *fiber.Ctx, sess accountable.Session) error {
 	return s.renderKeys(c, fiber.StatusOK, sess, keysData{NewKey: key, NewName: name})
 }
 
+// revokeKeyForm revokes a key that can act in the session's workspace, whoever's it is:
+// every member may stop any key acting in the workspace, a member's key made in another
+// workspace too (revoked there as well: a key is one credential). A key that cannot act
+// here (another workspace's, a non-member's) is a 404, as an unknown prefix.
 func (s *Server) revokeKeyForm(c *fiber.Ctx, sess accountable.Session) error {
-	prefix := c.FormValue("prefix")
-	keys, err := s.deps.Settings.ListKeys(c.UserContext(), sess.WorkspaceID)
-	if err != nil {
-		return err
-	}
-	found := false
-	for _, k := range keys {
-		found = found || k.Prefix == prefix
-	}
-	if !found { // another workspace's key is not this page's to revoke
-		return s.renderKeys(c, fiber.StatusNotFound, sess, keysData{Error: "No key of this workspace has that prefix."})
-	}
 	by := accountable.Actor{Type: accountable.ActorHuman, ID: sess.UserID}
-	if _, err := s.deps.Settings.RevokeKeyAs(c.UserContext(), prefix, by); err != nil {
+	_, err := s.deps.Settings.RevokeWorkspaceKey(c.UserContext(), sess.WorkspaceID, c.FormValue("prefix"), by)
+	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+		return s.renderKeys(c, fiber.StatusNotFound, sess, keysData{Error: "No key that acts in this workspace has that prefix."})
+	}
+	if err != nil {
 		return err
 	}
 	return c.Redirect(SettingsPath, fiber.StatusSeeOther)
@@ -377,7 +377,9 @@ var keysTemplate = template.Must(template.New("keys").Parse(`<!doctype html>
 <header><h1>API keys</h1>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
 <span class="muted">{{.Session.UserEmail}}</span> <button type="submit" id="sign-out">Sign out</button></form></header>
-<p class="muted">Workspace {{.Session.WorkspaceID}}. Keys act for you in it against <code>{{.APIRoot}}</code> (<code>Authorization: Bearer …</code>).</p>
+<p class="muted">Workspace {{.Session.WorkspaceID}}. Keys act for their owner in it against <code>{{.APIRoot}}</code> (<code>Authorization: Bearer …</code>).
+These are all the keys that can act in it: those its members made here, and those they made in their other workspaces (with <code>workspace_id</code>).
+Any member may revoke any of them; revoking one ends it everywhere.</p>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
 {{if .NewKey}}<section><h2>New key “{{.NewName}}”</h2>
 <p>Copy it now: it is shown only this once.</p><p class="key" id="new-key">{{.NewKey}}</p></section>{{end}}
@@ -385,12 +387,15 @@ var keysTemplate = template.Must(template.New("keys").Parse(`<!doctype html>
 <form method="post" action="/settings/api-keys"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
 <label>Name <input type="text" name="name" id="key-name" maxlength="100" required></label> <button type="submit" id="create-key">Create key</button></form>
 <h2>Keys</h2>
-<table><thead><tr><th>Prefix</th><th>Name</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>
-{{range .Keys}}<tr data-prefix="{{.Prefix}}"><td><code>{{.Prefix}}</code></td><td>{{.Name}}</td><td>{{.CreatedAt.UTC.Format "2006-01-02 15:04"}}</td>
+<table><thead><tr><th>Prefix</th><th>Name</th><th>Owner</th><th>Made in</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody>
+{{range .Keys}}<tr data-prefix="{{.Prefix}}"><td><code>{{.Prefix}}</code></td><td>{{.Name}}</td>
+<td class="owner">{{with .AgentName}}agent {{.}} for {{end}}{{.UserEmail}}</td>
+<td class="home">{{if eq .WorkspaceID $.Session.WorkspaceID}}this workspace{{else}}<span title="{{.WorkspaceID}}">{{.WorkspaceName}}</span>{{end}}</td>
+<td>{{.CreatedAt.UTC.Format "2006-01-02 15:04"}}</td>
 <td>{{with .LastUsedAt}}{{.UTC.Format "2006-01-02 15:04"}}{{else}}never{{end}}</td>
 <td>{{if .RevokedAt}}revoked{{else}}<form method="post" action="/settings/api-keys/revoke"><input type="hidden" name="csrf" value="{{$.Session.CSRFToken}}">
 <input type="hidden" name="prefix" value="{{.Prefix}}"><button type="submit" class="revoke">Revoke</button></form>{{end}}</td></tr>
-{{else}}<tr><td colspan="5" class="muted">No keys yet.</td></tr>{{end}}
+{{else}}<tr><td colspan="7" class="muted">No keys yet.</td></tr>{{end}}
 </tbody></table>
 </body></html>`))
 

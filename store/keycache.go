@@ -16,6 +16,11 @@ import (
 // announced, with the key's prefix as payload.
 const keysChannel = "accountable_api_keys"
 
+// membersChannel is the NOTIFY channel on which membership changes (a member added or
+// removed) are announced, with the user's id as payload: a key is held with the
+// workspaces its user may act in, and acts nowhere once its user left its own workspace.
+const membersChannel = "accountable_workspace_members"
+
 // DefaultUnknownKeyTTL is how long, by default, a prefix that no key has is answered
 // from memory: long enough that a client repeating a wrong key costs a query every few
 // seconds rather than every request, short enough to bound a missed notification.
@@ -26,10 +31,13 @@ const DefaultUnknownKeyTTL = 5 * time.Second
 const maxUnknownKeys = 10_000
 
 // KeyCache is the DB with authentication lookups served from memory, so a request costs
-// no database round trip to authenticate. It holds the keys it found (for ttl) and the
-// prefixes it found no key for (for UnknownTTL). Every process LISTENs for key changes
-// and drops the changed prefix at once, so a revoked key is refused and a new key is
-// accepted at once; while the listener is down the cache is bypassed.
+// no database round trip to authenticate. It holds the keys it found (for ttl), each with
+// the workspaces its user is a member of, and the prefixes it found no key for (for
+// UnknownTTL). Every process LISTENs for key changes and drops the changed prefix at
+// once, so a revoked key is refused and a new key is accepted at once; and for membership
+// changes, dropping the user's keys (and the unknown prefixes, among which may be the
+// keys of a user who left their workspace and is back), so a member removed is refused at
+// once in every process; while the listener is down the cache is bypassed.
 type KeyCache struct {
 	*DB
 	ttl time.Duration
@@ -234,7 +242,7 @@ func (c *KeyCache) listen(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+keysChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+keysChannel+"; LISTEN "+membersChannel); err != nil {
 		return err
 	}
 	prefixes, err := allPrefixes(ctx, conn)
@@ -248,16 +256,39 @@ func (c *KeyCache) listen(ctx context.Context) error {
 			return err
 		}
 		c.mu.Lock()
-		delete(c.entries, n.Payload)
-		delete(c.unknown, n.Payload)
-		c.prefixes[strings.Clone(n.Payload)] = struct{}{} // created (or revoked: known already)
+		if n.Channel == membersChannel {
+			c.dropUser(n.Payload)
+		} else {
+			delete(c.entries, n.Payload)
+			delete(c.unknown, n.Payload)
+			c.prefixes[strings.Clone(n.Payload)] = struct{}{} // created (or revoked: known already)
+		}
 		c.generation++
 		c.mu.Unlock()
 	}
+}
+
+// dropUser forgets the keys of the user (c.mu held), whose memberships changed, and
+// every unknown prefix: a key whose user left its workspace was not found, and is found
+// again once the user is back. Membership changes are rare: the scan and the few queries
+// the unknown prefixes cost again are nothing beside a key that acts where it may not.
+func (c *KeyCache) dropUser(userID string) {
+	for prefix, e := range c.entries {
+		if e.key.UserID == userID {
+			delete(c.entries, prefix)
+		}
+	}
+	clear(c.unknown)
 }
 
 // notifyKeyChanged announces, when tx commits, that the key with prefix changed (was
 // created or revoked).
 func notifyKeyChanged(b *pgx.Batch, prefix string) {
 	b.Queue(`SELECT pg_notify('`+keysChannel+`', $1)`, prefix)
+}
+
+// notifyMembershipChanged announces, when tx commits, that the workspaces the user is a
+// member of changed.
+func notifyMembershipChanged(b *pgx.Batch, userID string) {
+	b.Queue(`SELECT pg_notify('`+membersChannel+`', $1)`, userID)
 }

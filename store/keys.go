@@ -59,9 +59,15 @@ type (
 		Kind      string  `json:"kind"`
 		AgentName *string `json:"agent_name"`
 	}
+	memberRemovedPayload struct {
+		UserID string `json:"user_id"`
+	}
 	keyRevokedPayload struct {
 		KeyID     string `json:"key_id"`
 		KeyPrefix string `json:"key_prefix"`
+		// RevokedFrom is the workspace whose settings page revoked the key, when that is
+		// not the key's own (a member's key acts in every workspace of the member).
+		RevokedFrom string `json:"revoked_from_workspace_id,omitempty"`
 	}
 )
 
@@ -145,6 +151,8 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, memberAddedPayload{UserID: userID, Role: "owner"}); err != nil {
 				return CreatedKey{}, err
 			}
+			// Key caches hold the user's keys with the workspaces they may act in.
+			notifyMembershipChanged(tx.batch, userID)
 		}
 		if !issueKey {
 			return CreatedKey{WorkspaceID: wsID, UserID: userID}, nil
@@ -176,7 +184,8 @@ func scanKey(row pgx.Row, extra ...any) (accountable.APIKey, error) {
 	return k, err
 }
 
-// ListKeys lists every key (workspaceID "" ) or the keys of one workspace, oldest first.
+// ListKeys lists every key (workspaceID "" ) or the keys made in one workspace, oldest
+// first (the command line's `keys list`).
 func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE ($1 = '' OR k.workspace_id::text = $1) ORDER BY k.created_at, k.id`, workspaceID)
@@ -195,18 +204,92 @@ func (db *DB) ListKeys(ctx context.Context, workspaceID string) ([]accountable.A
 	return keys, mapError(rows.Err())
 }
 
+// actsIn is the condition under which the settings page of workspace $1 shows the key k:
+// it can act there (its user is a member of $1 and of the key's own workspace: a key whose
+// user left its workspace acts nowhere, see KeyByPrefix), or could until it was revoked,
+// for a key made in $1 (the page keeps its own keys' history).
+const actsIn = `EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = $1 AND m.user_id = k.user_id)
+	AND EXISTS (SELECT 1 FROM workspace_members h WHERE h.workspace_id = k.workspace_id AND h.user_id = k.user_id)
+	AND (k.workspace_id = $1 OR k.revoked_at IS NULL)`
+
+// WorkspaceKeys lists the keys that can act in the workspace (its settings page): those
+// its current members made in it, revoked ones too, then the live keys they made in their
+// other workspaces (which act here through workspace_id), each with its own workspace's
+// name; oldest first. A key of a user who is not a member is not among them.
+func (db *DB) WorkspaceKeys(ctx context.Context, workspaceID string) ([]accountable.APIKey, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+keyColumns+`, w.name FROM api_keys k JOIN users u ON u.id = k.user_id
+		JOIN workspaces w ON w.id = k.workspace_id
+		WHERE `+actsIn+`
+		ORDER BY k.workspace_id <> $1, k.created_at, k.id`, workspaceID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	var keys []accountable.APIKey
+	for rows.Next() {
+		var home string
+		k, err := scanKey(rows, &home)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		k.WorkspaceName = home
+		keys = append(keys, k)
+	}
+	return keys, mapError(rows.Err())
+}
+
 // RevokeKey revokes the key with prefix, with its ledger event; revoking a revoked key is a
 // no-op. Every process serving the API hears of it at once (notifyKeyChanged).
 func (db *DB) RevokeKey(ctx context.Context, prefix string) (accountable.APIKey, error) {
 	return db.RevokeKeyAs(ctx, prefix, operator)
 }
 
-// RevokeKeyAs is RevokeKey with the actor its event records (a person on the settings page).
+// RevokeKeyAs is RevokeKey with the actor its event records.
 func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Actor) (accountable.APIKey, error) {
-	k, _, err := db.KeyByPrefix(ctx, prefix)
+	k, err := db.keyRecord(ctx, prefix, "")
 	if err != nil {
 		return k, err
 	}
+	return db.revokeKey(ctx, k, by, "")
+}
+
+// RevokeWorkspaceKey revokes, for a person signed in to the workspace's settings page, a
+// key that can act in that workspace (one WorkspaceKeys lists): the key
+// is revoked everywhere, with its event in the key's own workspace, recording who revoked
+// it and from which workspace. Another key is not_found, as a key never issued.
+func (db *DB) RevokeWorkspaceKey(ctx context.Context, workspaceID, prefix string, by accountable.Actor) (accountable.APIKey, error) {
+	k, err := db.keyRecord(ctx, prefix, workspaceID)
+	if err != nil {
+		return k, err
+	}
+	from := ""
+	if k.WorkspaceID != accountable.NormalizeUUID(workspaceID) {
+		from = accountable.NormalizeUUID(workspaceID)
+	}
+	return db.revokeKey(ctx, k, by, from)
+}
+
+// keyRecord returns the key with prefix, whatever its user's memberships; or, with
+// actingIn, only when it can act in that workspace (actsIn).
+func (db *DB) keyRecord(ctx context.Context, prefix, actingIn string) (accountable.APIKey, error) {
+	query, args := `SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.prefix = $1`, []any{prefix}
+	if actingIn != "" {
+		if !accountable.ValidUUID(actingIn) {
+			return accountable.APIKey{}, accountable.NotFound("API key")
+		}
+		query = `SELECT ` + keyColumns + ` FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.prefix = $2 AND ` + actsIn
+		args = []any{actingIn, prefix}
+	}
+	k, err := scanKey(db.pool.QueryRow(ctx, query, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, accountable.NotFound("API key")
+	}
+	return k, mapError(err)
+}
+
+// revokeKey revokes k (revoking a revoked key is a no-op) with its ledger event; from is
+// the workspace whose page revoked it when that is not k's own.
+func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountable.Actor, from string) (accountable.APIKey, error) {
 	if k.RevokedAt != nil {
 		return k, nil
 	}
@@ -222,25 +305,70 @@ func (db *DB) RevokeKeyAs(ctx context.Context, prefix string, by accountable.Act
 		if err != nil {
 			return k, err
 		}
-		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix}); err != nil {
+		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix, RevokedFrom: from}); err != nil {
 			return k, err
 		}
 		notifyKeyChanged(tx.batch, k.Prefix)
 		return revoked, nil
 	}
-	k, _, err = runCommand(ctx, db, cmd)
+	k, _, err := runCommand(ctx, db, cmd)
 	return k, err
 }
 
-// KeyByPrefix returns the key with prefix and its stored hash, for authentication.
+// KeyByPrefix returns the key with prefix, its stored hash and the workspaces its user is
+// a member of, for authentication. A key whose user is no longer a member of the key's
+// own workspace is not found, as a session or an OAuth grant whose user left is not:
+// membership is what gives a credential its access.
 func (db *DB) KeyByPrefix(ctx context.Context, prefix string) (accountable.APIKey, []byte, error) {
 	var hash []byte
-	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+`, k.key_hash FROM api_keys k
-		JOIN users u ON u.id = k.user_id WHERE k.prefix = $1`, prefix), &hash)
+	var memberOf []string
+	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+`, k.key_hash, m.ws FROM api_keys k
+		JOIN users u ON u.id = k.user_id
+		CROSS JOIN LATERAL (SELECT array_agg(workspace_id::text ORDER BY workspace_id) AS ws
+			FROM workspace_members WHERE user_id = k.user_id) m
+		WHERE k.prefix = $1 AND k.workspace_id::text = ANY (m.ws)`, prefix), &hash, &memberOf)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, nil, accountable.NotFound("API key")
 	}
+	k.MemberOf = memberOf
 	return k, hash, mapError(err)
+}
+
+// RemoveMember ends the membership of the user with email in the workspace, with its
+// ledger event (workspace.member_removed, the command line's act): every credential of
+// the user stops acting there at once. Keys: every process's key cache hears of it
+// (notifyMembershipChanged) and reads the user's keys again; sessions and OAuth grants
+// are checked against the membership on every request. The user's keys are not revoked:
+// a key made in the workspace acts nowhere while its user is not a member of it, and
+// again if the user is added back. Not a member: not_found.
+func (db *DB) RemoveMember(ctx context.Context, workspaceID, email string) (userID string, err error) {
+	if !accountable.ValidUUID(workspaceID) {
+		return "", accountable.Errorf(accountable.ECodeValidationFailed, "the workspace id must be a UUID")
+	}
+	wsID := accountable.NormalizeUUID(workspaceID)
+	wsRef := aggregate(accountable.AggregateWorkspace, wsID)
+	cmd := command[string]{workspaceID: wsID, actor: operator, locks: []aggregateRef{wsRef}}
+	cmd.run = func(ctx context.Context, tx *tx) (string, error) {
+		if _, ok := tx.Head(wsRef); !ok {
+			return "", accountable.NotFound("workspace")
+		}
+		var userID string
+		err := tx.QueryRow(ctx, `DELETE FROM workspace_members m USING users u
+			WHERE m.workspace_id = $1 AND m.user_id = u.id AND u.email = $2 RETURNING m.user_id`, wsID, email).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", accountable.NotFound("member")
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := tx.Append(wsRef, accountable.EventMemberRemoved, memberRemovedPayload{UserID: userID}); err != nil {
+			return "", err
+		}
+		notifyMembershipChanged(tx.batch, userID)
+		return userID, nil
+	}
+	userID, _, err = runCommand(ctx, db, cmd)
+	return userID, err
 }
 
 // IsMember reports whether the user may act in the workspace.

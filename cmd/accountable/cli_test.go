@@ -331,6 +331,7 @@ func TestCLIRefusesMalformedWorkspaceIDs(t *testing.T) {
 		{"keys", "create", "--name", "x", "--workspace", "not-a-uuid"},
 		{"keys", "list", "--workspace", "not-a-uuid"},
 		{"ledger", "verify", "--workspace", "not-a-uuid"},
+		{"users", "remove", "--email", "someone@example.test", "--workspace", "not-a-uuid"},
 	} {
 		var out bytes.Buffer
 		err := run(args, &out)
@@ -373,5 +374,31 @@ func TestUsersCommands(t *testing.T) {
 	}
 	if keys, _ := cmd("keys", "list", "--json"); strings.Contains(keys, email) {
 		t.Fatal("users create issued a key")
+	}
+
+	// users remove ends the membership, as the ledger records: the person cannot sign in
+	// to the workspace any more; removing a non-member is not_found.
+	ws := regexp.MustCompile(`workspace id: +(\S+)`).FindStringSubmatch(out)
+	if err := usersCommand(cfg, []string{"remove", "--email", email}, nil, &buf); !errors.Is(err, errUsage) {
+		t.Fatalf("remove without --workspace: %v", err)
+	}
+	out, err = cmd("users", "remove", "--email", email, "--workspace", ws[1])
+	if err != nil || !strings.Contains(out, "removed user "+email) {
+		t.Fatalf("users remove: %v %s", err, out)
+	}
+	if _, _, _, err := db.SignInTarget(t.Context(), email); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("a removed member signs in: %v", err)
+	}
+	if _, err := cmd("users", "remove", "--email", email, "--workspace", ws[1]); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("removing a non-member: %v", err)
+	}
+	var eventType, actorType, removed string
+	err = storetest.Conn(t).QueryRow(t.Context(), `SELECT event_type, actor_type, payload->>'user_id' FROM ledger_events
+		WHERE workspace_id = $1 AND aggregate_type = 'workspace' ORDER BY aggregate_version DESC LIMIT 1`, ws[1]).Scan(&eventType, &actorType, &removed)
+	if err != nil || eventType != accountable.EventMemberRemoved || actorType != string(accountable.ActorSystem) || !strings.Contains(out, removed) {
+		t.Fatalf("the workspace's last event: %s by %s of %s (%v)", eventType, actorType, removed, err)
+	}
+	if out, err := cmd("ledger", "verify", "--workspace", ws[1]); err != nil {
+		t.Fatalf("ledger verify: %v %s", err, out)
 	}
 }

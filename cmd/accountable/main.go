@@ -43,6 +43,9 @@ Usage:
   accountable users create --email EMAIL [--new-workspace NAME | --workspace ID]
                                     a person who signs in to the key settings page (a member of
                                     the workspace); set their password next
+  accountable users remove --email EMAIL --workspace ID
+                                    ends the membership: every key, session and OAuth grant of the
+                                    user stops acting in the workspace at once (keys are not revoked)
   accountable users set-password --email EMAIL
                                     reads the password (12 characters or more) from the first line
                                     of standard input; it is stored as an Argon2id hash
@@ -376,9 +379,9 @@ func printDevKey(out io.Writer, cfg Config, key, workspaceID string) {
 `, cfg.SiteURL, key, workspaceID, cfg.DevKeyFile, cfg.TemporalUIURL)
 }
 
-// usersCommand is `accountable users create|set-password`.
+// usersCommand is `accountable users create|remove|set-password`.
 func usersCommand(cfg Config, args []string, in io.Reader, out io.Writer) error {
-	if len(args) == 0 || (args[0] != "create" && args[0] != "set-password") {
+	if len(args) == 0 || (args[0] != "create" && args[0] != "remove" && args[0] != "set-password") {
 		fmt.Fprint(os.Stderr, usage)
 		return errUsage
 	}
@@ -396,6 +399,19 @@ func usersCommand(cfg Config, args []string, in io.Reader, out io.Writer) error 
 				return err
 			}
 			fmt.Fprintf(out, "user id:      %s\nworkspace id: %s\n(set a password with: accountable users set-password --email %s)\n", u.UserID, u.WorkspaceID, *email)
+			return nil
+		})
+	}
+	if args[0] == "remove" {
+		if !accountable.ValidUUID(*workspace) {
+			return fmt.Errorf("%w: --workspace must be a UUID (the workspace to remove the user from)", errUsage)
+		}
+		return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+			userID, err := db.RemoveMember(ctx, *workspace, *email)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "removed user %s (%s) from workspace %s\n", *email, userID, accountable.NormalizeUUID(*workspace))
 			return nil
 		})
 	}

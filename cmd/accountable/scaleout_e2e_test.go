@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -26,7 +27,8 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 	apis := []*serveProcess{startServeProcess(t, bin, queue), startServeProcess(t, bin, queue)}
 	startWorkerProcess(t, bin, queue)
 	startWorkerProcess(t, bin, queue)
-	tenant := storetest.NewTenant(t, storetest.Open(t))
+	db := storetest.Open(t)
+	tenant := storetest.NewTenant(t, db)
 
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	type answer struct {
@@ -154,6 +156,46 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 	status, body := c.call("GET", "/events/verify", "", nil)
 	if status != http.StatusOK || body["data"].(map[string]any)["verified"] != true {
 		t.Fatalf("verify: %d %v", status, body)
+	}
+
+	// A removal from a workspace reaches every process at once. The key's user joins
+	// another workspace and both processes let the key act there (workspace_id), holding
+	// it in their caches with that workspace; a third process (the CLI) removes the user
+	// from it, and both refuse the key there (404, as an unknown workspace) within the
+	// PostgreSQL notification, while it still acts in its own.
+	other := storetest.NewTenant(t, db).Principal.WorkspaceID
+	if _, err := db.CreateUser(t.Context(), store.CreateKeyRequest{UserEmail: tenant.Principal.UserEmail, WorkspaceID: other}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range apis {
+		c.base = p.base
+		waitFor(t, 5*time.Second, fmt.Sprintf("process %d lets the key act in the workspace its user joined", i), func() bool {
+			status, _ := c.call("GET", "/work?workspace_id="+other, "", nil)
+			return status == http.StatusOK
+		})
+	}
+	remove := exec.Command(bin, "users", "remove", "--email", tenant.Principal.UserEmail, "--workspace", other)
+	remove.Env = append(os.Environ(), "DATABASE_URL="+storetest.URL(t), "MIGRATION_DATABASE_URL="+storetest.OwnerURL(t))
+	if out, err := remove.CombinedOutput(); err != nil {
+		t.Fatalf("accountable users remove: %v\n%s", err, out)
+	}
+	removed := time.Now()
+	for i, p := range apis {
+		c.base = p.base
+		for {
+			status, _ := c.call("GET", "/work?workspace_id="+other, "", nil)
+			if status == http.StatusNotFound {
+				t.Logf("process %d refuses the key in the workspace its user left %s after the CLI removed them", i, time.Since(removed).Round(time.Millisecond))
+				break
+			}
+			if status != http.StatusOK || time.Since(removed) > 5*time.Second {
+				t.Fatalf("process %d, %s after the removal: %d", i, time.Since(removed).Round(time.Millisecond), status)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if status, body := c.call("GET", "/work", "", nil); status != http.StatusOK {
+			t.Fatalf("process %d, the key in its own workspace after the removal from another: %d %v", i, status, body)
+		}
 	}
 
 	// A revocation reaches every process at once. Both hold the key in their caches
