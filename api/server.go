@@ -268,6 +268,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		hashes:       cfg.PasswordGate,
+		sessionKey:   cfg.SessionKey,
 		// Five failed sign-ins a minute per address and account, after a first ten; six a
 		// minute per account, after a first twenty (signIn).
 		signInPairs:    newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
