@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -196,6 +199,44 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 		if status, body := c.call("GET", "/work", "", nil); status != http.StatusOK {
 			t.Fatalf("process %d, the key in its own workspace after the removal from another: %d %v", i, status, body)
 		}
+	}
+
+	// A session signed in at one process works at the other: every process tags and checks
+	// session tokens with the deployment's one key (service_secrets).
+	const password = "the scale-out user's password"
+	storetest.NoteSecrets(password)
+	hash, err := passwords.Hash(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetPassword(t.Context(), tenant.Principal.UserEmail, hash); err != nil {
+		t.Fatal(err)
+	}
+	browser := clientFrom("127.0.0.1", 1)
+	form := strings.NewReader(url.Values{"csrf": {"forged-by-the-script"}, "email": {tenant.Principal.UserEmail}, "password": {password}}.Encode())
+	req, _ := http.NewRequest("POST", apis[0].base+"/sign-in", form)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Cookie", "__signin=forged-by-the-script")
+	res, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in at the first process: %d", res.StatusCode)
+	}
+	var session string
+	for _, ck := range res.Cookies() {
+		if ck.Name == "__session" {
+			session = ck.Value
+		}
+	}
+	req, _ = http.NewRequest("GET", apis[1].base+"/api/v1/events/stream?limit=1", nil)
+	req.Header.Set("Cookie", "__session="+session)
+	if res, err := hc.Do(req); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the first process's session at the second: %v %v", err, res)
+	} else {
+		res.Body.Close()
 	}
 
 	// A revocation reaches every process at once. Both hold the key in their caches
