@@ -56,13 +56,14 @@ func (a *Ledger) FailLedgerVerification(ctx context.Context, in FailedVerificati
 }
 
 // retryable marks domain errors (invalid, not found, conflicts) as not worth retrying;
-// anything else (the database being down) is retried by Temporal.
+// anything else (the database being down, a 429: the workspace's long reads queue one at a
+// time) is retried by Temporal.
 func retryable(err error) error {
 	if err == nil {
 		return nil
 	}
 	code := accountable.ErrorCode(err)
-	if status := accountable.ErrorStatus(code); code != accountable.ECodeInternal && status >= 400 && status < 500 {
+	if status := accountable.ErrorStatus(code); code != accountable.ECodeInternal && status >= 400 && status < 500 && status != 429 {
 		return temporal.NewNonRetryableApplicationError(err.Error(), code, err)
 	}
 	return err

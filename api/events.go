@@ -23,7 +23,11 @@ func (s *Server) eventOperations() []operation {
 				"stream_ms (default 25000, at most 60000) or limit events (default 1000)."},
 			s.streamEvents),
 		op(Operation{ID: "verifyLedger", Method: fiber.MethodGet, Path: "/events/verify", Area: "Events",
-			Summary: "Recompute every digest and hash link of the workspace's ledger (or one aggregate's) and compare the chains with their anchored heads and the aggregates they describe."},
+			Summary: "Recompute every digest and hash link of the workspace's ledger (or one aggregate's) and compare the chains with their anchored heads and the aggregates they describe.",
+			Description: "Always a recomputation, never a remembered result. A workspace's verifications (and projections) run one at a time " +
+				"on connections of their own: a verification waits for the one running to end, and verifications of the same scope that waited " +
+				"together share one run, started after each of them was asked for. One whose turn does not come within the server's wait " +
+				"(DATABASE_LONG_READ_WAIT, 5 s by default) is answered 429 rate_limited with retryAfter."},
 			s.verifyLedger),
 		op(Operation{ID: "startLedgerVerification", Method: fiber.MethodPost, Path: "/events/verifications", Area: "Events",
 			Status: fiber.StatusAccepted, Idempotency: OptionalIdempotency,

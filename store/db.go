@@ -30,6 +30,10 @@ type DB struct {
 	onAppended func(workspaceID string)
 	// replica serves the ledger's reads when DATABASE_READ_URL is set (nil: the pool does).
 	replica *replica
+	// longPool is the pool of the long reads (verification, projections; longread.go), and
+	// long schedules them: the shared pool never waits behind them.
+	longPool *pgxpool.Pool
+	long     *longReads
 }
 
 // Config tunes the pool.
@@ -48,6 +52,15 @@ type Config struct {
 	// ReadMaxWait bounds how long a read waits for the replica to catch up before it runs
 	// on the primary instead; 0: DefaultReadMaxWait.
 	ReadMaxWait time.Duration
+	// LongReadMaxConns is the size of the pool of long reads (ledger verification and the
+	// projections, whose cost grows with a workspace's ledger), beside the pool of MaxConns,
+	// and so how many of them run at once; a workspace runs one at a time (longread.go).
+	// With ReadURL the replica has a long-read pool of this size too. 0:
+	// DefaultLongReadMaxConns.
+	LongReadMaxConns int32
+	// LongReadWait bounds how long a long read waits for its turn before it is refused (429
+	// rate_limited); 0: DefaultLongReadWait.
+	LongReadWait time.Duration
 }
 
 // Metrics receives the store's measurements (bound to Prometheus in cmd).
@@ -57,6 +70,11 @@ type Metrics interface {
 	// LedgerRead counts a read that could run on the replica by where it ran: "replica",
 	// or "primary" with why (replica_lagging, replica_failed, not_a_standby).
 	LedgerRead(servedBy, reason string)
+	// LongRead counts long reads (kind "verification" or "projection") by outcome: "ran" (a
+	// read ran; a verification's run counts once however many requests it answered),
+	// "shared" (a verification answered by a run another request asked for first) or
+	// "refused" (its turn did not come within the wait).
+	LongRead(kind, outcome string)
 }
 
 type metrics struct{ m Metrics }
@@ -79,6 +97,12 @@ func (m metrics) ledgerRead(servedBy, reason string) {
 	}
 }
 
+func (m metrics) longRead(kind, outcome string) {
+	if m.m != nil {
+		m.m.LongRead(kind, outcome)
+	}
+}
+
 // Observe sends the store's measurements to m.
 func (db *DB) Observe(m Metrics) { db.metrics = metrics{m} }
 
@@ -89,23 +113,39 @@ func (db *DB) OnWorkflowMessage(f func()) { db.outboxNudge = f }
 // PoolStat reports the pool's use.
 func (db *DB) PoolStat() *pgxpool.Stat { return db.pool.Stat() }
 
+// LongReadPoolStat reports the use of the long reads' pool (on the primary).
+func (db *DB) LongReadPoolStat() *pgxpool.Stat { return db.longPool.Stat() }
+
 // Open connects a pool to url. It does not fail when the server is down: the pool
 // connects lazily, requests answer 503 ledger_unavailable, and it recovers by itself.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	pool, err := openPool(ctx, cfg.URL, cfg)
-	if err != nil {
+	if cfg.LongReadMaxConns <= 0 {
+		cfg.LongReadMaxConns = DefaultLongReadMaxConns
+	}
+	long := cfg
+	long.MaxConns = cfg.LongReadMaxConns
+	db := &DB{long: newLongReads(int(cfg.LongReadMaxConns), cfg.LongReadWait)}
+	var err error
+	if db.pool, err = openPool(ctx, cfg.URL, cfg); err != nil {
 		return nil, fmt.Errorf("store: DATABASE_URL: %w", err)
 	}
-	db := &DB{pool: pool}
+	// Its connections are made when a long read first needs one: it costs the server nothing
+	// until then.
+	if db.longPool, err = openPool(ctx, cfg.URL, long); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: DATABASE_URL (long reads): %w", err)
+	}
 	if cfg.ReadURL != "" {
-		rp, err := openPool(ctx, cfg.ReadURL, cfg)
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("store: DATABASE_READ_URL: %w", err)
-		}
-		db.replica = &replica{pool: rp, maxWait: cfg.ReadMaxWait}
+		db.replica = &replica{maxWait: cfg.ReadMaxWait}
 		if db.replica.maxWait <= 0 {
 			db.replica.maxWait = DefaultReadMaxWait
+		}
+		if db.replica.pool, err = openPool(ctx, cfg.ReadURL, cfg); err == nil {
+			db.replica.longPool, err = openPool(ctx, cfg.ReadURL, long)
+		}
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: DATABASE_READ_URL: %w", err)
 		}
 	}
 	return db, nil
@@ -146,10 +186,15 @@ func openPool(ctx context.Context, url string, cfg Config) (*pgxpool.Pool, error
 
 // Close releases every connection.
 func (db *DB) Close() {
+	pools := []*pgxpool.Pool{db.pool, db.longPool}
 	if db.replica != nil {
-		db.replica.pool.Close()
+		pools = append(pools, db.replica.pool, db.replica.longPool)
 	}
-	db.pool.Close()
+	for _, p := range pools {
+		if p != nil {
+			p.Close()
+		}
+	}
 }
 
 // Ping reports whether PostgreSQL answers.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -54,7 +55,7 @@ func (db *DB) StreamEvents(ctx context.Context, workspaceID string, f accountabl
 	// the cursor and the horizon (the row bound below): started at the cursor, a first page
 	// walked the workspace's whole index up to the horizon, a cost growing with the ledger.
 	var page accountable.EventPage
-	err := db.ledgerRead(ctx, func(q readConn) error {
+	err := db.ledgerRead(ctx, false, func(q readConn) error {
 		var err error
 		page, err = streamEvents(ctx, q, workspaceID, f.After, eventTypes, aggregateTypes, limit)
 		return err
@@ -121,11 +122,33 @@ func streamEvents(ctx context.Context, q querier, workspaceID string, after acco
 // It reads in one snapshot: read one query at a time, a command committing between the
 // events and the heads (another verification recording its result, say) looked like a
 // chain missing its newest events.
+//
+// It is a long read (longread.go): it runs on the long-read pool, one at a time per
+// workspace, and verifications of the same scope that wait together share one run (its
+// snapshot is taken after each of them was asked for, so it is the answer each would have
+// computed). One whose turn does not come within Config.LongReadWait is refused with 429
+// rate_limited.
 func (db *DB) VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
+	res, joined, err := db.long.shared(ctx, workspaceID, scope.AggregateType+"\x00"+scope.AggregateID,
+		func(ctx context.Context) (accountable.LedgerVerification, error) {
+			db.metrics.longRead(longReadVerification, longReadRan)
+			return db.verifyLedgerNow(ctx, workspaceID, scope)
+		})
+	switch {
+	case errors.Is(err, errWorkspaceLongRead) || errors.Is(err, errLongReadsBusy):
+		db.metrics.longRead(longReadVerification, longReadRefused)
+	case joined && err == nil:
+		db.metrics.longRead(longReadVerification, longReadShared)
+	}
+	return res, err
+}
+
+// verifyLedgerNow is one run of a verification, on the long-read pool.
+func (db *DB) verifyLedgerNow(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error) {
 	var res accountable.LedgerVerification
-	err := db.ledgerSnapshot(ctx, func(tx pgx.Tx) error {
+	err := db.ledgerSnapshot(ctx, true, func(tx pgx.Tx) error {
 		// A large workspace's verification is a long read by design (about 30 s for a million
-		// events): it is bounded by its caller's deadline (the request's, the activity's),
+		// events): it is bounded by its callers' deadlines (the requests', the activity's),
 		// not by the statement_timeout that guards every other statement.
 		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
 			return mapError(err)

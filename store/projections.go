@@ -11,7 +11,9 @@ import (
 )
 
 // The projections read ledger_events and no other table (see projection.go): each is one
-// snapshot of aggregate queries over the workspace's events of a few types.
+// snapshot of aggregate queries over the workspace's events of a few types. Their cost grows
+// with the events of the period (all of history when it is open), so each is a long read
+// (longread.go): on the long-read pool, one at a time per workspace.
 
 // projectionEvents is the predicate of the partial index ledger_events_projection
 // (migration 018), written out in each query so that the planner can prove the query's rows
@@ -71,7 +73,7 @@ func (f *freshnessOf) add(n int64, latest *time.Time) {
 func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w accountable.WorkLedgerWindow) (accountable.WorkLedgerProjection, error) {
 	p := accountable.NewWorkLedger(w)
 	var fresh freshnessOf
-	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
 		p, fresh = accountable.NewWorkLedger(w), freshnessOf{}
 		rows, err := q.Query(ctx, WorkLedgerSQL,
 			workspaceID, w.Bounds, WorkLedgerCountedTypes, w.Bounds[0], w.Bounds[len(w.Bounds)-1])
@@ -110,7 +112,7 @@ func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountab
 	from, to := periodBounds(period)
 	now := accountable.Now()
 	var fresh freshnessOf
-	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
 		p.Processes, fresh = []accountable.AdoptionProcess{}, freshnessOf{}
 		rows, err := q.Query(ctx, `SELECT payload->'processRef'->>'id' AS process, count(*),
 				count(DISTINCT payload->>'caseId'), count(DISTINCT (occurred_at AT TIME ZONE 'UTC')::date),
@@ -192,7 +194,7 @@ func (db *DB) ValueCase(ctx context.Context, workspaceID string, period accounta
 	v := accountable.ValueCaseProjection{Projection: "value-case", Period: period, Limitations: accountable.ValueCaseLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
-	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
 		fresh = freshnessOf{}
 		var (
 			n      int64
@@ -246,7 +248,7 @@ func (db *DB) MeterUsage(ctx context.Context, workspaceID string, period account
 		Limitations: accountable.MeterUsageLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
-	err := db.ledgerSnapshot(ctx, func(q pgx.Tx) error {
+	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
 		m.Generations, fresh = []accountable.MeterModel{}, freshnessOf{}
 		rows, err := q.Query(ctx, `SELECT COALESCE(payload->'generation_receipt'->>'provider', 'unknown'),
 				COALESCE(payload->'generation_receipt'->>'model', 'unknown'), count(*),

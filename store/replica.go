@@ -37,8 +37,10 @@ const DefaultReadMaxWait = 200 * time.Millisecond
 // id up to the newest it has seen in the WAL as running until it replays its end, so its
 // snapshot's xmin, the stream's horizon, never passes a transaction the primary still runs.
 type replica struct {
-	pool    *pgxpool.Pool
-	maxWait time.Duration
+	pool *pgxpool.Pool
+	// longPool serves the long reads there, as the primary's long-read pool does (longread.go).
+	longPool *pgxpool.Pool
+	maxWait  time.Duration
 	// notStandby is set when the server behind DATABASE_READ_URL is not in recovery (a
 	// primary, or a promoted replica): it cannot be fenced, so nothing reads there.
 	notStandby atomic.Bool
@@ -70,13 +72,17 @@ type readConn interface {
 
 // ledgerRead runs read on the replica when there is one and it has caught up with the
 // primary, otherwise on the primary. read may run twice (on the replica, failing, then on
-// the primary), so it builds its result afresh each time.
-func (db *DB) ledgerRead(ctx context.Context, read func(q readConn) error) error {
-	r := db.replica
-	if r == nil {
-		return read(db.pool)
+// the primary), so it builds its result afresh each time. A long read (admitted by
+// db.long) runs on the long-read pools instead of the shared ones.
+func (db *DB) ledgerRead(ctx context.Context, long bool, read func(q readConn) error) error {
+	primary, r := db.pool, db.replica
+	if long {
+		primary = db.longPool
 	}
-	conn, reason, err := r.caughtUp(ctx, db.pool)
+	if r == nil {
+		return read(primary)
+	}
+	conn, reason, err := r.caughtUp(ctx, primary, long)
 	if err != nil {
 		return mapError(err)
 	}
@@ -93,12 +99,12 @@ func (db *DB) ledgerRead(ctx context.Context, read func(q readConn) error) error
 		reason = readReasonFailed
 	}
 	db.metrics.ledgerRead(readServedByPrimary, reason)
-	return read(db.pool)
+	return read(primary)
 }
 
 // ledgerSnapshot is snapshot for the ledger's reads: on the replica once it has caught up.
-func (db *DB) ledgerSnapshot(ctx context.Context, read func(q pgx.Tx) error) error {
-	return db.ledgerRead(ctx, func(q readConn) error { return snapshotOn(ctx, q, read) })
+func (db *DB) ledgerSnapshot(ctx context.Context, long bool, read func(q pgx.Tx) error) error {
+	return db.ledgerRead(ctx, long, func(q readConn) error { return snapshotOn(ctx, q, read) })
 }
 
 // replicaFault reports whether err is the replica's doing, so that the primary should
@@ -126,7 +132,7 @@ func replicaFault(err error) bool {
 // pg_current_wal_lsn is the primary's WAL write position: with synchronous_commit on (the
 // default; the service never turns it off) it is past the commit record of every
 // acknowledged write.
-func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool) (*pgxpool.Conn, string, error) {
+func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool, long bool) (*pgxpool.Conn, string, error) {
 	if r.notStandby.Load() {
 		return nil, readReasonNotStandby, nil
 	}
@@ -141,7 +147,11 @@ func (r *replica) caughtUp(ctx context.Context, primary *pgxpool.Pool) (*pgxpool
 	// drops packets must not hold reads up for the connect timeout.
 	fenceCtx, cancel := context.WithTimeout(ctx, r.maxWait)
 	defer cancel()
-	conn, err := r.pool.Acquire(fenceCtx)
+	pool := r.pool
+	if long {
+		pool = r.longPool
+	}
+	conn, err := pool.Acquire(fenceCtx)
 	if err != nil {
 		reason, err := r.unreachable(ctx)
 		return nil, reason, err

@@ -23,6 +23,7 @@ type readCounter struct {
 
 func (c *readCounter) LedgerEventsAppended(int) {}
 func (c *readCounter) CommandConflict(string)   {}
+func (c *readCounter) LongRead(string, string)  {}
 func (c *readCounter) LedgerRead(servedBy, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

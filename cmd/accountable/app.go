@@ -88,7 +88,8 @@ func serveMetrics(lc fx.Lifecycle, cfg Config, m *Metrics, log *slog.Logger) {
 func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
 	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns,
 		LockTimeout: cfg.DatabaseLockTimeout, StatementTimeout: cfg.DatabaseStatementTimeout,
-		ReadURL: cfg.DatabaseReadURL, ReadMaxWait: cfg.DatabaseReadMaxWait})
+		ReadURL: cfg.DatabaseReadURL, ReadMaxWait: cfg.DatabaseReadMaxWait,
+		LongReadMaxConns: cfg.DatabaseLongReadMaxConns, LongReadWait: cfg.DatabaseLongReadWait})
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,11 @@ type Config struct {
 	OAuthTokenSecret     []byte
 	OAuthAccessTokenTTL  time.Duration
 	OAuthRefreshTokenTTL time.Duration
+
+	// DatabaseLongReadMaxConns and DatabaseLongReadWait: the long reads' own pool and how
+	// long one waits for its turn (store.Config.LongReadMaxConns, LongReadWait).
+	DatabaseLongReadMaxConns int32
+	DatabaseLongReadWait     time.Duration
 }
 
 // DefaultDatabaseURL and DefaultMigrationDatabaseURL are the service role and the owner
@@ -134,6 +139,8 @@ func LoadConfig() (Config, error) {
 	c.DatabaseMaxConns = int32(envInt("DATABASE_MAX_CONNS", 0, &errs))
 	c.DatabaseReadURL = env("DATABASE_READ_URL", "")
 	c.DatabaseReadMaxWait = envDuration("DATABASE_READ_MAX_WAIT", store.DefaultReadMaxWait, &errs)
+	c.DatabaseLongReadMaxConns = int32(envInt("DATABASE_LONG_READ_MAX_CONNS", store.DefaultLongReadMaxConns, &errs))
+	c.DatabaseLongReadWait = envDuration("DATABASE_LONG_READ_WAIT", store.DefaultLongReadWait, &errs)
 	c.MaxBodyBytes = envInt("MAX_BODY_BYTES", 1<<20, &errs)
 	c.RateLimitRPS = envFloat("RATE_LIMIT_RPS", 0, &errs)
 	c.RateLimitBurst = envInt("RATE_LIMIT_BURST", 0, &errs)

@@ -27,6 +27,7 @@ type Metrics struct {
 	appended         prometheus.Counter
 	conflicts        *prometheus.CounterVec
 	ledgerReads      *prometheus.CounterVec
+	longReads        *prometheus.CounterVec
 	workflowMessages *prometheus.CounterVec
 	workflowFailures *prometheus.CounterVec
 }
@@ -51,12 +52,15 @@ func newMetrics() *Metrics {
 		ledgerReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_ledger_reads_total",
 			Help: "Ledger reads (event pages, verifications, projections) with DATABASE_READ_URL set, by where they ran and why not on the replica."},
 			[]string{"served_by", "reason"}),
+		longReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_long_reads_total",
+			Help: "Long reads (ledger verifications, projections) by kind and outcome: ran (a read ran; a verification's run once however many requests it answered), shared (a verification answered by a run another request asked for first), refused (429: its turn did not come within DATABASE_LONG_READ_WAIT)."},
+			[]string{"kind", "outcome"}),
 		workflowMessages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_workflow_messages_total",
 			Help: "Workflow starts and signals delivered from the outbox, by result."}, []string{"kind", "workflow", "result"}),
 		workflowFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_workflow_failures_total",
 			Help: "Workflow executions that ended with an error, by workflow type."}, []string{"workflow"}),
 	}
-	r.MustRegister(m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.workflowMessages, m.workflowFailures,
+	r.MustRegister(m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.longReads, m.workflowMessages, m.workflowFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -77,6 +81,9 @@ func (m *Metrics) LedgerEventsAppended(n int) { m.appended.Add(float64(n)) }
 func (m *Metrics) LedgerRead(servedBy, reason string) {
 	m.ledgerReads.WithLabelValues(servedBy, reason).Inc()
 }
+
+// LongRead counts a long read by kind and outcome (store.Metrics).
+func (m *Metrics) LongRead(kind, outcome string) { m.longReads.WithLabelValues(kind, outcome).Inc() }
 
 // CommandConflict counts a command that lost a race (store.Metrics).
 func (m *Metrics) CommandConflict(outcome string) { m.conflicts.WithLabelValues(outcome).Inc() }
@@ -106,6 +113,10 @@ func (m *Metrics) observeDB(db *store.DB) {
 			func() float64 { return float64(db.PoolStat().EmptyAcquireCount()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "accountable_db_pool_acquire_wait_seconds_total",
 			Help: "Time spent waiting for a connection."}, func() float64 { return db.PoolStat().AcquireDuration().Seconds() }),
+		stat("accountable_db_long_read_pool_acquired_connections", "Connections of the long reads' pool (verifications, projections) in use.",
+			func() float64 { return float64(db.LongReadPoolStat().AcquiredConns()) }),
+		stat("accountable_db_long_read_pool_max_connections", "The long reads' pool's size (DATABASE_LONG_READ_MAX_CONNS).",
+			func() float64 { return float64(db.LongReadPoolStat().MaxConns()) }),
 		stat("accountable_outbox_pending_messages", "Workflow messages committed but not delivered yet.", func() float64 {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
