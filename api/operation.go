@@ -224,11 +224,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	d.scoped = scopedBody(bodyType)
 	d.serve = func(s *Server, fc *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
-		defer cancel()
-		stop := watchClient(fc, cancel)
-		defer stop()
-		c := &call{ctx: ctx, fiber: fc, meta: newMeta(fc)}
+		c := &call{fiber: fc, meta: newMeta(fc)}
 		if o.Failure != nil {
 			fc.Locals(localFailure, o.Failure)
 		}
@@ -242,7 +238,19 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		if !o.Public {
 			c.principal = principal(fc) // a body workspace_id may have re-scoped the request
 			c.meta.WorkspaceID = c.principal.WorkspaceID
+			// Charged to the workspace it acts in, now final; writes take one of its slots
+			// (reads are short and do not commit). Its deadline starts once admitted.
+			release, err := s.admitWorkspace(fc, o.Method != fiber.MethodGet)
+			if err != nil {
+				return err
+			}
+			defer release()
 		}
+		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
+		defer cancel()
+		stop := watchClient(fc, cancel)
+		defer stop()
+		c.ctx = ctx
 		out, err := h(c, in)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

@@ -355,11 +355,8 @@ func (s *Server) routes() {
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }
 		handlers := []fiber.Handler{serve}
 		if !o.Public {
-			handlers = []fiber.Handler{s.authenticate, s.rateLimit}
-			if o.Method != fiber.MethodGet { // writes take a slot of their workspace (reads are short and do not commit)
-				handlers = append(handlers, s.inFlightGate()...)
-			}
-			handlers = append(handlers, requireScope(o.scope()), serve)
+			// The workspace is charged in serve, once a body workspace_id has re-scoped the request.
+			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
 		}
 		for _, root := range o.roots() {
 			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)
