@@ -42,8 +42,12 @@ type Operation struct {
 	Area        string // the specification's area (the document's tag)
 	Summary     string
 	Description string
-	// Public operations are account-free: no credential, no workspace.
-	Public bool
+	// Public operations are account-free: no credential, no workspace. Each client address
+	// has a budget of them (Config.PublicRateLimit, publiclimit.go), except for Unmetered
+	// ones, answered from memory at no cost (the index, this document, the catalogue,
+	// liveness).
+	Public    bool
+	Unmetered bool
 	// ClosedBody refuses body members the operation does not know (400
 	// validation_failed at the member), where the specification says "no extra
 	// properties". Other bodies ignore members they do not know, as the specification's

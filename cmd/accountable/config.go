@@ -50,6 +50,10 @@ type Config struct {
 	WorkspaceInFlightWait time.Duration
 	AuthFailureRPS        float64
 	AuthFailureBurst      int
+	// PublicRateRPS and PublicRateBurst bound the account-free requests of a client address
+	// (api.Config.PublicRateLimit).
+	PublicRateRPS   float64
+	PublicRateBurst int
 	// TrustedProxies and ClientIPHeader: whose header names the client (api.ClientAddresses).
 	TrustedProxies []netip.Prefix
 	ClientIPHeader string
@@ -104,6 +108,12 @@ const (
 	DefaultMigrationDatabaseURL = "postgres://accountable@127.0.0.1:54329/accountable?sslmode=disable"
 )
 
+// DefaultPublicRateRPS is the account-free requests a second allowed per client address
+// (a token per started 64 KiB of body; bursts of twice as many): more than a person at
+// the diagnosis form or a pipeline validating its receipts one by one sends, and at most
+// an eighth of a core for one address sending the largest receipts as fast as it can.
+const DefaultPublicRateRPS = 20
+
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
 	var errs []string
@@ -144,6 +154,8 @@ func LoadConfig() (Config, error) {
 	c.WorkspaceInFlightWait = envDuration("WORKSPACE_IN_FLIGHT_WAIT", 10*time.Second, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
+	c.PublicRateRPS = envFloat("PUBLIC_RATE_LIMIT_RPS", DefaultPublicRateRPS, &errs)
+	c.PublicRateBurst = envInt("PUBLIC_RATE_LIMIT_BURST", 0, &errs)
 	if p, err := api.ParseTrustedProxies(env("TRUSTED_PROXIES", "")); err != nil {
 		errs = append(errs, "TRUSTED_PROXIES: "+err.Error())
 	} else {
