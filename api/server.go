@@ -61,6 +61,10 @@ type Config struct {
 	// address (0: no limit), with bursts of PublicRateBurst (publiclimit.go).
 	PublicRateLimit float64
 	PublicRateBurst int
+	// MaxSSELeasesPerKey and MaxSSELeasesPerWorkspace bound the live event streams (SSE
+	// leases) open at once per credential and per workspace (0: no bound; sseleases.go).
+	MaxSSELeasesPerKey       int
+	MaxSSELeasesPerWorkspace int
 	// ClientAddresses says how clients are told apart for the per-client budgets (the
 	// remote address, or a trusted proxy's header).
 	ClientAddresses ClientAddresses
@@ -239,6 +243,7 @@ type Server struct {
 	streams     context.Context
 	stopStreams context.CancelFunc
 	streamReads singleflight.Group // concurrent identical reads of live streams (readForStreams)
+	leases      *streamLeases      // live streams open per key and workspace (nil: no bound)
 }
 
 // NewServer builds the Fiber app with every route and the OpenAPI document.
@@ -285,6 +290,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		metrics:       metrics{deps.Metrics},
 		publicClients: newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets),
+		leases:        newStreamLeases(cfg.MaxSSELeasesPerKey, cfg.MaxSSELeasesPerWorkspace),
 	}
 	if cfg.RateLimitHold > 0 {
 		s.addressRefusals = newBuckets(5, 10, cfg.MaxLimiterBuckets)

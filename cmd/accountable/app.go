@@ -162,6 +162,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		WorkspaceMaxInFlight: cfg.WorkspaceMaxInFlight, WorkspaceInFlightWait: cfg.WorkspaceInFlightWait,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
 		PublicRateLimit: cfg.PublicRateRPS, PublicRateBurst: cfg.PublicRateBurst,
+		MaxSSELeasesPerKey: cfg.SSELeasesPerKey, MaxSSELeasesPerWorkspace: cfg.SSELeasesPerWorkspace,
 		ClientAddresses: api.ClientAddresses{TrustedProxies: cfg.TrustedProxies, Header: cfg.ClientIPHeader},
 		SessionKey:      sessionKey, PasswordGate: passwords.NewGate(cfg.PasswordHashSlots, 0, 0),
 		Deadlines: map[api.DeadlineClass]time.Duration{

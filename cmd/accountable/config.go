@@ -54,6 +54,10 @@ type Config struct {
 	// (api.Config.PublicRateLimit).
 	PublicRateRPS   float64
 	PublicRateBurst int
+	// SSELeasesPerKey and SSELeasesPerWorkspace bound the live event streams open at once
+	// (api.Config.MaxSSELeasesPerKey).
+	SSELeasesPerKey       int
+	SSELeasesPerWorkspace int
 	// TrustedProxies and ClientIPHeader: whose header names the client (api.ClientAddresses).
 	TrustedProxies []netip.Prefix
 	ClientIPHeader string
@@ -114,6 +118,15 @@ const (
 // an eighth of a core for one address sending the largest receipts as fast as it can.
 const DefaultPublicRateRPS = 20
 
+// DefaultSSELeasesPerKey and DefaultSSELeasesPerWorkspace bound the live event streams
+// open at once: a credential is one client (a person's browser tabs, an agent's
+// followers), a workspace all of them. Each stream holds a connection, a goroutine and
+// some tens of KB for up to a minute.
+const (
+	DefaultSSELeasesPerKey       = 100
+	DefaultSSELeasesPerWorkspace = 1000
+)
+
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
 	var errs []string
@@ -156,6 +169,8 @@ func LoadConfig() (Config, error) {
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
 	c.PublicRateRPS = envFloat("PUBLIC_RATE_LIMIT_RPS", DefaultPublicRateRPS, &errs)
 	c.PublicRateBurst = envInt("PUBLIC_RATE_LIMIT_BURST", 0, &errs)
+	c.SSELeasesPerKey = envInt("SSE_MAX_LEASES_PER_KEY", DefaultSSELeasesPerKey, &errs)
+	c.SSELeasesPerWorkspace = envInt("SSE_MAX_LEASES_PER_WORKSPACE", DefaultSSELeasesPerWorkspace, &errs)
 	if p, err := api.ParseTrustedProxies(env("TRUSTED_PROXIES", "")); err != nil {
 		errs = append(errs, "TRUSTED_PROXIES: "+err.Error())
 	} else {
