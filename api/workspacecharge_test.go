@@ -31,7 +31,8 @@ func secondWorkspace(t *testing.T, e *env, tenant storetest.Tenant) store.Create
 // budget (A's clients refused while A is quiet) and write in B past B's.
 func TestBodyWorkspaceIsChargedToItsRate(t *testing.T) {
 	const burst = 5
-	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.WorkspaceRateLimit, c.WorkspaceRateBurst = 0.5, burst })
+	// A token every 10 s: none comes back while the test runs.
+	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.WorkspaceRateLimit, c.WorkspaceRateBurst = 0.1, burst })
 	a := storetest.NewTenant(t, e.db)
 	b := secondWorkspace(t, e, a)
 	start := time.Now()
@@ -56,8 +57,8 @@ func TestBodyWorkspaceIsChargedToItsRate(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
-	// B's burst, and what B's bucket refilled meanwhile (0.5 a second).
-	if most := burst + int(elapsed.Seconds()*0.5) + 1; created > most || refused == 0 {
+	// B's burst, and what B's bucket refilled meanwhile.
+	if most := burst + int(elapsed.Seconds()*0.1) + 1; created > most || refused == 0 {
 		t.Fatalf("%d written in B and %d refused in %s; B allows at most %d", created, refused, elapsed, most)
 	}
 	// B's own key meets B's spent budget.
@@ -75,7 +76,7 @@ func TestBodyWorkspaceIsChargedToItsRate(t *testing.T) {
 // workspace), so B's own writes wait their turn and are refused past the wait, while A's
 // writes run at once.
 func TestBodyWorkspaceIsChargedToItsWritesInFlight(t *testing.T) {
-	const wait = 300 * time.Millisecond
+	const wait = time.Second
 	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.WorkspaceMaxInFlight, c.WorkspaceInFlightWait = 1, wait })
 	gate := &gatedPlanner{entered: make(chan struct{}), open: make(chan struct{})}
 	e.planner.use(gate)
