@@ -75,7 +75,10 @@ var ResourceScopes = []string{ScopeWorkRead, ScopeWorkWrite, ScopeInitiativesRea
 // ScopesSupported are the scopes a client may ask for.
 var ScopesSupported = append(slices.Clone(ResourceScopes), ScopeOfflineAccess)
 
-// ScopeDescriptions say what each scope allows, for the consent screen.
+// ScopeDescriptions say what each scope allows, for the consent screen (and the OpenAPI
+// document's oauth2 scheme). They say what a grant reaches, not what its area is called:
+// the event scopes are named after the ledger, but the ledger records every change of
+// every area (ScopesReachingEveryArea).
 var ScopeDescriptions = map[string]string{
 	ScopeWorkRead:         "Read work, artifacts, receipts and projections",
 	ScopeWorkWrite:        "Create and complete work, import receipts, record artifacts",
@@ -83,10 +86,19 @@ var ScopeDescriptions = map[string]string{
 	ScopeInitiativesWrite: "Propose, commit and launch initiatives; finalize runs; approve or decline decisions",
 	ScopeProcessesRead:    "Read operating processes, handoffs, discovery runs, episodes and controllers",
 	ScopeProcessesWrite:   "Declare processes, create and fulfil handoffs, run discovery, reconcile controllers",
-	ScopeEventsRead:       "Read and verify the event ledger",
-	ScopeEventsWrite:      "Start ledger verifications, register webhooks",
-	ScopeOfflineAccess:    "Stay connected: refresh access without signing in again",
+	ScopeEventsRead: "Read the whole event ledger and verify it: every change in the workspace, of every area, with its " +
+		"full content (work and its evidence, initiatives, decisions, processes, handoffs, receipts, members, keys and " +
+		"connected clients), which is more than all the other read scopes together; list webhooks and their deliveries",
+	ScopeEventsWrite: "Register webhooks, which send the workspace's events to any address the client names, from now on " +
+		"and without asking again (a webhook for \"*\" sends every future event of every area, with its full content); " +
+		"delete webhooks; start ledger verifications",
+	ScopeOfflineAccess: "Stay connected: refresh access without signing in again",
 }
+
+// ScopesReachingEveryArea are the scopes whose grant is not bounded by their area: reading
+// the ledger reads what every area recorded, and a webhook exports it. The consent screen
+// marks them.
+var ScopesReachingEveryArea = []string{ScopeEventsRead, ScopeEventsWrite}
 
 // Scopes is a set of granted scopes; nil grants every scope (API keys, sessions).
 type Scopes []string

@@ -26,11 +26,11 @@ const serviceArea = "Service"
 // discoveryOperations is the API discovery and Credential areas.
 func (s *Server) discoveryOperations() []operation {
 	return []operation{
-		op(Operation{ID: "getApiIndex", Method: fiber.MethodGet, Path: "/", Area: "API discovery", Public: true,
+		op(Operation{ID: "getApiIndex", Method: fiber.MethodGet, Path: "/", Area: "API discovery", Public: true, Unmetered: true,
 			Summary: "The v1 index: areas, their operations and links."}, s.getIndex),
-		op(Operation{ID: "getOpenAPI", Method: fiber.MethodGet, Path: "/openapi.json", Area: "API discovery", Public: true, Raw: true,
+		op(Operation{ID: "getOpenAPI", Method: fiber.MethodGet, Path: "/openapi.json", Area: "API discovery", Public: true, Unmetered: true, Raw: true,
 			Summary: "This OpenAPI 3.1 document."}, s.getOpenAPI),
-		op(Operation{ID: "listErrors", Method: fiber.MethodGet, Path: "/errors", Area: "API discovery", Public: true,
+		op(Operation{ID: "listErrors", Method: fiber.MethodGet, Path: "/errors", Area: "API discovery", Public: true, Unmetered: true,
 			Summary: "The error catalogue: every code with its HTTP status."}, s.listErrors),
 		op(Operation{ID: "getCredential", Method: fiber.MethodGet, Path: "/credential", Area: "Credential",
 			Summary: "The calling key: prefix, name, kind, user, workspace, created and last used."}, s.getCredential),
@@ -150,7 +150,7 @@ func (s *Server) serviceOperations() []operation {
 	ops := []operation{
 		op(Operation{ID: "getBootstrap", Method: fiber.MethodGet, Path: "/bootstrap", Root: ClientRoot, Area: "Credential",
 			Summary: "The user, workspace and key prefix of the credential, and the API's base URL."}, s.getBootstrap),
-		op(Operation{ID: "getHealth", Method: fiber.MethodGet, Path: "/healthz", Root: "/", Area: serviceArea, Public: true, Bare: true,
+		op(Operation{ID: "getHealth", Method: fiber.MethodGet, Path: "/healthz", Root: "/", Area: serviceArea, Public: true, Unmetered: true, Bare: true,
 			Summary: "The process is up."}, s.getHealth),
 		op(Operation{ID: "getReadiness", Method: fiber.MethodGet, Path: "/readyz", Root: "/", Area: serviceArea, Public: true, Bare: true,
 			Summary: "PostgreSQL and Temporal are reachable (503 otherwise).", BareStatuses: []int{fiber.StatusServiceUnavailable}}, s.getReadiness),

@@ -3,10 +3,6 @@ package api
 import (
 	"sync"
 	"time"
-
-	"github.com/gofiber/fiber/v2"
-
-	"github.com/accountablework/accountable"
 )
 
 // inFlight bounds the writes of one workspace that run at once. The per-workspace token
@@ -16,7 +12,8 @@ import (
 // cores and the database's commits while other workspaces' requests wait behind them
 // (docs/scaling.md §5). Over the bound, a workspace's writes wait their turn behind each
 // other, not beside other workspaces' requests; a write that waits longer than maxWait is
-// refused with 429, as over the rate.
+// refused with 429, as over the rate. The slot is taken by admitWorkspace (admit.go), for
+// the workspace the request acts in.
 type inFlight struct {
 	max     int
 	maxWait time.Duration
@@ -73,27 +70,4 @@ func (f *inFlight) leave(workspaceID string, ws *workspaceSlots) {
 		delete(f.slots, workspaceID)
 	}
 	f.mu.Unlock()
-}
-
-// inFlightGate is the handler a write passes to take its workspace's slot, placed after
-// rateLimit (which decided the workspace charged); none when there is no bound, so that
-// the default adds nothing to a write's chain.
-func (s *Server) inFlightGate() []fiber.Handler {
-	if s.inFlight == nil {
-		return nil
-	}
-	return []fiber.Handler{s.limitInFlight}
-}
-
-// limitInFlight runs the request in one of its workspace's slots.
-func (s *Server) limitInFlight(c *fiber.Ctx) error {
-	if c.Locals(localInProcess) != nil { // an MCP tool call's request: its /mcp request holds the slot
-		return c.Next()
-	}
-	release, ok := s.inFlight.acquire(principal(c).WorkspaceID)
-	if !ok {
-		return RateLimited(accountable.ECodeRateLimited, "Too many writes in flight for this workspace.", time.Second)
-	}
-	defer release()
-	return c.Next()
 }

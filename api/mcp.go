@@ -89,7 +89,7 @@ func (s *Server) mcpRoutes() {
 		c.Locals(localMCPRequest, &mcpRequest{client: c.Context().RemoteAddr()})
 		return serve(c)
 	}
-	handlers := append([]fiber.Handler{s.authenticateMCP, s.rateLimit}, s.inFlightGate()...)
+	handlers := append([]fiber.Handler{s.authenticateMCP, s.rateLimit}, s.workspaceGate()...)
 	s.app.Post(MCPPath, append(handlers, handle)...)
 }
 

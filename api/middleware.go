@@ -452,9 +452,8 @@ func (u *keyUsage) flush(ctx context.Context) {
 	}
 }
 
-// rateLimit refuses requests over the per-key rate, or over the per-workspace rate, with
-// 429 rate_limited. The workspace charged is the one the request is scoped to when the
-// limit is checked: the credential's, or the one its workspace_id query parameter names.
+// rateLimit refuses requests over the per-key rate with 429 rate_limited. The workspace
+// is charged once the request's workspace is final (admitWorkspace).
 func (s *Server) rateLimit(c *fiber.Ctx) error {
 	if c.Locals(localInProcess) != nil { // an MCP tool call's request: its /mcp request was charged
 		return c.Next()
@@ -463,10 +462,6 @@ func (s *Server) rateLimit(c *fiber.Ctx) error {
 	if ok, wait := s.limiter.take(p.KeyID, now); !ok {
 		return s.refuse(s.keyRefusals, p.KeyID, now,
 			RateLimited(accountable.ECodeRateLimited, "Too many requests for this API key.", wait))
-	}
-	if ok, wait := s.workspaces.take(p.WorkspaceID, now); !ok {
-		return s.refuse(s.workspaceRefusals, p.WorkspaceID, now,
-			RateLimited(accountable.ECodeRateLimited, "Too many requests for this workspace.", wait))
 	}
 	return c.Next()
 }

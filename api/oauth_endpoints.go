@@ -226,7 +226,10 @@ type consentData struct {
 	CSRF                                string
 }
 
-type scopeLine struct{ Name, Description string }
+type scopeLine struct {
+	Name, Description string
+	EveryArea         bool // accountable.ScopesReachingEveryArea
+}
 
 // authorizeParams are the parameters of an authorization request the consent form carries
 // back (and nothing else a client put in its URL).
@@ -269,7 +272,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		d.RedirectHost = u.Scheme + ":"
 	}
 	for _, sc := range consentScopes(ar) {
-		d.Scopes = append(d.Scopes, scopeLine{sc, accountable.ScopeDescriptions[sc]})
+		d.Scopes = append(d.Scopes, scopeLine{sc, accountable.ScopeDescriptions[sc], slices.Contains(accountable.ScopesReachingEveryArea, sc)})
 	}
 	for name, values := range r.URL.Query() {
 		if !slices.Contains(authorizeParams, name) { // not csrf, not decision: the user's answer is the user's
@@ -536,7 +539,7 @@ var consentTemplate = template.Must(template.New("consent").Parse(`<!doctype htm
 <strong>{{.UserEmail}}</strong>, in the workspace <strong id="workspace-name">{{.Workspace.Name}}</strong> <span class="muted">({{.Workspace.ID}})</span>.</p>
 <p>Its changes are recorded on the workspace's ledger as an agent acting for you. After you allow it, it returns to <code>{{.RedirectHost}}</code>.</p>
 <h2>It may</h2>
-<ul id="scopes">{{range .Scopes}}<li><code>{{.Name}}</code>: {{.Description}}</li>{{end}}</ul>
+<ul id="scopes">{{range .Scopes}}<li><code>{{.Name}}</code>: {{.Description}}{{if .EveryArea}} <strong class="every-area">Not limited to events: it reaches everything recorded in the workspace.</strong>{{end}}</li>{{end}}</ul>
 <form method="post" action="/oauth/authorize">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 {{range .Params}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">

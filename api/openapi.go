@@ -465,6 +465,9 @@ func (o *operation) errorCodes() []string {
 			accountable.ECodeRateLimited, accountable.ECodeLedgerUnavailable, accountable.ECodeAuthorizationUnavailable,
 			accountable.ECodeDeadlineExceeded)
 	}
+	if o.Public && !o.Unmetered { // over its address's budget (publiclimit.go)
+		codes = append(codes, accountable.ECodeRateLimited)
+	}
 	if len(o.params) > 0 {
 		codes = append(codes, accountable.ECodeValidationFailed)
 	}

@@ -42,8 +42,12 @@ type Operation struct {
 	Area        string // the specification's area (the document's tag)
 	Summary     string
 	Description string
-	// Public operations are account-free: no credential, no workspace.
-	Public bool
+	// Public operations are account-free: no credential, no workspace. Each client address
+	// has a budget of them (Config.PublicRateLimit, publiclimit.go), except for Unmetered
+	// ones, answered from memory at no cost (the index, this document, the catalogue,
+	// liveness).
+	Public    bool
+	Unmetered bool
 	// ClosedBody refuses body members the operation does not know (400
 	// validation_failed at the member), where the specification says "no extra
 	// properties". Other bodies ignore members they do not know, as the specification's
@@ -224,11 +228,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	d.scoped = scopedBody(bodyType)
 	d.serve = func(s *Server, fc *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
-		defer cancel()
-		stop := watchClient(fc, cancel)
-		defer stop()
-		c := &call{ctx: ctx, fiber: fc, meta: newMeta(fc)}
+		c := &call{fiber: fc, meta: newMeta(fc)}
 		if o.Failure != nil {
 			fc.Locals(localFailure, o.Failure)
 		}
@@ -242,7 +242,19 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		if !o.Public {
 			c.principal = principal(fc) // a body workspace_id may have re-scoped the request
 			c.meta.WorkspaceID = c.principal.WorkspaceID
+			// Charged to the workspace it acts in, now final; writes take one of its slots
+			// (reads are short and do not commit). Its deadline starts once admitted.
+			release, err := s.admitWorkspace(fc, o.Method != fiber.MethodGet)
+			if err != nil {
+				return err
+			}
+			defer release()
 		}
+		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
+		defer cancel()
+		stop := watchClient(fc, cancel)
+		defer stop()
+		c.ctx = ctx
 		out, err := h(c, in)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

@@ -57,6 +57,14 @@ type Config struct {
 	// gets 429 and its keys are not looked up (see verifyKey).
 	AuthFailureRate  float64
 	AuthFailureBurst int
+	// PublicRateLimit is the sustained account-free requests per second allowed per client
+	// address (0: no limit), with bursts of PublicRateBurst (publiclimit.go).
+	PublicRateLimit float64
+	PublicRateBurst int
+	// MaxSSELeasesPerKey and MaxSSELeasesPerWorkspace bound the live event streams (SSE
+	// leases) open at once per credential and per workspace (0: no bound; sseleases.go).
+	MaxSSELeasesPerKey       int
+	MaxSSELeasesPerWorkspace int
 	// ClientAddresses says how clients are told apart for the per-client budgets (the
 	// remote address, or a trusted proxy's header).
 	ClientAddresses ClientAddresses
@@ -227,12 +235,15 @@ type Server struct {
 	clientSecretFailures *buckets
 	registrations        *buckets // OAuth client registrations per client address
 	metrics              metrics
+	publicClients        *buckets // account-free requests per client address (nil: no limit)
+	publicRefusals       *buckets // their prompt refusals (refuse; nil without RateLimitHold)
 	// streams is the context of live event streams and held refusals: Shutdown cancels
 	// it, so that they end instead of holding their connections until their lease (or
 	// hold) runs out.
 	streams     context.Context
 	stopStreams context.CancelFunc
 	streamReads singleflight.Group // concurrent identical reads of live streams (readForStreams)
+	leases      *streamLeases      // live streams open per key and workspace (nil: no bound)
 }
 
 // NewServer builds the Fiber app with every route and the OpenAPI document.
@@ -278,11 +289,14 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		// Ten client registrations a minute per address, after a first twenty.
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		metrics:       metrics{deps.Metrics},
+		publicClients: newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets),
+		leases:        newStreamLeases(cfg.MaxSSELeasesPerKey, cfg.MaxSSELeasesPerWorkspace),
 	}
 	if cfg.RateLimitHold > 0 {
 		s.addressRefusals = newBuckets(5, 10, cfg.MaxLimiterBuckets)
 		s.keyRefusals = newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets)
 		s.workspaceRefusals = newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets)
+		s.publicRefusals = newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets)
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.ops = s.operations()
@@ -353,13 +367,10 @@ func (s *Server) routes() {
 	for i := range s.ops {
 		o := &s.ops[i]
 		serve := func(c *fiber.Ctx) error { return o.serve(s, c) }
-		handlers := []fiber.Handler{serve}
+		handlers := append(s.publicGate(o), serve)
 		if !o.Public {
-			handlers = []fiber.Handler{s.authenticate, s.rateLimit}
-			if o.Method != fiber.MethodGet { // writes take a slot of their workspace (reads are short and do not commit)
-				handlers = append(handlers, s.inFlightGate()...)
-			}
-			handlers = append(handlers, requireScope(o.scope()), serve)
+			// The workspace is charged in serve, once a body workspace_id has re-scoped the request.
+			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
 		}
 		for _, root := range o.roots() {
 			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)

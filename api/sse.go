@@ -48,6 +48,7 @@ type sseLease struct {
 	left        int                     // events still to send
 	duration    time.Duration
 	poll        time.Duration
+	gone        func() bool // whether the client closed its connection (nil: not known)
 }
 
 // startEventStream validates the lease and starts its body stream.
@@ -75,6 +76,12 @@ func (s *Server) startEventStream(c *call, in *streamQuery, filter accountable.E
 			lease.filter.After = pos
 		}
 	}
+	// Counted against its credential's and its workspace's bounds until the stream ends.
+	now := time.Now()
+	release, err := s.leases.open(c.principal.KeyID, lease.workspaceID, now, now.Add(lease.duration))
+	if err != nil {
+		return err
+	}
 	// Subscribed before the first read, so that no commit between that read and the wait
 	// goes unnoticed.
 	var wake <-chan struct{}
@@ -84,11 +91,13 @@ func (s *Server) startEventStream(c *call, in *streamQuery, filter accountable.E
 	}
 	ctx, cancel := context.WithTimeout(s.streams, lease.duration)
 	fc := c.fiber
+	lease.gone = clientGone(fc)
 	fc.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
 	fc.Set(fiber.HeaderCacheControl, "no-cache")
 	fc.Set("X-Accel-Buffering", "no") // proxies that buffer (nginx) pass the frames on at once
 	fc.Status(fiber.StatusOK)
 	fc.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer release()
 		defer cancel()
 		defer unsubscribe()
 		s.runEventStream(ctx, w, &lease, wake)
@@ -125,6 +134,14 @@ func (s *Server) runEventStream(ctx context.Context, w *bufio.Writer, lease *sse
 	}
 	heartbeat := time.NewTicker(accountable.StreamHeartbeatEvery)
 	defer heartbeat.Stop()
+	// A client that went away is noticed within a second, not at the next frame's failed
+	// write (a heartbeat or two later): its lease is released for the next one it opens.
+	var checkC <-chan time.Time
+	if lease.gone != nil {
+		check := time.NewTicker(clientCheckEvery)
+		defer check.Stop()
+		checkC = check.C
+	}
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
@@ -154,6 +171,10 @@ func (s *Server) runEventStream(ctx context.Context, w *bufio.Writer, lease *sse
 				return
 			case <-heartbeat.C:
 				if !sseWrite(w, ": heartbeat\n\n") {
+					return
+				}
+			case <-checkC:
+				if lease.gone() {
 					return
 				}
 			case <-wake:

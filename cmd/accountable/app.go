@@ -63,7 +63,7 @@ func base(cfg Config) fx.Option {
 }
 
 // serveMetrics serves GET /metrics on METRICS_ADDR when it is set (the worker has no
-// other listener; the API also serves them on its own).
+// other listener; the API then serves them there only, not on its own port).
 func serveMetrics(lc fx.Lifecycle, cfg Config, m *Metrics, log *slog.Logger) {
 	if cfg.MetricsAddr == "" {
 		return
@@ -162,6 +162,8 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst, RateLimitHold: cfg.RateLimitHold,
 		WorkspaceMaxInFlight: cfg.WorkspaceMaxInFlight, WorkspaceInFlightWait: cfg.WorkspaceInFlightWait,
 		AuthFailureRate: cfg.AuthFailureRPS, AuthFailureBurst: cfg.AuthFailureBurst,
+		PublicRateLimit: cfg.PublicRateRPS, PublicRateBurst: cfg.PublicRateBurst,
+		MaxSSELeasesPerKey: cfg.SSELeasesPerKey, MaxSSELeasesPerWorkspace: cfg.SSELeasesPerWorkspace,
 		ClientAddresses: api.ClientAddresses{TrustedProxies: cfg.TrustedProxies, Header: cfg.ClientIPHeader},
 		SessionKey:      sessionKey, PasswordGate: passwords.NewGate(cfg.PasswordHashSlots, 0, 0),
 		Deadlines: map[api.DeadlineClass]time.Duration{
@@ -171,7 +173,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
-		Feed: feed, MetricsHandler: m.fiberHandler()}, log)
+		Feed: feed, MetricsHandler: m.apiHandler(cfg)}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,14 @@ type Config struct {
 	WorkspaceInFlightWait time.Duration
 	AuthFailureRPS        float64
 	AuthFailureBurst      int
+	// PublicRateRPS and PublicRateBurst bound the account-free requests of a client address
+	// (api.Config.PublicRateLimit).
+	PublicRateRPS   float64
+	PublicRateBurst int
+	// SSELeasesPerKey and SSELeasesPerWorkspace bound the live event streams open at once
+	// (api.Config.MaxSSELeasesPerKey).
+	SSELeasesPerKey       int
+	SSELeasesPerWorkspace int
 	// TrustedProxies and ClientIPHeader: whose header names the client (api.ClientAddresses).
 	TrustedProxies []netip.Prefix
 	ClientIPHeader string
@@ -109,6 +117,21 @@ const (
 	DefaultMigrationDatabaseURL = "postgres://accountable@127.0.0.1:54329/accountable?sslmode=disable"
 )
 
+// DefaultPublicRateRPS is the account-free requests a second allowed per client address
+// (a token per started 64 KiB of body; bursts of twice as many): more than a person at
+// the diagnosis form or a pipeline validating its receipts one by one sends, and at most
+// an eighth of a core for one address sending the largest receipts as fast as it can.
+const DefaultPublicRateRPS = 20
+
+// DefaultSSELeasesPerKey and DefaultSSELeasesPerWorkspace bound the live event streams
+// open at once: a credential is one client (a person's browser tabs, an agent's
+// followers), a workspace all of them. Each stream holds a connection, a goroutine and
+// some tens of KB for up to a minute.
+const (
+	DefaultSSELeasesPerKey       = 100
+	DefaultSSELeasesPerWorkspace = 1000
+)
+
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
 	var errs []string
@@ -151,6 +174,10 @@ func LoadConfig() (Config, error) {
 	c.WorkspaceInFlightWait = envDuration("WORKSPACE_IN_FLIGHT_WAIT", 10*time.Second, &errs)
 	c.AuthFailureRPS = envFloat("AUTH_FAILURE_RPS", 10, &errs)
 	c.AuthFailureBurst = envInt("AUTH_FAILURE_BURST", 100, &errs)
+	c.PublicRateRPS = envFloat("PUBLIC_RATE_LIMIT_RPS", DefaultPublicRateRPS, &errs)
+	c.PublicRateBurst = envInt("PUBLIC_RATE_LIMIT_BURST", 0, &errs)
+	c.SSELeasesPerKey = envInt("SSE_MAX_LEASES_PER_KEY", DefaultSSELeasesPerKey, &errs)
+	c.SSELeasesPerWorkspace = envInt("SSE_MAX_LEASES_PER_WORKSPACE", DefaultSSELeasesPerWorkspace, &errs)
 	if p, err := api.ParseTrustedProxies(env("TRUSTED_PROXIES", "")); err != nil {
 		errs = append(errs, "TRUSTED_PROXIES: "+err.Error())
 	} else {

@@ -144,8 +144,15 @@ func (m *Metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// fiberHandler serves the metrics on the API's listener.
-func (m *Metrics) fiberHandler() fiber.Handler { return adaptor.HTTPHandler(m.handler()) }
+// apiHandler serves the metrics on the API's listener, unless METRICS_ADDR has a listener
+// of their own (serveMetrics): then the API's port, which may face the public, answers
+// /metrics 404 like any path it does not serve.
+func (m *Metrics) apiHandler(cfg Config) fiber.Handler {
+	if cfg.MetricsAddr != "" {
+		return nil
+	}
+	return adaptor.HTTPHandler(m.handler())
+}
 
 // workflowFailureCounter counts workflow executions that end with an error. It sees
 // replays too, so it counts only when the workflow is not replaying.

@@ -404,7 +404,9 @@ func (b *bench) writeReport() error {
 	p(". With `fsync=on` every commit waits for the disk; the private cluster takes `ACCOUNTABLE_PG_FSYNC=off` when `make bench` starts it.\n")
 	p("* The service: `accountable serve` as built by `make build`, default configuration except `HTTP_ADDR=%s`, "+
 		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
-		"`RATE_LIMIT_RPS=0`, `TEMPORAL_TASK_QUEUE=%s` and `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute); "+
+		"`RATE_LIMIT_RPS=0`, `PUBLIC_RATE_LIMIT_RPS=0` (the account-free lines send from one address, as fast as it can), "+
+		"`SSE_MAX_LEASES_PER_KEY=0` (the stream line's 500 subscribers share one key), "+
+		"`TEMPORAL_TASK_QUEUE=%s` and `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute); "+
 		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
 		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
@@ -428,7 +430,7 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
-	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
+	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
@@ -439,7 +441,7 @@ func (b *bench) writeReport() error {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
 	}
 	if b.s.Lines["fairness"] && b.fair != nil {
-		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d WORKSPACE_MAX_IN_FLIGHT=%d RATE_LIMIT_HOLD=%s TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
+		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d WORKSPACE_MAX_IN_FLIGHT=%d RATE_LIMIT_HOLD=%s TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
 			b.fair.limited, b.s.ServiceConns, strconv.FormatFloat(b.s.FairWorkspaceRPS, 'f', -1, 64), b.s.FairWorkspaceBurst, b.s.FairInFlight, b.s.FairHold, serviceTaskQueue)
 	}
 	for _, k := range []string{"create-writes", "create", "complete-writes", "complete"} {
