@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -36,6 +37,9 @@ type Webhooks struct {
 	Client *http.Client
 	// Now is the clock of the signatures (time.Now when nil).
 	Now func() time.Time
+	// Log receives why an attempt got no answer (the delivery record says only that it got
+	// none: accountable.WebhookNoAnswer); nil: not logged.
+	Log *slog.Logger
 }
 
 // WebhookRef names an endpoint.
@@ -119,7 +123,13 @@ func (a *Webhooks) DeliverWebhook(ctx context.Context, d accountable.WebhookDeli
 	if !attempt.Succeeded {
 		msg := fmt.Sprintf("the receiver answered %d", status)
 		if sendErr != nil {
-			msg = sendErr.Error()
+			// The cause names addresses and ports of the network the worker is in: the
+			// operators' log keeps it, the workspace's record a generic reason.
+			msg = accountable.WebhookNoAnswer
+			if a.Log != nil {
+				a.Log.Info("a webhook delivery attempt got no answer", "workspace_id", d.WorkspaceID, "webhook_id", d.WebhookID,
+					"delivery_id", d.DeliveryID, "err", sendErr)
+			}
 		}
 		attempt.Error = &msg
 	}
@@ -158,18 +168,15 @@ func positionBefore(a, b accountable.StreamPosition) bool {
 }
 
 // NewWebhookClient returns the HTTP client of deliveries: each attempt bounded by timeout,
-// no redirects followed (a receiver answers where it was registered), and every
-// connection refused unless the policy allows the address it resolved to (so a name that
-// resolves to a private address is refused too, whenever it does).
+// no redirects followed (a receiver answers where it was registered), no proxy, and every
+// connection refused unless the policy allows the address it resolved to and its port (so
+// a name that resolves to a private or translated address is refused too, whenever it
+// does).
 func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		addr, err := netip.ParseAddr(host)
-		if err != nil || !policy.Allows(addr) {
-			return fmt.Errorf("webhook delivery to %s refused: not a public address (WEBHOOK_ALLOW_PRIVATE allows it)", host)
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !policy.AllowsAddrPort(ap) {
+			return fmt.Errorf("%w: %s", errWebhookTargetRefused, address)
 		}
 		return nil
 	}}
@@ -179,3 +186,7 @@ func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Durat
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// errWebhookTargetRefused is a connection the policy refused (WEBHOOK_ALLOW_PRIVATE,
+// WEBHOOK_PORTS).
+var errWebhookTargetRefused = errors.New("webhook delivery refused: the address or port is not allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_PORTS)")

@@ -27,8 +27,10 @@ func (s *Server) webhookOperations() []operation {
 			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency,
 			Summary: "Register an endpoint that receives the workspace's ledger events of event_types (\"*\": all), from now on, in " +
 				"stream order, each POST signed: X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>. " +
-				"The secret (given, or generated) is answered this once. Private, loopback and link-local addresses are refused " +
-				"unless the server allows them (WEBHOOK_ALLOW_PRIVATE); 403 forbidden when the server has no WEBHOOK_SECRET_KEY."},
+				"The secret (given, or generated) is answered this once. Private, loopback, link-local and special-purpose " +
+				"addresses (NAT64 and other translation ranges among them) are refused unless the server allows them " +
+				"(WEBHOOK_ALLOW_PRIVATE), as are ports other than 80 and 443 unless it names others (WEBHOOK_PORTS) or allows " +
+				"private addresses; 403 forbidden when the server has no WEBHOOK_SECRET_KEY."},
 			s.registerWebhook),
 		op(Operation{ID: "listWebhooks", Method: fiber.MethodGet, Path: "/webhooks", Area: webhooksArea,
 			Summary: "List the workspace's endpoints (never their secrets), newest first."}, s.listWebhooks),

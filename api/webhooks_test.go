@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -217,4 +218,43 @@ func TestWebhookRefusals(t *testing.T) {
 	} {
 		expect(t, e.do(req), http.StatusNotFound, accountable.ECodeNotFound)
 	}
+}
+
+// With the default policy, registering an address of a translation or special-purpose
+// range, or a port other than 80 and 443, is refused; with WEBHOOK_PORTS, only its ports.
+func TestWebhookTargetRefusals(t *testing.T) {
+	strict := newEnvRelaying(t, nil, false, func(c *api.Config, _ *api.Deps) { c.WebhookTargets = accountable.WebhookTargetPolicy{} })
+	custom := newEnvRelaying(t, strict.db, false, func(c *api.Config, _ *api.Deps) {
+		c.WebhookTargets = accountable.WebhookTargetPolicy{Ports: []uint16{8443}}
+	})
+	key := storetest.NewTenant(t, strict.db).Key
+	register := func(e *env, url string) response {
+		return e.do(request{method: "POST", path: "/webhooks", key: key, body: map[string]any{"url": url, "event_types": []string{"work.created"}}})
+	}
+	for _, url := range []string{
+		"http://[64:ff9b::7f00:1]/in",      // NAT64 of 127.0.0.1
+		"https://[64:ff9b::a9fe:a9fe]/in",  // NAT64 of the metadata address
+		"https://[64:ff9b:1::a00:1]/in",    // local-use NAT64
+		"https://[2002:a9fe:a9fe::1]/in",   // 6to4
+		"https://[::ffff:0:7f00:1]/in",     // IPv4-translated
+		"https://198.18.0.1/in",            // benchmarking
+		"https://0.1.2.3/in",               // "this network"
+		"https://hooks.example.com:8080/",  // a port other than 80 and 443
+		"http://hooks.example.com:25/",     // SMTP
+		"https://hooks.example.com:6379/x", // a database's port
+	} {
+		r := register(strict, url)
+		expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+		if !strings.Contains(string(r.raw), "/url") {
+			t.Fatalf("%s: %s", url, r.raw)
+		}
+	}
+	for _, url := range []string{"https://hooks.example.com/in", "http://hooks.example.com/in", "https://hooks.example.com:443/in"} {
+		r := register(strict, url)
+		expect(t, r, http.StatusCreated, "")
+		expect(t, strict.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": r.data()["id"].(string)}, key: key}),
+			http.StatusOK, "")
+	}
+	expect(t, register(custom, "https://hooks.example.com/in"), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, register(custom, "https://hooks.example.com:8443/in"), http.StatusCreated, "")
 }

@@ -171,7 +171,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		},
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
-		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
+		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: cfg.webhookTargets(),
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
 		Feed: feed, MetricsHandler: m.apiHandler(cfg)}, log)
 	if err != nil {
@@ -222,7 +222,7 @@ func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *M
 		Handoffs:  &activities.Handoffs{Store: db},
 		Discovery: &activities.Discovery{Store: db},
 		Webhooks: &activities.Webhooks{Store: db, Key: cfg.WebhookSecretKey,
-			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout)},
+			Client: activities.NewWebhookClient(cfg.webhookTargets(), cfg.WebhookTimeout), Log: log.With("component", "webhooks")},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,5 +102,43 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 	}
 	if len(requests) != len(tasks)+1 || requests[1] != requests[2] {
 		t.Fatalf("requests %v: want the held delivery repeated once with its id, nothing else twice", requests)
+	}
+}
+
+// The webhook settings: ports 80 and 443 by default (every port with private addresses
+// allowed), WEBHOOK_PORTS names others or "*"; nonsense is refused.
+func TestWebhookConfig(t *testing.T) {
+	t.Setenv("WEBHOOK_ALLOW_PRIVATE", "false")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.webhookTargets(); !p.AllowsPort(443) || !p.AllowsPort(80) || p.AllowsPort(8080) {
+		t.Fatalf("defaults: %+v", p)
+	}
+	t.Setenv("WEBHOOK_ALLOW_PRIVATE", "true")
+	if cfg, _ = LoadConfig(); !cfg.webhookTargets().AllowsPort(8080) {
+		t.Fatal("private addresses allowed: any port by default")
+	}
+	t.Setenv("WEBHOOK_PORTS", "443, 8443")
+	if cfg, err = LoadConfig(); err != nil || cfg.webhookTargets().AllowsPort(80) || !cfg.webhookTargets().AllowsPort(8443) {
+		t.Fatalf("configured: %+v %v", cfg.webhookTargets(), err)
+	}
+	t.Setenv("WEBHOOK_PORTS", "*")
+	if cfg, err = LoadConfig(); err != nil || !cfg.webhookTargets().AnyPort {
+		t.Fatalf("*: %+v %v", cfg.webhookTargets(), err)
+	}
+	for name, bad := range map[string]string{"WEBHOOK_PORTS": "80,http"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, bad)
+			if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("%s=%s: %v", name, bad, err)
+			}
+		})
+	}
+	for _, bad := range []string{"0", "65536", "-1", ""} {
+		if _, _, err := parseWebhookPorts("443," + bad); err == nil {
+			t.Errorf("port %q accepted", bad)
+		}
 	}
 }
