@@ -50,6 +50,24 @@ const (
 	WebhookAllEvents = "*"
 )
 
+// DefaultWebhookMaxEndpoints is how many active endpoints a workspace may have unless the
+// configuration says otherwise (WEBHOOK_MAX_ENDPOINTS), near GitHub's 20 hooks per event
+// per repository and Stripe's 16 endpoints per account. Every endpoint is a delivery
+// workflow and a read of the ledger per burst of the workspace's events, so the cap bounds
+// what one workspace's commits cost the worker and the database.
+const DefaultWebhookMaxEndpoints = 20
+
+// CheckWebhookCapacity refuses another endpoint to a workspace that has active ones
+// already when it may have at most limit (deleted endpoints do not count).
+func CheckWebhookCapacity(active, limit int) error {
+	if active < limit {
+		return nil
+	}
+	return Errorf(ECodeWebhookLimitReached,
+		"The workspace has %d active webhook endpoints and this server allows at most %d (WEBHOOK_MAX_ENDPOINTS); delete one before registering another.",
+		active, limit).WithDetails(map[string]any{"limit": limit, "active": active})
+}
+
 // RegisterWebhook is POST /webhooks: where to deliver, which events, and the secret to
 // sign with (generated when absent).
 type RegisterWebhook struct {

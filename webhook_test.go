@@ -218,6 +218,28 @@ func TestWebhookTargetPolicyPorts(t *testing.T) {
 	}
 }
 
+// An endpoint more than the cap allows is refused with its own code (409) and the cap in
+// the details; one below it is not.
+func TestCheckWebhookCapacity(t *testing.T) {
+	for _, c := range []struct {
+		active, limit int
+		refused       bool
+	}{{0, 20, false}, {19, 20, false}, {20, 20, true}, {25, 20, true}, {0, 1, false}, {1, 1, true}} {
+		err := accountable.CheckWebhookCapacity(c.active, c.limit)
+		if (err != nil) != c.refused {
+			t.Fatalf("%d of %d: %v", c.active, c.limit, err)
+		}
+		if err == nil {
+			continue
+		}
+		var e *accountable.Error
+		if !errors.As(err, &e) || e.Code != accountable.ECodeWebhookLimitReached || accountable.ErrorStatus(e.Code) != 409 ||
+			e.Details["limit"] != c.limit || e.Details["active"] != c.active {
+			t.Fatalf("%d of %d: %#v", c.active, c.limit, err)
+		}
+	}
+}
+
 func TestWebhookWants(t *testing.T) {
 	if !accountable.WebhookWants([]string{"*"}, "work.created") || !accountable.WebhookWants([]string{"work.created"}, "work.created") ||
 		accountable.WebhookWants([]string{"work.completed"}, "work.created") {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -218,6 +219,90 @@ func TestWebhookRefusals(t *testing.T) {
 	} {
 		expect(t, e.do(req), http.StatusNotFound, accountable.ECodeNotFound)
 	}
+}
+
+// The cap on a workspace's endpoints, attacked through the running server: past it a
+// registration is refused (409 webhook_limit_reached, with the cap in details.limit), also
+// when registrations race for the last places (they count under the workspace's lock, so
+// exactly as many win as there are places); a replay of a registration is still answered
+// at the cap; deleted endpoints free their places; other workspaces are not touched.
+func TestWebhookEndpointCap(t *testing.T) {
+	// Quiet: the endpoints' delivery workflows are not started (example.com receives nothing).
+	e := newEnvRelaying(t, nil, false)
+	key := storetest.NewTenant(t, e.db).Key
+	other := storetest.NewTenant(t, e.db).Key
+	limit := accountable.DefaultWebhookMaxEndpoints
+	register := func(key, idem string) response {
+		req := request{method: "POST", path: "/webhooks", key: key,
+			body: map[string]any{"url": "https://hooks.example.com/cap/" + idem, "event_types": []string{"work.created"}}}
+		if idem != "" {
+			req.headers = map[string]string{"Idempotency-Key": idem}
+		}
+		return e.do(req)
+	}
+	active := func() int {
+		r := e.do(request{method: "GET", path: "/webhooks", key: key})
+		expect(t, r, http.StatusOK, "")
+		return len(r.dataList())
+	}
+	var ids []string
+	for i := range limit - 1 {
+		r := register(key, fmt.Sprintf("cap-%d", i))
+		expect(t, r, http.StatusCreated, "")
+		ids = append(ids, r.data()["id"].(string))
+	}
+	// race sends n registrations at once and returns how many were created; each of the
+	// others must be the cap's refusal.
+	race := func(round, n int) int {
+		answers := make([]response, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				answers[i] = register(key, fmt.Sprintf("race-%d-%d", round, i))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for _, r := range answers {
+			switch {
+			case r.status == http.StatusCreated:
+				created++
+			case r.status == http.StatusConflict && r.errorCode() == accountable.ECodeWebhookLimitReached:
+			default:
+				t.Fatalf("a racing registration answered %d: %s", r.status, r.raw)
+			}
+		}
+		return created
+	}
+	if won := race(1, 8); won != 1 || active() != limit {
+		t.Fatalf("8 registrations raced for the last place: %d created, %d active, want 1 and %d", won, active(), limit)
+	}
+
+	r := register(key, "")
+	expect(t, r, http.StatusConflict, accountable.ECodeWebhookLimitReached)
+	if d, _ := r.errorObj()["details"].(map[string]any); d["limit"] != float64(limit) || d["active"] != float64(limit) {
+		t.Fatalf("refusal %s", r.raw)
+	}
+	again := register(key, "cap-0")
+	expect(t, again, http.StatusOK, "")
+	if again.data()["id"] != ids[0] || again.meta()["duplicate"] != true {
+		t.Fatalf("a replay at the cap: %s", again.raw)
+	}
+
+	// Deleted endpoints do not count: three places free, ten racers, three win.
+	for _, id := range ids[:3] {
+		expect(t, e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}), http.StatusOK, "")
+	}
+	if won := race(2, 10); won != 3 || active() != limit {
+		t.Fatalf("10 registrations raced for 3 places: %d created, %d active, want 3 and %d", won, active(), limit)
+	}
+	expect(t, register(key, ""), http.StatusConflict, accountable.ECodeWebhookLimitReached)
+	expect(t, register(other, ""), http.StatusCreated, "")
 }
 
 // With the default policy, registering an address of a translation or special-purpose

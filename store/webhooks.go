@@ -29,13 +29,41 @@ func scanWebhook(row pgx.Row) (accountable.Webhook, error) {
 }
 
 // RegisterWebhook records an endpoint with its webhook.created event and the message that
-// starts its delivery workflow once the command commits. seal encrypts the secret for the
-// endpoint's id. The result carries no secret (it is the idempotency record's document).
-func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook,
+// starts its delivery workflow once the command commits, unless the workspace has limit
+// active endpoints already (accountable.CheckWebhookCapacity). seal encrypts the secret
+// for the endpoint's id. The result carries no secret (it is the idempotency record's
+// document).
+//
+// The count is taken under the workspace's webhook lock, held to the commit, in a
+// statement after the lock (under READ COMMITTED each statement sees what committed
+// before it began): two registrations at limit-1 count one after the other, and the second
+// sees the first's endpoint. A replay of a registration is answered before the count, so
+// it is answered at the cap too.
+func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook, limit int,
 	seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error) {
 	cmd := commandOf[accountable.WebhookRegistration](p, idem, accountable.Causation{})
-	cmd.blind = true
+	var active int
+	var countErr error
+	cmd.prepare = func(pre *prelude) {
+		active, countErr = 0, nil
+		// Gated like every prelude statement: a request whose key another holds answers
+		// in-progress at once instead of queueing for the lock.
+		pre.batch.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/webhook-endpoints', 0)) WHERE `+pre.Gate(2),
+			append([]any{p.WorkspaceID}, pre.GateArgs()...)...)
+		pre.QueryRow(`SELECT count(*) FROM webhooks WHERE workspace_id = $1 AND deleted_at IS NULL AND `+pre.Gate(2),
+			func(row pgx.Row) error {
+				countErr = row.Scan(&active)
+				return nil // run reports it
+			},
+			append([]any{p.WorkspaceID}, pre.GateArgs()...)...)
+	}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.WebhookRegistration, error) {
+		if countErr != nil {
+			return accountable.WebhookRegistration{}, countErr
+		}
+		if err := accountable.CheckWebhookCapacity(active, limit); err != nil {
+			return accountable.WebhookRegistration{}, err
+		}
 		w := accountable.Webhook{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, URL: in.URL,
 			EventTypes: in.EventTypes, Status: accountable.WebhookActive, CreatedAt: accountable.TimeOf(tx.Now()), AggregateVersion: 1}
 		ev, err := tx.Append(aggregate(accountable.AggregateWebhook, w.ID), accountable.EventWebhookCreated,

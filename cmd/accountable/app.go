@@ -172,6 +172,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: cfg.webhookTargets(),
+		WebhookMaxEndpoints: cfg.WebhookMaxEndpoints,
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
 		Feed: feed, MetricsHandler: m.apiHandler(cfg)}, log)
 	if err != nil {

@@ -93,12 +93,14 @@ type Config struct {
 	// Webhooks: the key that keeps endpoints' secrets (WEBHOOK_SECRET_KEY, 32 bytes in
 	// base64; `accountable dev --bootstrap` makes one in .data when unset), whether
 	// endpoints may have private and loopback addresses, the ports they may use (empty:
-	// the policy's default; WebhookAnyPort: every port), and each attempt's timeout.
+	// the policy's default; WebhookAnyPort: every port), each attempt's timeout, and how
+	// many active endpoints a workspace may have.
 	WebhookSecretKey    accountable.WebhookSecretKey
 	WebhookAllowPrivate bool
 	WebhookPorts        []uint16
 	WebhookAnyPort      bool
 	WebhookTimeout      time.Duration
+	WebhookMaxEndpoints int
 	// OAuth for MCP clients: the secret that keys tokens' HMAC (OAUTH_TOKEN_SECRET, at
 	// least 32 bytes in base64, the same in every API process; `accountable dev
 	// --bootstrap` makes one in .data when unset; without one there is no authorization
@@ -231,6 +233,9 @@ func LoadConfig() (Config, error) {
 		c.WebhookPorts, c.WebhookAnyPort = ports, anyPort
 	}
 	c.WebhookTimeout = envDuration("WEBHOOK_TIMEOUT", 10*time.Second, &errs)
+	if c.WebhookMaxEndpoints = envInt("WEBHOOK_MAX_ENDPOINTS", accountable.DefaultWebhookMaxEndpoints, &errs); c.WebhookMaxEndpoints == 0 {
+		errs = append(errs, "WEBHOOK_MAX_ENDPOINTS: want at least 1 (a workspace without webhooks simply registers none)")
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}

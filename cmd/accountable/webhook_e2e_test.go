@@ -106,29 +106,31 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 }
 
 // The webhook settings: ports 80 and 443 by default (every port with private addresses
-// allowed), WEBHOOK_PORTS names others or "*"; nonsense is refused.
+// allowed), WEBHOOK_PORTS names others or "*", a cap of 20 endpoints unless
+// WEBHOOK_MAX_ENDPOINTS says otherwise; nonsense is refused.
 func TestWebhookConfig(t *testing.T) {
 	t.Setenv("WEBHOOK_ALLOW_PRIVATE", "false")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.webhookTargets(); !p.AllowsPort(443) || !p.AllowsPort(80) || p.AllowsPort(8080) {
-		t.Fatalf("defaults: %+v", p)
+	if p := cfg.webhookTargets(); !p.AllowsPort(443) || !p.AllowsPort(80) || p.AllowsPort(8080) || cfg.WebhookMaxEndpoints != 20 {
+		t.Fatalf("defaults: %+v, %d endpoints", p, cfg.WebhookMaxEndpoints)
 	}
 	t.Setenv("WEBHOOK_ALLOW_PRIVATE", "true")
 	if cfg, _ = LoadConfig(); !cfg.webhookTargets().AllowsPort(8080) {
 		t.Fatal("private addresses allowed: any port by default")
 	}
 	t.Setenv("WEBHOOK_PORTS", "443, 8443")
-	if cfg, err = LoadConfig(); err != nil || cfg.webhookTargets().AllowsPort(80) || !cfg.webhookTargets().AllowsPort(8443) {
-		t.Fatalf("configured: %+v %v", cfg.webhookTargets(), err)
+	t.Setenv("WEBHOOK_MAX_ENDPOINTS", "3")
+	if cfg, err = LoadConfig(); err != nil || cfg.webhookTargets().AllowsPort(80) || !cfg.webhookTargets().AllowsPort(8443) || cfg.WebhookMaxEndpoints != 3 {
+		t.Fatalf("configured: %+v %d %v", cfg.webhookTargets(), cfg.WebhookMaxEndpoints, err)
 	}
 	t.Setenv("WEBHOOK_PORTS", "*")
 	if cfg, err = LoadConfig(); err != nil || !cfg.webhookTargets().AnyPort {
 		t.Fatalf("*: %+v %v", cfg.webhookTargets(), err)
 	}
-	for name, bad := range map[string]string{"WEBHOOK_PORTS": "80,http"} {
+	for name, bad := range map[string]string{"WEBHOOK_PORTS": "80,http", "WEBHOOK_MAX_ENDPOINTS": "0"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, bad)
 			if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), name) {
