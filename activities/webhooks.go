@@ -22,16 +22,26 @@ import (
 
 // WebhookStore is what the webhook activities need.
 type WebhookStore interface {
-	NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookDelivery, bool, error)
+	NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended, held bool, err error)
 	WebhookEndpoint(ctx context.Context, workspaceID, webhookID string) (accountable.WebhookEndpoint, error)
 	WebhookEvent(ctx context.Context, workspaceID, eventID string) (accountable.Event, error)
 	RecordWebhookAttempt(ctx context.Context, d accountable.WebhookDelivery, a accountable.WebhookAttempt) error
+}
+
+// WebhookWaker wakes an endpoint's delivery workflow when its workspace has new events
+// (worker.WebhookWaker, on the process's ledger feed).
+type WebhookWaker interface {
+	// Park asks for one wake signal to the endpoint's workflow at the next commit of
+	// events in its workspace.
+	Park(workspaceID, webhookID string)
 }
 
 // Webhooks holds the webhook activities: reading what is due to an endpoint and
 // delivering one event, signed, recording every attempt.
 type Webhooks struct {
 	Store WebhookStore
+	// Waker wakes idle endpoints; nil: none (the workflow then reads every few seconds).
+	Waker WebhookWaker
 	Key   accountable.WebhookSecretKey
 	// Client sends the deliveries; NewWebhookClient makes one that keeps to the policy.
 	Client *http.Client
@@ -52,15 +62,29 @@ type WebhookRef struct {
 type WebhookBatch struct {
 	Deliveries []accountable.WebhookDelivery `json:"deliveries"`
 	Ended      bool                          `json:"ended"` // the endpoint was deleted
+	// Held: an event of the endpoint's types has committed but is held behind an older
+	// transaction still running, whose end may announce nothing (read again soon).
+	Held bool `json:"held,omitempty"`
+	// Parked: the next commit of the workspace's events, from before this read on, wakes
+	// the workflow (WebhookWaker.Park), so it may wait for the wake instead of polling.
+	Parked bool `json:"parked,omitempty"`
 }
 
 // WebhookBatchSize is the most events one read hands to the delivery workflow.
 const WebhookBatchSize = 20
 
-// NextWebhookDeliveries reads the events due to an endpoint.
+// NextWebhookDeliveries reads the events due to an endpoint. The endpoint is parked before
+// the read: an event that commits after that moment wakes the workflow, and one that
+// committed before it is read now (or found held), so none falls between this read and
+// the workflow's wait. A park outlives its read harmlessly: the wake it brings costs one
+// more read.
 func (a *Webhooks) NextWebhookDeliveries(ctx context.Context, in WebhookRef) (WebhookBatch, error) {
-	ds, ended, err := a.Store.NextWebhookDeliveries(ctx, in.WorkspaceID, in.WebhookID, WebhookBatchSize)
-	return WebhookBatch{Deliveries: ds, Ended: ended}, retryable(err)
+	parked := a.Waker != nil
+	if parked {
+		a.Waker.Park(in.WorkspaceID, in.WebhookID)
+	}
+	ds, ended, held, err := a.Store.NextWebhookDeliveries(ctx, in.WorkspaceID, in.WebhookID, WebhookBatchSize)
+	return WebhookBatch{Deliveries: ds, Ended: ended, Held: held, Parked: parked}, retryable(err)
 }
 
 // errWebhookRefused is an attempt the receiver did not accept (a status other than 2xx,

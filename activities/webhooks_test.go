@@ -27,8 +27,8 @@ type fakeWebhookStore struct {
 	attempts []accountable.WebhookAttempt
 }
 
-func (s *fakeWebhookStore) NextWebhookDeliveries(context.Context, string, string, int) ([]accountable.WebhookDelivery, bool, error) {
-	return nil, false, nil
+func (s *fakeWebhookStore) NextWebhookDeliveries(context.Context, string, string, int) ([]accountable.WebhookDelivery, bool, bool, error) {
+	return nil, false, false, nil
 }
 
 func (s *fakeWebhookStore) WebhookEndpoint(context.Context, string, string) (accountable.WebhookEndpoint, error) {

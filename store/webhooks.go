@@ -13,7 +13,8 @@ import (
 
 // Webhook endpoints (migration 019): registered and deleted as commands with their ledger
 // events; delivered by a workflow per endpoint (workflows.WebhookDelivery) that reads the
-// workspace's stream after the endpoint's last delivered event and records every attempt.
+// workspace's stream after the endpoint's last delivered event, when the ledger feed says
+// the workspace has new events, and records every attempt.
 
 const webhookColumns = `id, workspace_id, url, event_types, created_at, deleted_at, aggregate_version`
 
@@ -183,8 +184,10 @@ func (db *DB) WebhookEndpoint(ctx context.Context, workspaceID, webhookID string
 // NextWebhookDeliveries returns up to limit events due to an endpoint: those of its event
 // types after the last one delivered (or after its own webhook.created event), read with
 // the stream's horizon rule, so none that commits late is skipped. ended is true for a
-// deleted endpoint.
-func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended bool, err error) {
+// deleted endpoint; held is true when an event of its types has committed but is held
+// behind an older transaction still running (it is read once that one ends, which may
+// announce nothing: the caller reads again soon instead of waiting for a wake).
+func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended, held bool, err error) {
 	var eventTypes []string
 	var deleted *accountable.Time
 	var after accountable.StreamPosition
@@ -193,10 +196,10 @@ func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID 
 		FROM webhooks w JOIN ledger_events e ON e.workspace_id = w.workspace_id AND e.id = w.created_event_id
 		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, webhookID).Scan(&eventTypes, &deleted, &after.Position, &after.Seq)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && deleted != nil {
-		return nil, true, nil
+		return nil, true, false, nil
 	}
 	if err != nil {
-		return nil, false, mapError(err)
+		return nil, false, false, mapError(err)
 	}
 	f := accountable.EventFilter{After: after, Limit: limit}
 	if !slices.Contains(eventTypes, accountable.WebhookAllEvents) {
@@ -204,13 +207,33 @@ func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID 
 	}
 	page, err := db.StreamEvents(ctx, workspaceID, f)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	for i, e := range page.Events {
 		deliveries = append(deliveries, accountable.WebhookDelivery{WorkspaceID: workspaceID, WebhookID: webhookID,
 			DeliveryID: accountable.WebhookDeliveryID(webhookID, e.ID), EventID: e.ID, EventType: e.EventType, Position: page.Positions[i]})
 	}
-	return deliveries, false, nil
+	return deliveries, false, page.Held, nil
+}
+
+// ActiveWebhooks returns the ids of every active endpoint, by workspace: a worker that
+// starts wakes them all, since the wake-ups promised to endpoints by a worker that stopped
+// or died went with it. A system read across workspaces, like the outbox relay's.
+func (db *DB) ActiveWebhooks(ctx context.Context) (map[string][]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT workspace_id, id FROM webhooks WHERE deleted_at IS NULL ORDER BY workspace_id, id`)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var ws, id string
+		if err := rows.Scan(&ws, &id); err != nil {
+			return nil, mapError(err)
+		}
+		out[ws] = append(out[ws], id)
+	}
+	return out, mapError(rows.Err())
 }
 
 // WebhookEvent reads the event a delivery carries.
