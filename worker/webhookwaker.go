@@ -181,20 +181,50 @@ func (w *WebhookWaker) watch(workspaceID string, wake <-chan struct{}, unsubscri
 
 // signal sends each endpoint's workflow a wake signal, at once (a workspace has at most
 // WEBHOOK_MAX_ENDPOINTS). A workflow that has ended (its endpoint deleted) is forgotten;
-// one that could not be signalled (Temporal unreachable) is parked again when repark, so
-// a later commit tries again.
-func (w *WebhookWaker) signal(ctx context.Context, workspaceID string, ids map[string]struct{}, repark bool) {
+// one that could not be signalled (Temporal slow or unreachable) is retried when retry.
+func (w *WebhookWaker) signal(ctx context.Context, workspaceID string, ids map[string]struct{}, retry bool) {
 	var wg sync.WaitGroup
 	for id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.signalOne(ctx, workspaceID, id); err != nil && repark {
-				w.Park(workspaceID, id)
+			if err := w.signalOne(ctx, workspaceID, id); err != nil && retry {
+				w.retryLater(workspaceID, id, 0)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// retryLater parks an endpoint whose wake signal failed again and signals it once more
+// after a backoff (1 s, doubling to 30 s) unless a commit has woken it meanwhile: the wake
+// is owed for a commit that has happened, and none may follow for a long time.
+func (w *WebhookWaker) retryLater(workspaceID, webhookID string, attempt int) {
+	w.Park(workspaceID, webhookID)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return // Stop wakes it with the other parked endpoints
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(min(time.Second<<attempt, 30*time.Second)):
+		}
+		w.mu.Lock()
+		_, parked := w.parked[workspaceID][webhookID]
+		delete(w.parked[workspaceID], webhookID)
+		w.mu.Unlock()
+		if !parked {
+			return // a commit's wake took it meanwhile
+		}
+		if err := w.signalOne(context.Background(), workspaceID, webhookID); err != nil {
+			w.retryLater(workspaceID, webhookID, min(attempt+1, 5))
+		}
+	}()
 }
 
 func (w *WebhookWaker) signalOne(ctx context.Context, workspaceID, webhookID string) error {
@@ -208,8 +238,7 @@ func (w *WebhookWaker) signalOne(ctx context.Context, workspaceID, webhookID str
 	case errors.As(err, &notFound):
 		return nil // ended: its endpoint was deleted
 	case w.ctx.Err() == nil:
-		w.log.Warn("waking a webhook endpoint's deliveries failed; a later commit (or its fallback timer) wakes it",
-			"workspace_id", workspaceID, "webhook_id", webhookID, "err", err)
+		w.log.Warn("waking a webhook endpoint's deliveries failed; retrying", "workspace_id", workspaceID, "webhook_id", webhookID, "err", err)
 	}
 	return err
 }
@@ -229,7 +258,9 @@ func (w *WebhookWaker) wakeAll() {
 					wg.Add(1)
 					go func() {
 						defer func() { <-sem; wg.Done() }()
-						w.signalOne(w.ctx, ws, id) //nolint:errcheck // logged; the fallback timer covers it
+						if err := w.signalOne(w.ctx, ws, id); err != nil && w.ctx.Err() == nil {
+							w.retryLater(ws, id, 0)
+						}
 					}()
 				}
 			}

@@ -57,13 +57,14 @@ func (f *fakeFeed) subscribers(ws string) int {
 	return len(f.subs[ws])
 }
 
-// fakeSignals records the wake signals; the workflows in failing answer an error, those
-// in ended NotFound.
+// fakeSignals records the wake signals; the workflows in failing answer an error (those
+// in failTimes that many times), those in ended NotFound.
 type fakeSignals struct {
-	mu      sync.Mutex
-	got     []string
-	failing map[string]bool
-	ended   map[string]bool
+	mu        sync.Mutex
+	got       []string
+	failing   map[string]bool
+	failTimes map[string]int
+	ended     map[string]bool
 }
 
 func (s *fakeSignals) SignalWorkflow(_ context.Context, workflowID, runID, signalName string, arg any) error {
@@ -75,6 +76,9 @@ func (s *fakeSignals) SignalWorkflow(_ context.Context, workflowID, runID, signa
 	switch {
 	case s.failing[workflowID]:
 		return errors.New("temporal unreachable")
+	case s.failTimes[workflowID] > 0:
+		s.failTimes[workflowID]--
+		return errors.New("context deadline exceeded")
 	case s.ended[workflowID]:
 		return serviceerror.NewNotFound("workflow execution already completed")
 	}
@@ -187,4 +191,23 @@ func TestWebhookWakerStartAndStop(t *testing.T) {
 	w.Park("A", "2")
 	feed.commit("A")
 	quiet(t, signals, "parked after Stop")
+}
+
+// A wake signal that fails (Temporal slow or down) is retried with a backoff, without
+// waiting for another commit: the wake is owed for a commit that happened, and none may
+// follow.
+func TestWebhookWakerRetriesFailedSignals(t *testing.T) {
+	feed := &fakeFeed{}
+	a1 := workflows.WebhookDeliveryID("A", "1")
+	signals := &fakeSignals{failTimes: map[string]int{a1: 2}}
+	w := worker.NewWebhookWaker(feed, signals, fakeEndpoints{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(w.Stop)
+	w.Park("A", "1")
+	started := time.Now()
+	feed.commit("A")
+	eventually(t, "the failed wake retried", func() bool { return w.Signals() == 1 })
+	if got, took := signals.take(), time.Since(started); !slices.Equal(got, []string{a1}) || took < 3*time.Second || w.Parked() != 0 {
+		t.Fatalf("signals %v after %s (want after the 1 s and 2 s backoffs), %d parked", got, took, w.Parked())
+	}
+	quiet(t, signals, "after the retried wake")
 }
