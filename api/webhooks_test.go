@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/workflows"
 )
 
 // receiver is a webhook receiver as the README shows one: it verifies the signature over
@@ -93,7 +97,8 @@ func (r *receiver) accepted(n int, within time.Duration) []received {
 // signature is refused by the receiver; a deleted endpoint receives nothing more.
 func TestWebhookDeliveries(t *testing.T) {
 	e := newEnv(t, nil)
-	key := storetest.NewTenant(t, e.db).Key
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
 	createWork(t, e, key, "before the endpoint")
 	rcv := newReceiver(t)
 	r := e.do(request{method: "POST", path: "/webhooks", key: key, headers: map[string]string{"Idempotency-Key": "hook-1"},
@@ -117,6 +122,10 @@ func TestWebhookDeliveries(t *testing.T) {
 		t.Fatalf("replay %s", again.raw)
 	}
 
+	// The endpoint's workflow reads once when it starts and then waits, idle, until a
+	// commit wakes it. (The relay that starts it may first deliver what other tests' quiet
+	// envs left in the package's shared outbox, so its start is waited for apart.)
+	awaitFirstRead(t, workflows.WebhookDeliveryID(tenant.Principal.WorkspaceID, id), time.Minute)
 	task := createWork(t, e, key, "after the endpoint")
 	got := rcv.accepted(1, 20*time.Second)
 	if len(got) != 2 || got[0].status != http.StatusInternalServerError || got[1].delivery != got[0].delivery ||
@@ -191,6 +200,27 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 	if list3 := e.do(request{method: "GET", path: "/webhooks", key: key}); len(list3.dataList()) != 0 {
 		t.Fatalf("list after delete %s", list3.raw)
+	}
+}
+
+// awaitFirstRead waits until the delivery workflow id has read what is due once.
+func awaitFirstRead(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	tc := temporalClient(t)
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		it := tc.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				break // not started yet
+			}
+			if ev.EventType == enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow %s did not read within %s", id, within)
+		}
 	}
 }
 
