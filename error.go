@@ -46,6 +46,7 @@ const (
 	ECodeWriteConflict            = "write_conflict"
 	ECodeResourceBusy             = "resource_busy"
 	ECodeDeadlineExceeded         = "deadline_exceeded"
+	ECodeWebhookLimitReached      = "webhook_limit_reached"
 )
 
 // ErrorSpec describes one code of the catalogue.
@@ -97,6 +98,8 @@ func init() {
 	define(ECodeAuthorizationUnavailable, 503, "Workspace authorization unavailable", "The workspace authorization could not be resolved; retry later.")
 	define(ECodeWriteConflict, 409, "Write conflict", "The request kept conflicting with concurrent changes to the same data and was not applied; retry it.")
 	define(ECodeResourceBusy, 409, "Resource busy", "Another request held a lock on this resource for longer than the server waits; nothing was changed; retry it.")
+	define(ECodeWebhookLimitReached, 409, "Webhook limit reached", "The workspace has as many active webhook endpoints as the server allows "+
+		"(details.limit); delete one (DELETE /webhooks/{webhookId}) before registering another.")
 	define(ECodeDeadlineExceeded, 504, "Deadline exceeded", "The request did not finish within the server's deadline for its kind of operation; nothing was changed.")
 	define(ECodeGenerationTimeout, 504, "Generation timeout", "The generation did not finish in time.")
 	define(ECodeGenerationFailed, 502, "Generation failed", "The planner could not make a valid plan within its retries; nothing was stored; retry the request.")

@@ -50,6 +50,24 @@ const (
 	WebhookAllEvents = "*"
 )
 
+// DefaultWebhookMaxEndpoints is how many active endpoints a workspace may have unless the
+// configuration says otherwise (WEBHOOK_MAX_ENDPOINTS), near GitHub's 20 hooks per event
+// per repository and Stripe's 16 endpoints per account. Every endpoint is a delivery
+// workflow and a read of the ledger per burst of the workspace's events, so the cap bounds
+// what one workspace's commits cost the worker and the database.
+const DefaultWebhookMaxEndpoints = 20
+
+// CheckWebhookCapacity refuses another endpoint to a workspace that has active ones
+// already when it may have at most limit (deleted endpoints do not count).
+func CheckWebhookCapacity(active, limit int) error {
+	if active < limit {
+		return nil
+	}
+	return Errorf(ECodeWebhookLimitReached,
+		"The workspace has %d active webhook endpoints and this server allows at most %d (WEBHOOK_MAX_ENDPOINTS); delete one before registering another.",
+		active, limit).WithDetails(map[string]any{"limit": limit, "active": active})
+}
+
 // RegisterWebhook is POST /webhooks: where to deliver, which events, and the secret to
 // sign with (generated when absent).
 type RegisterWebhook struct {
@@ -230,12 +248,26 @@ func (k WebhookSecretKey) Open(webhookID string, sealed []byte) (string, error) 
 	return string(plain), nil
 }
 
-// WebhookTargetPolicy says which addresses deliveries may reach: public ones only,
-// unless the configuration allows private and loopback addresses (a service delivering
-// inside its own network, and the tests). Checked when an endpoint is registered (an IP
-// literal) and again for every connection (the address a name resolved to), so a name
-// that resolves to a private address later is refused too.
-type WebhookTargetPolicy struct{ AllowPrivate bool }
+// WebhookTargetPolicy says which addresses and ports deliveries may reach: public
+// addresses only, unless the configuration allows private and loopback ones (a service
+// delivering inside its own network, and the tests), and ports 80 and 443 unless it names
+// others. Checked when an endpoint is registered (an IP literal, the URL's port) and again
+// for every connection (the address a name resolved to), so a name that resolves to a
+// private address later is refused too.
+type WebhookTargetPolicy struct {
+	AllowPrivate bool
+	// Ports are the ports deliveries may connect to (WEBHOOK_PORTS). Empty: the default,
+	// 80 and 443, or every port when AllowPrivate (a receiver on this machine or network
+	// listens where it likes).
+	Ports []uint16
+	// AnyPort allows every port (WEBHOOK_PORTS=*).
+	AnyPort bool
+}
+
+// DefaultWebhookPorts are the ports deliveries may reach unless configured otherwise:
+// a public receiver is a web server, and any other port of a public host (SMTP, a
+// database) is not what a webhook is for.
+var DefaultWebhookPorts = []uint16{80, 443}
 
 // Allows reports whether a delivery may connect to addr.
 func (p WebhookTargetPolicy) Allows(addr netip.Addr) bool {
@@ -243,16 +275,82 @@ func (p WebhookTargetPolicy) Allows(addr netip.Addr) bool {
 		return addr.IsValid()
 	}
 	addr = addr.Unmap()
-	return addr.IsValid() && !(addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() ||
-		addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() ||
-		sharedAddressSpace.Contains(addr))
+	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
+		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
+		return false
+	}
+	for _, prefix := range nonPublicPrefixes {
+		if prefix.Contains(addr) {
+			return false
+		}
+	}
+	return true
 }
 
-// sharedAddressSpace is 100.64.0.0/10 (RFC 6598, carrier-grade NAT), private in effect.
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+// AllowsPort reports whether a delivery may connect to port.
+func (p WebhookTargetPolicy) AllowsPort(port uint16) bool {
+	switch {
+	case p.AnyPort || len(p.Ports) == 0 && p.AllowPrivate:
+		return true
+	case len(p.Ports) == 0:
+		return slices.Contains(DefaultWebhookPorts, port)
+	}
+	return slices.Contains(p.Ports, port)
+}
 
-// CheckURL refuses a URL whose host is an address the policy does not allow (a name is
-// checked when a delivery connects).
+// AllowsAddrPort reports whether a delivery may connect to ap (the dial-time check).
+func (p WebhookTargetPolicy) AllowsAddrPort(ap netip.AddrPort) bool {
+	return p.Allows(ap.Addr()) && p.AllowsPort(ap.Port())
+}
+
+// PortsText says which ports the policy allows, for messages.
+func (p WebhookTargetPolicy) PortsText() string {
+	if p.AnyPort || len(p.Ports) == 0 && p.AllowPrivate {
+		return "any port"
+	}
+	ports := p.Ports
+	if len(ports) == 0 {
+		ports = DefaultWebhookPorts
+	}
+	s := make([]string, len(ports))
+	for i, port := range ports {
+		s[i] = strconv.Itoa(int(port))
+	}
+	return strings.Join(s, ", ")
+}
+
+// nonPublicPrefixes are the ranges of IANA's IPv4 and IPv6 Special-Purpose Address
+// Registries that netip's predicates above do not cover and a delivery may not reach unless
+// private addresses are allowed: ranges that are not globally reachable, and translation
+// ranges, whose addresses carry an IPv4 address that a gateway of the service's network
+// connects to (64:ff9b::7f00:1 is 127.0.0.1 behind a NAT64, 2002:a00:1:: is 10.0.0.1
+// through 6to4), so they would reach the very addresses refused above.
+var nonPublicPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network" (RFC 791): 0.1.2.3 may reach the host itself
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (RFC 6598, carrier-grade NAT), private in effect
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890), with NAT64 discovery 192.0.0.170/31
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (RFC 5737)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast (RFC 7526): a translation gateway
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (RFC 5737)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (RFC 5737)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved (RFC 1112), with the broadcast address
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated, RFC 4291): ::127.0.0.1
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT, RFC 2765)
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 well-known prefix (RFC 6052)
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use IPv4/IPv6 translation (RFC 8215)
+	netip.MustParsePrefix("100::/64"),        // discard-only (RFC 6666)
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (RFC 2928): Teredo 2001::/32 carries an IPv4 address
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation (RFC 3849)
+	netip.MustParsePrefix("2002::/16"),       // 6to4 (RFC 3056): carries an IPv4 address
+	netip.MustParsePrefix("3fff::/20"),       // documentation (RFC 9637)
+	netip.MustParsePrefix("5f00::/16"),       // segment routing SIDs (RFC 9602)
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, RFC 3879)
+}
+
+// CheckURL refuses a URL whose host is an address the policy does not allow, or whose
+// port (given, or the scheme's) it does not allow (a name is checked when a delivery
+// connects).
 func (p WebhookTargetPolicy) CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -260,10 +358,17 @@ func (p WebhookTargetPolicy) CheckURL(raw string) error {
 	}
 	host := u.Hostname()
 	if addr, err := netip.ParseAddr(host); err == nil && !p.Allows(addr) {
-		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback or link-local address"})
+		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback, link-local or special-purpose address"})
 	}
 	if !p.AllowPrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
-		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback or link-local address"})
+		return ValidationError(Issue{Path: "/url", Message: "must not be a private, loopback, link-local or special-purpose address"})
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || !p.AllowsPort(uint16(n)) {
+		return ValidationError(Issue{Path: "/url", Message: "must use an allowed port (" + p.PortsText() + ")"})
 	}
 	return nil
 }
@@ -344,6 +449,13 @@ type WebhookBody struct {
 	WebhookID string `json:"webhook_id"`
 	Event     Event  `json:"event"` // as the event stream serves it
 }
+
+// WebhookNoAnswer is the reason recorded for an attempt that got no HTTP answer. It is the
+// same whatever kept the answer away (an address or port the policy refuses, a name that
+// does not resolve, a refused or reset connection, a timeout): the workspace reads its
+// delivery records, and a dial error names addresses and tells which hosts and ports of
+// the service's network answer. The worker's log keeps the cause.
+const WebhookNoAnswer = "no HTTP answer: the receiver could not be reached, its address or port is not allowed, or it did not answer in time"
 
 // WebhookAttempt is one attempt to deliver an event (GET /webhooks/{id}/deliveries).
 type WebhookAttempt struct {

@@ -128,10 +128,25 @@ func TestWebhookTargetPolicy(t *testing.T) {
 		addr    string
 		allowed bool
 	}{
-		{"8.8.8.8", true}, {"2606:4700::1111", true},
+		{"8.8.8.8", true}, {"2606:4700::1111", true}, {"::ffff:8.8.8.8", true}, {"2a00:1450:4001::1", true},
 		{"127.0.0.1", false}, {"::1", false}, {"10.1.2.3", false}, {"172.16.0.1", false}, {"192.168.1.1", false},
 		{"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false}, {"100.64.0.1", false}, {"0.0.0.0", false},
 		{"::ffff:127.0.0.1", false}, {"224.0.0.1", false},
+		// Translation ranges: each of these reaches an IPv4 address through a gateway.
+		{"64:ff9b::7f00:1", false},     // NAT64 of 127.0.0.1
+		{"64:ff9b::a9fe:a9fe", false},  // NAT64 of 169.254.169.254
+		{"64:ff9b::808:808", false},    // NAT64 of a public address: still a gateway's
+		{"64:ff9b:1::a00:1", false},    // local-use NAT64
+		{"::ffff:0:7f00:1", false},     // IPv4-translated (SIIT)
+		{"::127.0.0.1", false},         // IPv4-compatible
+		{"2002:7f00:1::1", false},      // 6to4 of 127.0.0.1
+		{"2001:0:4136:e378::1", false}, // Teredo
+		{"192.88.99.1", false},         // 6to4 relay anycast
+		{"192.0.0.170", false},         // NAT64 discovery
+		// Other special-purpose ranges that are not globally reachable.
+		{"0.1.2.3", false}, {"192.0.2.10", false}, {"198.51.100.1", false}, {"203.0.113.5", false}, {"198.18.0.1", false},
+		{"240.0.0.1", false}, {"255.255.255.255", false}, {"100::1", false}, {"2001:db8::1", false}, {"3fff::1", false},
+		{"5f00::1", false}, {"fec0::1", false}, {"2001:2::1", false},
 	} {
 		a := netip.MustParseAddr(c.addr)
 		if strict.Allows(a) != c.allowed {
@@ -141,7 +156,8 @@ func TestWebhookTargetPolicy(t *testing.T) {
 			t.Errorf("%s refused with private addresses allowed", c.addr)
 		}
 	}
-	for _, u := range []string{"http://127.0.0.1:8080/x", "http://[::1]/", "http://localhost/", "http://api.localhost/", "http://169.254.169.254/latest"} {
+	for _, u := range []string{"http://127.0.0.1:8080/x", "http://[::1]/", "http://localhost/", "http://api.localhost/", "http://169.254.169.254/latest",
+		"http://[64:ff9b::7f00:1]/", "https://[64:ff9b:1::a00:1]/in", "http://[2002:a00:1::1]/", "http://0.0.0.0/"} {
 		if strict.CheckURL(u) == nil {
 			t.Errorf("%s accepted", u)
 		}
@@ -151,6 +167,76 @@ func TestWebhookTargetPolicy(t *testing.T) {
 	}
 	if err := strict.CheckURL("https://hooks.example.com/in"); err != nil {
 		t.Fatalf("a public name: %v", err)
+	}
+}
+
+// Only ports 80 and 443 by default; the configured ports instead when there are some;
+// every port with AnyPort, or by default when private addresses are allowed.
+func TestWebhookTargetPolicyPorts(t *testing.T) {
+	strict := accountable.WebhookTargetPolicy{}
+	custom := accountable.WebhookTargetPolicy{Ports: []uint16{8443}}
+	anyPort := accountable.WebhookTargetPolicy{AnyPort: true}
+	private := accountable.WebhookTargetPolicy{AllowPrivate: true}
+	privateLimited := accountable.WebhookTargetPolicy{AllowPrivate: true, Ports: []uint16{443}}
+	for _, c := range []struct {
+		url                                   string
+		strict, custom, any, private, limited bool
+	}{
+		{"https://hooks.example.com/in", true, false, true, true, true},
+		{"http://hooks.example.com/in", true, false, true, true, false},
+		{"https://hooks.example.com:443/in", true, false, true, true, true},
+		{"HTTPS://hooks.example.com/in", true, false, true, true, true},
+		{"http://hooks.example.com:8080/in", false, false, true, true, false},
+		{"https://hooks.example.com:8443/in", false, true, true, true, false},
+		{"http://hooks.example.com:25/", false, false, true, true, false},
+		{"http://hooks.example.com:6379/", false, false, true, true, false},
+		{"http://hooks.example.com:99999/", false, false, false, false, false},
+	} {
+		for _, p := range []struct {
+			name   string
+			policy accountable.WebhookTargetPolicy
+			want   bool
+		}{{"strict", strict, c.strict}, {"custom", custom, c.custom}, {"any", anyPort, c.any}, {"private", private, c.private},
+			{"private, 443 only", privateLimited, c.limited}} {
+			err := p.policy.CheckURL(c.url)
+			if (err == nil) != p.want {
+				t.Errorf("%s under %s: %v, want allowed %v", c.url, p.name, err, p.want)
+			}
+			if err != nil && accountable.ErrorCode(err) != accountable.ECodeValidationFailed {
+				t.Errorf("%s under %s: %v", c.url, p.name, err)
+			}
+		}
+	}
+	public := netip.MustParseAddr("8.8.8.8")
+	if !strict.AllowsAddrPort(netip.AddrPortFrom(public, 443)) || strict.AllowsAddrPort(netip.AddrPortFrom(public, 22)) ||
+		strict.AllowsAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 443)) ||
+		!private.AllowsAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 40000)) {
+		t.Fatal("dial-time checks")
+	}
+	if strict.PortsText() != "80, 443" || custom.PortsText() != "8443" || anyPort.PortsText() != "any port" {
+		t.Fatalf("ports text %q %q %q", strict.PortsText(), custom.PortsText(), anyPort.PortsText())
+	}
+}
+
+// An endpoint more than the cap allows is refused with its own code (409) and the cap in
+// the details; one below it is not.
+func TestCheckWebhookCapacity(t *testing.T) {
+	for _, c := range []struct {
+		active, limit int
+		refused       bool
+	}{{0, 20, false}, {19, 20, false}, {20, 20, true}, {25, 20, true}, {0, 1, false}, {1, 1, true}} {
+		err := accountable.CheckWebhookCapacity(c.active, c.limit)
+		if (err != nil) != c.refused {
+			t.Fatalf("%d of %d: %v", c.active, c.limit, err)
+		}
+		if err == nil {
+			continue
+		}
+		var e *accountable.Error
+		if !errors.As(err, &e) || e.Code != accountable.ECodeWebhookLimitReached || accountable.ErrorStatus(e.Code) != 409 ||
+			e.Details["limit"] != c.limit || e.Details["active"] != c.active {
+			t.Fatalf("%d of %d: %#v", c.active, c.limit, err)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,21 +22,34 @@ import (
 
 // WebhookStore is what the webhook activities need.
 type WebhookStore interface {
-	NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookDelivery, bool, error)
+	NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended, held bool, err error)
 	WebhookEndpoint(ctx context.Context, workspaceID, webhookID string) (accountable.WebhookEndpoint, error)
 	WebhookEvent(ctx context.Context, workspaceID, eventID string) (accountable.Event, error)
 	RecordWebhookAttempt(ctx context.Context, d accountable.WebhookDelivery, a accountable.WebhookAttempt) error
+}
+
+// WebhookWaker wakes an endpoint's delivery workflow when its workspace has new events
+// (worker.WebhookWaker, on the process's ledger feed).
+type WebhookWaker interface {
+	// Park asks for one wake signal to the endpoint's workflow at the next commit of
+	// events in its workspace.
+	Park(workspaceID, webhookID string)
 }
 
 // Webhooks holds the webhook activities: reading what is due to an endpoint and
 // delivering one event, signed, recording every attempt.
 type Webhooks struct {
 	Store WebhookStore
+	// Waker wakes idle endpoints; nil: none (the workflow then reads every few seconds).
+	Waker WebhookWaker
 	Key   accountable.WebhookSecretKey
 	// Client sends the deliveries; NewWebhookClient makes one that keeps to the policy.
 	Client *http.Client
 	// Now is the clock of the signatures (time.Now when nil).
 	Now func() time.Time
+	// Log receives why an attempt got no answer (the delivery record says only that it got
+	// none: accountable.WebhookNoAnswer); nil: not logged.
+	Log *slog.Logger
 }
 
 // WebhookRef names an endpoint.
@@ -48,15 +62,29 @@ type WebhookRef struct {
 type WebhookBatch struct {
 	Deliveries []accountable.WebhookDelivery `json:"deliveries"`
 	Ended      bool                          `json:"ended"` // the endpoint was deleted
+	// Held: an event of the endpoint's types has committed but is held behind an older
+	// transaction still running, whose end may announce nothing (read again soon).
+	Held bool `json:"held,omitempty"`
+	// Parked: the next commit of the workspace's events, from before this read on, wakes
+	// the workflow (WebhookWaker.Park), so it may wait for the wake instead of polling.
+	Parked bool `json:"parked,omitempty"`
 }
 
 // WebhookBatchSize is the most events one read hands to the delivery workflow.
 const WebhookBatchSize = 20
 
-// NextWebhookDeliveries reads the events due to an endpoint.
+// NextWebhookDeliveries reads the events due to an endpoint. The endpoint is parked before
+// the read: an event that commits after that moment wakes the workflow, and one that
+// committed before it is read now (or found held), so none falls between this read and
+// the workflow's wait. A park outlives its read harmlessly: the wake it brings costs one
+// more read.
 func (a *Webhooks) NextWebhookDeliveries(ctx context.Context, in WebhookRef) (WebhookBatch, error) {
-	ds, ended, err := a.Store.NextWebhookDeliveries(ctx, in.WorkspaceID, in.WebhookID, WebhookBatchSize)
-	return WebhookBatch{Deliveries: ds, Ended: ended}, retryable(err)
+	parked := a.Waker != nil
+	if parked {
+		a.Waker.Park(in.WorkspaceID, in.WebhookID)
+	}
+	ds, ended, held, err := a.Store.NextWebhookDeliveries(ctx, in.WorkspaceID, in.WebhookID, WebhookBatchSize)
+	return WebhookBatch{Deliveries: ds, Ended: ended, Held: held, Parked: parked}, retryable(err)
 }
 
 // errWebhookRefused is an attempt the receiver did not accept (a status other than 2xx,
@@ -119,7 +147,13 @@ func (a *Webhooks) DeliverWebhook(ctx context.Context, d accountable.WebhookDeli
 	if !attempt.Succeeded {
 		msg := fmt.Sprintf("the receiver answered %d", status)
 		if sendErr != nil {
-			msg = sendErr.Error()
+			// The cause names addresses and ports of the network the worker is in: the
+			// operators' log keeps it, the workspace's record a generic reason.
+			msg = accountable.WebhookNoAnswer
+			if a.Log != nil {
+				a.Log.Info("a webhook delivery attempt got no answer", "workspace_id", d.WorkspaceID, "webhook_id", d.WebhookID,
+					"delivery_id", d.DeliveryID, "err", sendErr)
+			}
 		}
 		attempt.Error = &msg
 	}
@@ -158,18 +192,15 @@ func positionBefore(a, b accountable.StreamPosition) bool {
 }
 
 // NewWebhookClient returns the HTTP client of deliveries: each attempt bounded by timeout,
-// no redirects followed (a receiver answers where it was registered), and every
-// connection refused unless the policy allows the address it resolved to (so a name that
-// resolves to a private address is refused too, whenever it does).
+// no redirects followed (a receiver answers where it was registered), no proxy, and every
+// connection refused unless the policy allows the address it resolved to and its port (so
+// a name that resolves to a private or translated address is refused too, whenever it
+// does).
 func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return err
-		}
-		addr, err := netip.ParseAddr(host)
-		if err != nil || !policy.Allows(addr) {
-			return fmt.Errorf("webhook delivery to %s refused: not a public address (WEBHOOK_ALLOW_PRIVATE allows it)", host)
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !policy.AllowsAddrPort(ap) {
+			return fmt.Errorf("%w: %s", errWebhookTargetRefused, address)
 		}
 		return nil
 	}}
@@ -179,3 +210,7 @@ func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Durat
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// errWebhookTargetRefused is a connection the policy refused (WEBHOOK_ALLOW_PRIVATE,
+// WEBHOOK_PORTS).
+var errWebhookTargetRefused = errors.New("webhook delivery refused: the address or port is not allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_PORTS)")

@@ -133,9 +133,14 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Idle webhook endpoints are woken by this env's feed, as in a worker process (not
+	// started: waking every endpoint of the shared database is for a worker that starts
+	// after one died).
+	waker := worker.NewWebhookWaker(feed, tc, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(waker.Stop)
 	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
 		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db},
-		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey,
+		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey, Waker: waker,
 			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: true}, 5*time.Second)}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

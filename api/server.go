@@ -97,9 +97,11 @@ type Config struct {
 	// reported not_checked).
 	ReceiptSignerKeys accountable.ReceiptSignerKeys
 	// WebhookSecretKey keeps webhook endpoints' secrets (without one, registering an
-	// endpoint is 403); WebhookTargets says which addresses endpoints may have.
-	WebhookSecretKey accountable.WebhookSecretKey
-	WebhookTargets   accountable.WebhookTargetPolicy
+	// endpoint is 403); WebhookTargets says which addresses endpoints may have;
+	// WebhookMaxEndpoints how many active ones a workspace may have (0: the default).
+	WebhookSecretKey    accountable.WebhookSecretKey
+	WebhookTargets      accountable.WebhookTargetPolicy
+	WebhookMaxEndpoints int
 }
 
 // WorkStore is what the Work area needs.

@@ -11,7 +11,7 @@ import (
 
 // WebhookStore is what the Webhooks area needs.
 type WebhookStore interface {
-	RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook,
+	RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook, limit int,
 		seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error)
 	ListWebhooks(ctx context.Context, workspaceID string) ([]accountable.Webhook, error)
 	DeleteWebhook(ctx context.Context, p accountable.Principal, id string) (accountable.Webhook, error)
@@ -24,11 +24,14 @@ const webhooksArea = "Webhooks"
 func (s *Server) webhookOperations() []operation {
 	return []operation{
 		op(Operation{ID: "registerWebhook", Method: fiber.MethodPost, Path: "/webhooks", Area: webhooksArea,
-			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency,
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Errors: []string{accountable.ECodeWebhookLimitReached},
 			Summary: "Register an endpoint that receives the workspace's ledger events of event_types (\"*\": all), from now on, in " +
 				"stream order, each POST signed: X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>. " +
-				"The secret (given, or generated) is answered this once. Private, loopback and link-local addresses are refused " +
-				"unless the server allows them (WEBHOOK_ALLOW_PRIVATE); 403 forbidden when the server has no WEBHOOK_SECRET_KEY."},
+				"The secret (given, or generated) is answered this once. Private, loopback, link-local and special-purpose " +
+				"addresses (NAT64 and other translation ranges among them) are refused unless the server allows them " +
+				"(WEBHOOK_ALLOW_PRIVATE), as are ports other than 80 and 443 unless it names others (WEBHOOK_PORTS) or allows " +
+				"private addresses; 403 forbidden when the server has no WEBHOOK_SECRET_KEY. A workspace has at most WEBHOOK_MAX_ENDPOINTS active endpoints " +
+				"(20 by default; deleted ones do not count): one more is 409 webhook_limit_reached, with details.limit."},
 			s.registerWebhook),
 		op(Operation{ID: "listWebhooks", Method: fiber.MethodGet, Path: "/webhooks", Area: webhooksArea,
 			Summary: "List the workspace's endpoints (never their secrets), newest first."}, s.listWebhooks),
@@ -65,7 +68,11 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 	if in.Secret != nil {
 		secret = *in.Secret
 	}
-	reg, dup, err := s.deps.Webhooks.RegisterWebhook(c.ctx, c.principal, c.idem, *in,
+	limit := s.cfg.WebhookMaxEndpoints
+	if limit <= 0 {
+		limit = accountable.DefaultWebhookMaxEndpoints
+	}
+	reg, dup, err := s.deps.Webhooks.RegisterWebhook(c.ctx, c.principal, c.idem, *in, limit,
 		func(id string) []byte { return key.Seal(id, secret) }, workflows.WebhookDeliveryStart)
 	if err != nil {
 		return reg, err

@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/workflows"
 )
 
 // receiver is a webhook receiver as the README shows one: it verifies the signature over
@@ -91,7 +97,8 @@ func (r *receiver) accepted(n int, within time.Duration) []received {
 // signature is refused by the receiver; a deleted endpoint receives nothing more.
 func TestWebhookDeliveries(t *testing.T) {
 	e := newEnv(t, nil)
-	key := storetest.NewTenant(t, e.db).Key
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
 	createWork(t, e, key, "before the endpoint")
 	rcv := newReceiver(t)
 	r := e.do(request{method: "POST", path: "/webhooks", key: key, headers: map[string]string{"Idempotency-Key": "hook-1"},
@@ -115,6 +122,10 @@ func TestWebhookDeliveries(t *testing.T) {
 		t.Fatalf("replay %s", again.raw)
 	}
 
+	// The endpoint's workflow reads once when it starts and then waits, idle, until a
+	// commit wakes it. (The relay that starts it may first deliver what other tests' quiet
+	// envs left in the package's shared outbox, so its start is waited for apart.)
+	awaitFirstRead(t, workflows.WebhookDeliveryID(tenant.Principal.WorkspaceID, id), time.Minute)
 	task := createWork(t, e, key, "after the endpoint")
 	got := rcv.accepted(1, 20*time.Second)
 	if len(got) != 2 || got[0].status != http.StatusInternalServerError || got[1].delivery != got[0].delivery ||
@@ -192,6 +203,27 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 }
 
+// awaitFirstRead waits until the delivery workflow id has read what is due once.
+func awaitFirstRead(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	tc := temporalClient(t)
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		it := tc.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				break // not started yet
+			}
+			if ev.EventType == enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow %s did not read within %s", id, within)
+		}
+	}
+}
+
 func TestWebhookRefusals(t *testing.T) {
 	e := newEnv(t, nil)
 	key := storetest.NewTenant(t, e.db).Key
@@ -217,4 +249,127 @@ func TestWebhookRefusals(t *testing.T) {
 	} {
 		expect(t, e.do(req), http.StatusNotFound, accountable.ECodeNotFound)
 	}
+}
+
+// The cap on a workspace's endpoints, attacked through the running server: past it a
+// registration is refused (409 webhook_limit_reached, with the cap in details.limit), also
+// when registrations race for the last places (they count under the workspace's lock, so
+// exactly as many win as there are places); a replay of a registration is still answered
+// at the cap; deleted endpoints free their places; other workspaces are not touched.
+func TestWebhookEndpointCap(t *testing.T) {
+	// Quiet: the endpoints' delivery workflows are not started (example.com receives nothing).
+	e := newEnvRelaying(t, nil, false)
+	key := storetest.NewTenant(t, e.db).Key
+	other := storetest.NewTenant(t, e.db).Key
+	limit := accountable.DefaultWebhookMaxEndpoints
+	register := func(key, idem string) response {
+		req := request{method: "POST", path: "/webhooks", key: key,
+			body: map[string]any{"url": "https://hooks.example.com/cap/" + idem, "event_types": []string{"work.created"}}}
+		if idem != "" {
+			req.headers = map[string]string{"Idempotency-Key": idem}
+		}
+		return e.do(req)
+	}
+	active := func() int {
+		r := e.do(request{method: "GET", path: "/webhooks", key: key})
+		expect(t, r, http.StatusOK, "")
+		return len(r.dataList())
+	}
+	var ids []string
+	for i := range limit - 1 {
+		r := register(key, fmt.Sprintf("cap-%d", i))
+		expect(t, r, http.StatusCreated, "")
+		ids = append(ids, r.data()["id"].(string))
+	}
+	// race sends n registrations at once and returns how many were created; each of the
+	// others must be the cap's refusal.
+	race := func(round, n int) int {
+		answers := make([]response, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				answers[i] = register(key, fmt.Sprintf("race-%d-%d", round, i))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for _, r := range answers {
+			switch {
+			case r.status == http.StatusCreated:
+				created++
+			case r.status == http.StatusConflict && r.errorCode() == accountable.ECodeWebhookLimitReached:
+			default:
+				t.Fatalf("a racing registration answered %d: %s", r.status, r.raw)
+			}
+		}
+		return created
+	}
+	if won := race(1, 8); won != 1 || active() != limit {
+		t.Fatalf("8 registrations raced for the last place: %d created, %d active, want 1 and %d", won, active(), limit)
+	}
+
+	r := register(key, "")
+	expect(t, r, http.StatusConflict, accountable.ECodeWebhookLimitReached)
+	if d, _ := r.errorObj()["details"].(map[string]any); d["limit"] != float64(limit) || d["active"] != float64(limit) {
+		t.Fatalf("refusal %s", r.raw)
+	}
+	again := register(key, "cap-0")
+	expect(t, again, http.StatusOK, "")
+	if again.data()["id"] != ids[0] || again.meta()["duplicate"] != true {
+		t.Fatalf("a replay at the cap: %s", again.raw)
+	}
+
+	// Deleted endpoints do not count: three places free, ten racers, three win.
+	for _, id := range ids[:3] {
+		expect(t, e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}), http.StatusOK, "")
+	}
+	if won := race(2, 10); won != 3 || active() != limit {
+		t.Fatalf("10 registrations raced for 3 places: %d created, %d active, want 3 and %d", won, active(), limit)
+	}
+	expect(t, register(key, ""), http.StatusConflict, accountable.ECodeWebhookLimitReached)
+	expect(t, register(other, ""), http.StatusCreated, "")
+}
+
+// With the default policy, registering an address of a translation or special-purpose
+// range, or a port other than 80 and 443, is refused; with WEBHOOK_PORTS, only its ports.
+func TestWebhookTargetRefusals(t *testing.T) {
+	strict := newEnvRelaying(t, nil, false, func(c *api.Config, _ *api.Deps) { c.WebhookTargets = accountable.WebhookTargetPolicy{} })
+	custom := newEnvRelaying(t, strict.db, false, func(c *api.Config, _ *api.Deps) {
+		c.WebhookTargets = accountable.WebhookTargetPolicy{Ports: []uint16{8443}}
+	})
+	key := storetest.NewTenant(t, strict.db).Key
+	register := func(e *env, url string) response {
+		return e.do(request{method: "POST", path: "/webhooks", key: key, body: map[string]any{"url": url, "event_types": []string{"work.created"}}})
+	}
+	for _, url := range []string{
+		"http://[64:ff9b::7f00:1]/in",      // NAT64 of 127.0.0.1
+		"https://[64:ff9b::a9fe:a9fe]/in",  // NAT64 of the metadata address
+		"https://[64:ff9b:1::a00:1]/in",    // local-use NAT64
+		"https://[2002:a9fe:a9fe::1]/in",   // 6to4
+		"https://[::ffff:0:7f00:1]/in",     // IPv4-translated
+		"https://198.18.0.1/in",            // benchmarking
+		"https://0.1.2.3/in",               // "this network"
+		"https://hooks.example.com:8080/",  // a port other than 80 and 443
+		"http://hooks.example.com:25/",     // SMTP
+		"https://hooks.example.com:6379/x", // a database's port
+	} {
+		r := register(strict, url)
+		expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+		if !strings.Contains(string(r.raw), "/url") {
+			t.Fatalf("%s: %s", url, r.raw)
+		}
+	}
+	for _, url := range []string{"https://hooks.example.com/in", "http://hooks.example.com/in", "https://hooks.example.com:443/in"} {
+		r := register(strict, url)
+		expect(t, r, http.StatusCreated, "")
+		expect(t, strict.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": r.data()["id"].(string)}, key: key}),
+			http.StatusOK, "")
+	}
+	expect(t, register(custom, "https://hooks.example.com/in"), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	expect(t, register(custom, "https://hooks.example.com:8443/in"), http.StatusCreated, "")
 }

@@ -13,7 +13,8 @@ import (
 
 // Webhook endpoints (migration 019): registered and deleted as commands with their ledger
 // events; delivered by a workflow per endpoint (workflows.WebhookDelivery) that reads the
-// workspace's stream after the endpoint's last delivered event and records every attempt.
+// workspace's stream after the endpoint's last delivered event, when the ledger feed says
+// the workspace has new events, and records every attempt.
 
 const webhookColumns = `id, workspace_id, url, event_types, created_at, deleted_at, aggregate_version`
 
@@ -29,13 +30,41 @@ func scanWebhook(row pgx.Row) (accountable.Webhook, error) {
 }
 
 // RegisterWebhook records an endpoint with its webhook.created event and the message that
-// starts its delivery workflow once the command commits. seal encrypts the secret for the
-// endpoint's id. The result carries no secret (it is the idempotency record's document).
-func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook,
+// starts its delivery workflow once the command commits, unless the workspace has limit
+// active endpoints already (accountable.CheckWebhookCapacity). seal encrypts the secret
+// for the endpoint's id. The result carries no secret (it is the idempotency record's
+// document).
+//
+// The count is taken under the workspace's webhook lock, held to the commit, in a
+// statement after the lock (under READ COMMITTED each statement sees what committed
+// before it began): two registrations at limit-1 count one after the other, and the second
+// sees the first's endpoint. A replay of a registration is answered before the count, so
+// it is answered at the cap too.
+func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook, limit int,
 	seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error) {
 	cmd := commandOf[accountable.WebhookRegistration](p, idem, accountable.Causation{})
-	cmd.blind = true
+	var active int
+	var countErr error
+	cmd.prepare = func(pre *prelude) {
+		active, countErr = 0, nil
+		// Gated like every prelude statement: a request whose key another holds answers
+		// in-progress at once instead of queueing for the lock.
+		pre.batch.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/webhook-endpoints', 0)) WHERE `+pre.Gate(2),
+			append([]any{p.WorkspaceID}, pre.GateArgs()...)...)
+		pre.QueryRow(`SELECT count(*) FROM webhooks WHERE workspace_id = $1 AND deleted_at IS NULL AND `+pre.Gate(2),
+			func(row pgx.Row) error {
+				countErr = row.Scan(&active)
+				return nil // run reports it
+			},
+			append([]any{p.WorkspaceID}, pre.GateArgs()...)...)
+	}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.WebhookRegistration, error) {
+		if countErr != nil {
+			return accountable.WebhookRegistration{}, countErr
+		}
+		if err := accountable.CheckWebhookCapacity(active, limit); err != nil {
+			return accountable.WebhookRegistration{}, err
+		}
 		w := accountable.Webhook{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, URL: in.URL,
 			EventTypes: in.EventTypes, Status: accountable.WebhookActive, CreatedAt: accountable.TimeOf(tx.Now()), AggregateVersion: 1}
 		ev, err := tx.Append(aggregate(accountable.AggregateWebhook, w.ID), accountable.EventWebhookCreated,
@@ -155,8 +184,10 @@ func (db *DB) WebhookEndpoint(ctx context.Context, workspaceID, webhookID string
 // NextWebhookDeliveries returns up to limit events due to an endpoint: those of its event
 // types after the last one delivered (or after its own webhook.created event), read with
 // the stream's horizon rule, so none that commits late is skipped. ended is true for a
-// deleted endpoint.
-func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended bool, err error) {
+// deleted endpoint; held is true when an event of its types has committed but is held
+// behind an older transaction still running (it is read once that one ends, which may
+// announce nothing: the caller reads again soon instead of waiting for a wake).
+func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID string, limit int) (deliveries []accountable.WebhookDelivery, ended, held bool, err error) {
 	var eventTypes []string
 	var deleted *accountable.Time
 	var after accountable.StreamPosition
@@ -165,10 +196,10 @@ func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID 
 		FROM webhooks w JOIN ledger_events e ON e.workspace_id = w.workspace_id AND e.id = w.created_event_id
 		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, webhookID).Scan(&eventTypes, &deleted, &after.Position, &after.Seq)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && deleted != nil {
-		return nil, true, nil
+		return nil, true, false, nil
 	}
 	if err != nil {
-		return nil, false, mapError(err)
+		return nil, false, false, mapError(err)
 	}
 	f := accountable.EventFilter{After: after, Limit: limit}
 	if !slices.Contains(eventTypes, accountable.WebhookAllEvents) {
@@ -176,13 +207,33 @@ func (db *DB) NextWebhookDeliveries(ctx context.Context, workspaceID, webhookID 
 	}
 	page, err := db.StreamEvents(ctx, workspaceID, f)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	for i, e := range page.Events {
 		deliveries = append(deliveries, accountable.WebhookDelivery{WorkspaceID: workspaceID, WebhookID: webhookID,
 			DeliveryID: accountable.WebhookDeliveryID(webhookID, e.ID), EventID: e.ID, EventType: e.EventType, Position: page.Positions[i]})
 	}
-	return deliveries, false, nil
+	return deliveries, false, page.Held, nil
+}
+
+// ActiveWebhooks returns the ids of every active endpoint, by workspace: a worker that
+// starts wakes them all, since the wake-ups promised to endpoints by a worker that stopped
+// or died went with it. A system read across workspaces, like the outbox relay's.
+func (db *DB) ActiveWebhooks(ctx context.Context) (map[string][]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT workspace_id, id FROM webhooks WHERE deleted_at IS NULL ORDER BY workspace_id, id`)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var ws, id string
+		if err := rows.Scan(&ws, &id); err != nil {
+			return nil, mapError(err)
+		}
+		out[ws] = append(out[ws], id)
+	}
+	return out, mapError(rows.Err())
 }
 
 // WebhookEvent reads the event a delivery carries.

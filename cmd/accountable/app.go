@@ -171,7 +171,8 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		},
 		TaskQueue: cfg.TaskQueue, LaunchRunTimeout: cfg.LaunchRunTimeout, ProposalsPerMinute: cfg.ProposalsPerMinute,
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
-		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate},
+		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: cfg.webhookTargets(),
+		WebhookMaxEndpoints: cfg.WebhookMaxEndpoints,
 	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
 		Feed: feed, MetricsHandler: m.apiHandler(cfg)}, log)
 	if err != nil {
@@ -214,15 +215,25 @@ func newPlanner(cfg Config, log *slog.Logger) activities.Planner {
 		}})
 }
 
-func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Metrics, log *slog.Logger) *worker.Worker {
+// newWebhookWaker wakes idle webhook endpoints' deliveries when their workspace commits
+// events (the process's ledger feed). Its stop runs after the worker's (the worker
+// depends on it): the endpoints parked here are woken once this process takes no more
+// tasks, so they read again on another worker.
+func newWebhookWaker(lc fx.Lifecycle, db *store.DB, feed *store.LedgerFeed, tc client.Client, log *slog.Logger) *worker.WebhookWaker {
+	w := worker.NewWebhookWaker(feed, tc, db, log.With("component", "webhook_waker"))
+	lc.Append(fx.StartStopHook(w.Start, w.Stop))
+	return w
+}
+
+func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, waker *worker.WebhookWaker, m *Metrics, log *slog.Logger) *worker.Worker {
 	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
 		Ledger:    &activities.Ledger{Store: db},
 		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
 		Launches:  &activities.Launches{Store: db},
 		Handoffs:  &activities.Handoffs{Store: db},
 		Discovery: &activities.Discovery{Store: db},
-		Webhooks: &activities.Webhooks{Store: db, Key: cfg.WebhookSecretKey,
-			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout)},
+		Webhooks: &activities.Webhooks{Store: db, Key: cfg.WebhookSecretKey, Waker: waker,
+			Client: activities.NewWebhookClient(cfg.webhookTargets(), cfg.WebhookTimeout), Log: log.With("component", "webhooks")},
 	}, &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
@@ -348,12 +359,12 @@ func serveOptions(cfg Config) fx.Option {
 
 // workerOptions runs the Temporal worker.
 func workerOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newLedgerFeed, newWorker, newRelay),
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newLedgerFeed, newWebhookWaker, newWorker, newRelay),
 		fx.Invoke(func(*worker.Worker, *worker.Relay, *store.LedgerFeed) {}, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newWorker, newRelay),
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newWebhookWaker, newWorker, newRelay),
 		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }

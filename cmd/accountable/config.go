@@ -92,10 +92,15 @@ type Config struct {
 	ReceiptSignerKeys accountable.ReceiptSignerKeys
 	// Webhooks: the key that keeps endpoints' secrets (WEBHOOK_SECRET_KEY, 32 bytes in
 	// base64; `accountable dev --bootstrap` makes one in .data when unset), whether
-	// endpoints may have private and loopback addresses, and each attempt's timeout.
+	// endpoints may have private and loopback addresses, the ports they may use (empty:
+	// the policy's default; WebhookAnyPort: every port), each attempt's timeout, and how
+	// many active endpoints a workspace may have.
 	WebhookSecretKey    accountable.WebhookSecretKey
 	WebhookAllowPrivate bool
+	WebhookPorts        []uint16
+	WebhookAnyPort      bool
 	WebhookTimeout      time.Duration
+	WebhookMaxEndpoints int
 	// OAuth for MCP clients: the secret that keys tokens' HMAC (OAUTH_TOKEN_SECRET, at
 	// least 32 bytes in base64, the same in every API process; `accountable dev
 	// --bootstrap` makes one in .data when unset; without one there is no authorization
@@ -222,7 +227,15 @@ func LoadConfig() (Config, error) {
 	default:
 		errs = append(errs, "WEBHOOK_ALLOW_PRIVATE: true or false, not "+v)
 	}
+	if ports, anyPort, err := parseWebhookPorts(env("WEBHOOK_PORTS", "")); err != nil {
+		errs = append(errs, "WEBHOOK_PORTS: "+err.Error())
+	} else {
+		c.WebhookPorts, c.WebhookAnyPort = ports, anyPort
+	}
 	c.WebhookTimeout = envDuration("WEBHOOK_TIMEOUT", 10*time.Second, &errs)
+	if c.WebhookMaxEndpoints = envInt("WEBHOOK_MAX_ENDPOINTS", accountable.DefaultWebhookMaxEndpoints, &errs); c.WebhookMaxEndpoints == 0 {
+		errs = append(errs, "WEBHOOK_MAX_ENDPOINTS: want at least 1 (a workspace without webhooks simply registers none)")
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, "LOG_LEVEL: "+err.Error())
 	}
@@ -265,6 +278,30 @@ func envFloat(name string, def float64, errs *[]string) float64 {
 
 func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
 	return envParse(name, def, time.ParseDuration, "a duration such as 20s", errs)
+}
+
+// webhookTargets is the policy of webhook endpoints' addresses and ports.
+func (c Config) webhookTargets() accountable.WebhookTargetPolicy {
+	return accountable.WebhookTargetPolicy{AllowPrivate: c.WebhookAllowPrivate, Ports: c.WebhookPorts, AnyPort: c.WebhookAnyPort}
+}
+
+// parseWebhookPorts reads WEBHOOK_PORTS: comma-separated ports, or "*" for every port;
+// empty is the policy's default.
+func parseWebhookPorts(v string) (ports []uint16, anyPort bool, err error) {
+	switch v = strings.TrimSpace(v); v {
+	case "":
+		return nil, false, nil
+	case "*":
+		return nil, true, nil
+	}
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil || n == 0 {
+			return nil, false, fmt.Errorf("want comma-separated ports (1-65535) or *, not %q", v)
+		}
+		ports = append(ports, uint16(n))
+	}
+	return ports, false, nil
 }
 
 // parseTokenSecret reads OAUTH_TOKEN_SECRET: base64 of at least 32 bytes.
