@@ -54,12 +54,18 @@ func newBuckets(perSecond float64, burst, capacity int) *buckets {
 
 // take takes a token from name's bucket, or says how long until one is available.
 func (b *buckets) take(name string, now time.Time) (bool, time.Duration) {
+	return b.takeN(name, 1, now)
+}
+
+// takeN takes n tokens from name's bucket (at most its burst, which a larger n could
+// never have), or says how long until they are available.
+func (b *buckets) takeN(name string, n int, now time.Time) (bool, time.Duration) {
 	if b == nil {
 		return true, 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r := b.bucket(name, now).ReserveN(now, 1)
+	r := b.bucket(name, now).ReserveN(now, min(n, b.burst))
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d

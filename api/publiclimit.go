@@ -55,19 +55,3 @@ func (s *Server) limitClient(c *fiber.Ctx, o *operation) error {
 	}
 	return c.Next()
 }
-
-// takeN takes n tokens from name's bucket (at most its burst, which a larger n could
-// never have), or says how long until they are available.
-func (b *buckets) takeN(name string, n int, now time.Time) (bool, time.Duration) {
-	if b == nil {
-		return true, 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r := b.bucket(name, now).ReserveN(now, min(n, b.burst))
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
