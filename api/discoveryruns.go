@@ -19,7 +19,7 @@ type DiscoveryStore interface {
 	StartDiscoveryRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string, in accountable.StartDiscoveryRun,
 		start accountable.WorkflowMessage) (accountable.DiscoveryRun, bool, error)
 	GetDiscoveryRun(ctx context.Context, workspaceID, id string) (accountable.DiscoveryResult, error)
-	ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryRun, *accountable.WorkCursor, error)
+	ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryResult, *accountable.WorkCursor, error)
 	ProposeDiscoveredProcess(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
 		in accountable.ProposeDiscoveredProcess) (accountable.DiscoveredProcessProposal, bool, error)
 }
@@ -34,7 +34,7 @@ func (s *Server) discoveryRunOperations() []operation {
 				"bounded_sync answers 201 with the finished result {run, observations, processCards, confirmedProcessRefs}, the other modes 202 with the run at once."},
 			s.startDiscoveryRun),
 		op(Operation{ID: "listDiscoveryRuns", Method: fiber.MethodGet, Path: "/discovery-runs", Area: "Discovery runs",
-			Summary: "List the workspace's discovery runs, newest first; data is {runs} (cursor pagination: meta.nextCursor, meta.hasMore)."},
+			Summary: "List the workspace's discovery runs, newest first; data is the array, each item a run with its result as GET /discovery-runs/{runId} answers it, {run, observations, processCards, confirmedProcessRefs} (cursor pagination: meta.nextCursor, meta.hasMore)."},
 			s.listDiscoveryRuns),
 		op(Operation{ID: "getDiscoveryRun", Method: fiber.MethodGet, Path: "/discovery-runs/{runId}", Area: "Discovery runs",
 			Summary: "Read a discovery run: its status, counts and the candidates found so far."}, s.getDiscoveryRun),
@@ -108,22 +108,26 @@ func (s *Server) getDiscoveryRun(c *call, in *discoveryRunRef) (accountable.Disc
 	return s.deps.Discovery.GetDiscoveryRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
 }
 
+// discoveryRunsPage is the default page of GET /discovery-runs: an item carries its run's
+// observations and candidates, so its pages are smaller by default than other lists' (the
+// public clients ask for 20); the maximum is theirs, so no client's page size is refused.
+const discoveryRunsPage = 20
+
 type listDiscoveryRunsQuery struct {
-	Limit  *int    `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	Limit  *int    `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 20; each item carries its run's observations and candidates)."`
 	Cursor *string `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
 }
 
-// DiscoveryRunList is the list of the Discovery runs area: {runs}.
-type DiscoveryRunList struct {
-	Runs []accountable.DiscoveryRun `json:"runs"`
-}
-
-// listDiscoveryRuns: GET /discovery-runs.
-func (s *Server) listDiscoveryRuns(c *call, in *listDiscoveryRunsQuery) (DiscoveryRunList, error) {
-	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryRun, *accountable.WorkCursor, error) {
+// listDiscoveryRuns: GET /discovery-runs. data is the array of results (the public
+// clients read it so, each item typed as the result of a run), paging in meta.
+func (s *Server) listDiscoveryRuns(c *call, in *listDiscoveryRunsQuery) ([]accountable.DiscoveryResult, error) {
+	limit := in.Limit
+	if limit == nil {
+		limit = ptrTo(discoveryRunsPage)
+	}
+	return newestFirst(c, limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryResult, *accountable.WorkCursor, error) {
 		return s.deps.Discovery.ListDiscoveryRuns(c.ctx, c.principal.WorkspaceID, limit, after)
 	})
-	return DiscoveryRunList{Runs: list}, err
 }
 
 type proposeDiscoveredRequest struct {

@@ -178,7 +178,7 @@ func TestDiscoveryRunObservationsAsync(t *testing.T) {
 		t.Fatalf("run %s", got.raw)
 	}
 	l := e.do(request{method: "GET", path: "/discovery-runs", key: key})
-	if runs := l.data()["runs"].([]any); len(runs) != 1 || runs[0].(map[string]any)["id"] != id {
+	if runs := l.dataList(); len(runs) != 1 || toJSON(runs[0]) != toJSON(got.rawBody.(map[string]any)["data"]) {
 		t.Fatalf("list %s", l.raw)
 	}
 }

@@ -27,7 +27,7 @@ func (s *Server) episodeOperations() []operation {
 			Summary: "Record an observed execution of an operating process (process_id, started_at, ended_at, outcome, stages [{key, at}], evidence); discovery mines it."},
 			s.recordEpisode),
 		op(Operation{ID: "listEpisodes", Method: fiber.MethodGet, Path: "/episodes", Area: "Episodes",
-			Summary: "List the workspace's episodes, newest first; data is {episodes} (cursor pagination: meta.nextCursor, meta.hasMore)."},
+			Summary: "List the workspace's episodes, newest first; data is the array (cursor pagination: meta.nextCursor, meta.hasMore)."},
 			s.listEpisodes),
 		op(Operation{ID: "getEpisode", Method: fiber.MethodGet, Path: "/episodes/{episodeId}", Area: "Episodes",
 			Summary: "Read an episode."}, s.getEpisode),
@@ -61,14 +61,10 @@ type listEpisodesQuery struct {
 	ProcessID *string `json:"-" query:"process_id" format:"uuid" description:"Only the episodes of this process."`
 }
 
-// EpisodeList is the list of the Episodes area: {episodes}.
-type EpisodeList struct {
-	Episodes []accountable.Episode `json:"episodes"`
-}
-
-// listEpisodes: GET /episodes.
-func (s *Server) listEpisodes(c *call, in *listEpisodesQuery) (EpisodeList, error) {
-	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Episode, *accountable.WorkCursor, error) {
+// listEpisodes: GET /episodes. data is the array (the public clients read it so), paging
+// in meta.
+func (s *Server) listEpisodes(c *call, in *listEpisodesQuery) ([]accountable.Episode, error) {
+	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Episode, *accountable.WorkCursor, error) {
 		f := accountable.EpisodeFilter{Limit: limit, After: after}
 		if in.ProcessID != nil {
 			id := accountable.NormalizeUUID(*in.ProcessID)
@@ -76,7 +72,6 @@ func (s *Server) listEpisodes(c *call, in *listEpisodesQuery) (EpisodeList, erro
 		}
 		return s.deps.Episodes.ListEpisodes(c.ctx, c.principal.WorkspaceID, f)
 	})
-	return EpisodeList{Episodes: list}, err
 }
 
 // getOperatingMap: GET /operating-map.

@@ -43,7 +43,7 @@ func TestEpisodesAndOperatingMap(t *testing.T) {
 	got := e.do(request{method: "GET", path: "/episodes/{episodeId}", params: map[string]string{"episodeId": ep["id"].(string)}, key: key})
 	expect(t, got, http.StatusOK, "")
 	l := e.do(request{method: "GET", path: "/episodes", query: "process_id=" + proc, key: key})
-	if eps := l.data()["episodes"].([]any); len(eps) != 2 {
+	if eps := l.dataList(); len(eps) != 2 {
 		t.Fatalf("list %s", l.raw)
 	}
 

@@ -36,7 +36,7 @@ func (s *Server) handoffOperations() []operation {
 			Summary: "Propose a handoff between two stages (status proposed); with sla_minutes or due_at its SLA timer (the HandoffSLA workflow) escalates it when it comes due unfulfilled (handoff.sla_breached, status escalated, an escalation decision)."},
 			s.createHandoff),
 		op(Operation{ID: "listHandoffs", Method: fiber.MethodGet, Path: "/handoffs", Area: "Handoffs",
-			Summary: "List the workspace's handoffs, newest first; data is {handoffs} (cursor pagination: meta.nextCursor, meta.hasMore)."},
+			Summary: "List the workspace's handoffs, newest first; data is the array (cursor pagination: meta.nextCursor, meta.hasMore)."},
 			s.listHandoffs),
 		op(Operation{ID: "getHandoff", Method: fiber.MethodGet, Path: "/handoffs/{handoffId}", Area: "Handoffs",
 			Summary: "Read a handoff."}, s.getHandoff),
@@ -89,15 +89,10 @@ type listHandoffsQuery struct {
 	Status *accountable.HandoffStatus `json:"-" query:"status"`
 }
 
-// HandoffList is the list of the Handoffs area: {handoffs}.
-type HandoffList struct {
-	Handoffs []accountable.Handoff `json:"handoffs"`
-}
-
-// listHandoffs: GET /handoffs.
-func (s *Server) listHandoffs(c *call, in *listHandoffsQuery) (HandoffList, error) {
-	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Handoff, *accountable.WorkCursor, error) {
+// listHandoffs: GET /handoffs. data is the array (the public clients read it so), paging
+// in meta.
+func (s *Server) listHandoffs(c *call, in *listHandoffsQuery) ([]accountable.Handoff, error) {
+	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Handoff, *accountable.WorkCursor, error) {
 		return s.deps.Handoffs.ListHandoffs(c.ctx, c.principal.WorkspaceID, accountable.HandoffFilter{Limit: limit, After: after, Status: in.Status})
 	})
-	return HandoffList{Handoffs: list}, err
 }

@@ -91,7 +91,7 @@ func TestHandoffTransitions(t *testing.T) {
 	expect(t, handoffAct(e, key, h3, "claim", nil), http.StatusConflict, accountable.ECodeInvalidStateTransition)
 
 	l := e.do(request{method: "GET", path: "/handoffs", query: "status=fulfilled", key: key})
-	if hs := l.data()["handoffs"].([]any); len(hs) != 2 {
+	if hs := l.dataList(); len(hs) != 2 {
 		t.Fatalf("list %s", l.raw)
 	}
 	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {

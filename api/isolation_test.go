@@ -47,6 +47,41 @@ var fixtures = map[string]func(o *owner) string{
 	"webhookId":      (*owner).webhook,
 }
 
+// listedBy name, for each list (a workspace's own read whose data is an array), the
+// fixture of a resource it shows: the matrix makes one in the owner's workspace and holds
+// the owner's own list to showing it, so that B's lists showing nothing of A is not
+// vacuous. A new list fails the matrix until it has a line here or in unownedLists.
+var listedBy = map[string]string{
+	"listWork":               "taskId",
+	"listOperatingProcesses": "processId",
+	"listHandoffs":           "handoffId",
+	"listEpisodes":           "episodeId",
+	"listDiscoveryRuns":      "discoveryRunId",
+	"listRuns":               "runId",
+	"listWebhooks":           "webhookId",
+}
+
+// unownedLists are lists with no resource of the owner's to look for, each with why.
+var unownedLists = map[string]string{
+	"streamEvents":      "the stream reads oldest first: a new event of the owner's is not on its first page (B's pages are still checked for A's)",
+	"listArtifactTypes": "the artifact type catalogue, the same for every workspace",
+}
+
+// listsData reports whether the operation's 200 answers data as an array.
+func (d *document) listsData(op docOperation) bool {
+	ok, _ := op.Responses["200"].(map[string]any)
+	content, _ := ok["content"].(map[string]any)
+	media, _ := content["application/json"].(map[string]any)
+	props, _ := d.resolve(media["schema"])["properties"].(map[string]any)
+	switch typ := d.resolve(props["data"])["type"].(type) {
+	case string:
+		return typ == "array"
+	case []any:
+		return slices.Contains(typ, any("array"))
+	}
+	return false
+}
+
 // keyOnlyOperations describe the API key of the request: with another credential (an
 // OAuth access token) B's own request is 404.
 var keyOnlyOperations = map[string]string{"getCredential": "it describes the request's API key"}
@@ -650,6 +685,19 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 			ids[name[1]] = fx(o)
 		}
 	}
+	// A list shows the owner's resource to the owner (checked below), and nothing of it to B.
+	listed := ""
+	name, named := listedBy[op.ID]
+	_, unowned := unownedLists[op.ID]
+	switch isList := resourceParams == 0 && op.Method == http.MethodGet && m.doc.listsData(op); {
+	case isList && !named && !unowned:
+		t.Fatalf("%s answers a list: add a line to listedBy in api/isolation_test.go naming the fixture of a resource it lists "+
+			"(or to unownedLists saying why there is none)", op)
+	case !isList && named:
+		t.Fatalf("%s is in listedBy, but its data is not an array (a list's data is the array: README, API overview)", op)
+	case named:
+		listed = fixtures[name](o)
+	}
 	unknown := map[string]string{}
 	for k, v := range ids {
 		unknown[k] = sameShape(v)
@@ -658,7 +706,7 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		}
 	}
 	body := m.bodyFor(t, op, o, ids)
-	secrets := o.secrets()
+	secrets := append(o.secrets(), listed)
 	otherWorkspace := uuid.Must(uuid.NewV7()).String()
 	beforeA, beforeB := m.state(t, e, m.a), m.state(t, e, m.b)
 	// Every call of B is followed by a look at A's state (and, for a refusal, at B's).
@@ -742,6 +790,9 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 				if r.status >= 300 {
 					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
 				}
+				if _, isArray := r.body["data"].([]any); listed != "" && !isArray {
+					t.Fatalf("%s: B's own list %s on %s: data is not an array: %s", op, p, mount, r.raw)
+				}
 				if s := leak(r, secrets); s != "" {
 					t.Fatalf("%s: B's own request %s on %s shows %q of the owner: %s", op, p, mount, s, r.raw)
 				}
@@ -755,6 +806,10 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	if r.status < 200 || r.status >= 300 {
 		t.Fatalf("%s: the owner's own request is refused (%d), so B's refusals prove nothing; "+
 			"give it a valid body in bodies in api/isolation_test.go: %s", op, r.status, r.raw)
+	}
+	if _, isArray := r.body["data"].([]any); listed != "" && (!isArray || !strings.Contains(string(r.raw), listed)) {
+		t.Fatalf("%s: the owner's own list does not show the owner's %s %s, so B's lists showing none prove nothing: %.1000s",
+			op, listedBy[op.ID], listed, r.raw)
 	}
 	for _, p := range probes {
 		if r := m.call(e, op, op.Mounts[0], m.a.Key, ids, fill(p, ids), body, ""); r.status >= 300 {

@@ -17,7 +17,7 @@ type LaunchStore interface {
 	FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
 		signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 	GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error)
-	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error)
+	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int, after *accountable.WorkCursor) ([]accountable.Run, *accountable.WorkCursor, error)
 	ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
 		in accountable.RunActionRequest, signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
 }
@@ -35,7 +35,7 @@ func (s *Server) launchOperations() []operation {
 			Summary: "Read a launch: jobs, runs, reservation receipts, reserved and settled spend, and the decision blocking it (meta.projectionStatus)."},
 			s.getLaunch),
 		op(Operation{ID: "listRuns", Method: fiber.MethodGet, Path: "/runs", Area: "Runs",
-			Summary: "List runs, newest first; data is {runs}."}, s.listRuns),
+			Summary: "List runs, newest first; data is the array (cursor pagination: meta.nextCursor, meta.hasMore)."}, s.listRuns),
 		op(Operation{ID: "getRun", Method: fiber.MethodGet, Path: "/runs/{runId}", Area: "Runs",
 			Summary: "Read a run."}, s.getRun),
 		op(Operation{ID: "finalizeRun", Method: fiber.MethodPost, Path: "/runs/{runId}/finalize", Area: "Runs",
@@ -132,30 +132,19 @@ func (s *Server) getRun(c *call, in *runRef) (accountable.Run, error) {
 
 type listRunsQuery struct {
 	Limit    *int    `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	Cursor   *string `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
 	LaunchID *string `json:"-" query:"launch_id" format:"uuid" description:"Only the runs of this launch."`
 }
 
-// RunList is the list of the Runs area: {runs}.
-type RunList struct {
-	Runs []accountable.Run `json:"runs"`
-}
-
-// listRuns: GET /runs.
-func (s *Server) listRuns(c *call, in *listRunsQuery) (RunList, error) {
-	limit := accountable.DefaultPageLimit
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
+// listRuns: GET /runs. data is the array, paging in meta, as every list's whose shape
+// neither the specification nor a public client sets otherwise.
+func (s *Server) listRuns(c *call, in *listRunsQuery) ([]accountable.Run, error) {
 	var launch *string
 	if in.LaunchID != nil {
 		id := accountable.NormalizeUUID(*in.LaunchID)
 		launch = &id
 	}
-	runs, err := s.deps.Launches.ListRuns(c.ctx, c.principal.WorkspaceID, launch, limit)
-	if runs == nil {
-		runs = []accountable.Run{}
-	}
-	count := len(runs)
-	c.meta.Count, c.meta.Limit = &count, &limit
-	return RunList{Runs: runs}, err
+	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Run, *accountable.WorkCursor, error) {
+		return s.deps.Launches.ListRuns(c.ctx, c.principal.WorkspaceID, launch, limit, after)
+	})
 }

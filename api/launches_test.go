@@ -87,7 +87,7 @@ func TestLaunchSettles(t *testing.T) {
 		t.Fatalf("reserved %v", l)
 	}
 	runs := e.do(request{method: "GET", path: "/runs", key: key, query: "launch_id=" + id})
-	if len(runs.data()["runs"].([]any)) != 2 {
+	if len(runs.dataList()) != 2 {
 		t.Fatalf("runs %s", runs.raw)
 	}
 	alpha, beta := runsOf(l)[0].(map[string]any)["id"].(string), runsOf(l)[1].(map[string]any)["id"].(string)

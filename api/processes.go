@@ -25,7 +25,7 @@ func (s *Server) processOperations() []operation {
 			Summary: "Declare an operating process (lifecycleState proposed, provenanceMode declared) with its first revision; data is {process, revision, aggregateVersion, ledger}."},
 			s.declareProcess),
 		op(Operation{ID: "listOperatingProcesses", Method: fiber.MethodGet, Path: "/operating-processes", Area: "Operating processes",
-			Summary: "List the workspace's operating processes, newest first; data is {processes} (cursor pagination: meta.nextCursor, meta.hasMore)."},
+			Summary: "List the workspace's operating processes, newest first; data is the array (cursor pagination: meta.nextCursor, meta.hasMore)."},
 			s.listProcesses),
 		op(Operation{ID: "getOperatingProcess", Method: fiber.MethodGet, Path: "/operating-processes/{processId}", Area: "Operating processes",
 			Summary: "Read an operating process with every revision (oldest first) and its aggregateVersion; data is {process, revisions, aggregateVersion}."},
@@ -123,16 +123,11 @@ type listProcessesQuery struct {
 	ProvenanceMode *accountable.ProvenanceMode `json:"-" query:"provenance_mode"`
 }
 
-// ProcessList is the list of the Operating processes area: {processes}.
-type ProcessList struct {
-	Processes []accountable.OperatingProcess `json:"processes"`
-}
-
-// listProcesses: GET /operating-processes.
-func (s *Server) listProcesses(c *call, in *listProcessesQuery) (ProcessList, error) {
-	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.OperatingProcess, *accountable.WorkCursor, error) {
+// listProcesses: GET /operating-processes. data is the array (the public clients read it
+// so), paging in meta.
+func (s *Server) listProcesses(c *call, in *listProcessesQuery) ([]accountable.OperatingProcess, error) {
+	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.OperatingProcess, *accountable.WorkCursor, error) {
 		return s.deps.Processes.ListProcesses(c.ctx, c.principal.WorkspaceID, accountable.ProcessFilter{Limit: limit, After: after,
 			LifecycleState: in.LifecycleState, ProvenanceMode: in.ProvenanceMode})
 	})
-	return ProcessList{Processes: list}, err
 }

@@ -155,7 +155,7 @@ func TestOperatingProcessLifecycle(t *testing.T) {
 		checkProcessShapes(t, ws, g.data()["process"].(map[string]any), rv.(map[string]any), nil)
 	}
 	l := e.do(request{method: "GET", path: "/operating-processes", query: "lifecycle_state=retired", key: key})
-	if ps := l.data()["processes"].([]any); len(ps) != 1 || ps[0].(map[string]any)["id"] != id {
+	if ps := l.dataList(); len(ps) != 1 || ps[0].(map[string]any)["id"] != id {
 		t.Fatalf("list %s", l.raw)
 	}
 	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true || v.data()["eventCount"].(float64) < version {

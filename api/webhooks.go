@@ -84,9 +84,13 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 	return reg, nil
 }
 
-// listWebhooks: GET /webhooks.
+// listWebhooks: GET /webhooks. data is the array, every endpoint (a workspace has at most
+// WEBHOOK_MAX_ENDPOINTS, so there is no next page), meta.count how many.
 func (s *Server) listWebhooks(c *call, _ *struct{}) ([]accountable.Webhook, error) {
-	return s.deps.Webhooks.ListWebhooks(c.ctx, c.principal.WorkspaceID)
+	list, err := s.deps.Webhooks.ListWebhooks(c.ctx, c.principal.WorkspaceID)
+	n := len(list)
+	c.meta.Count = &n
+	return list, err
 }
 
 // deleteWebhook: DELETE /webhooks/{webhookId}.
@@ -100,5 +104,8 @@ func (s *Server) listWebhookDeliveries(c *call, in *webhookDeliveriesQuery) ([]a
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
-	return s.deps.Webhooks.ListWebhookAttempts(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.WebhookID), limit)
+	list, err := s.deps.Webhooks.ListWebhookAttempts(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.WebhookID), limit)
+	n := len(list)
+	c.meta.Count, c.meta.Limit = &n, &limit
+	return list, err
 }

@@ -66,10 +66,18 @@ func (db *DB) StartDiscoveryRun(ctx context.Context, p accountable.Principal, id
 	return runCommand(ctx, db, cmd)
 }
 
+// discoveryResultColumns select a run of discovery_runs d with its result: the run, its
+// request (the observations it was given), its candidates, and the processes proposed
+// from them that people have confirmed since. scanDiscovery reads them.
+const discoveryResultColumns = `d.doc::text, d.request::text, d.cards::text,
+	ARRAY(SELECT p.id::text FROM operating_processes p WHERE p.workspace_id = d.workspace_id AND p.discovery_run_id = d.id
+		AND p.lifecycle_state NOT IN ('discovered', 'proposed') ORDER BY p.created_at, p.id)`
+
 func scanDiscovery(row pgx.Row) (accountable.DiscoveryResult, error) {
 	var doc, request, cards string
+	var confirmed []string
 	var res accountable.DiscoveryResult
-	if err := row.Scan(&doc, &request, &cards); err != nil {
+	if err := row.Scan(&doc, &request, &cards, &confirmed); err != nil {
 		return res, err
 	}
 	var in accountable.StartDiscoveryRun
@@ -84,32 +92,18 @@ func scanDiscovery(row pgx.Row) (accountable.DiscoveryResult, error) {
 	if res.ProcessCards == nil {
 		res.ProcessCards = []accountable.ProcessCard{}
 	}
-	res.ConfirmedProcessRefs = []accountable.ProcessRef{}
+	res.ConfirmedProcessRefs = accountable.Refs(res.Run.WorkspaceID, refInputs(confirmed))
 	return res, nil
 }
 
 // GetDiscoveryRun reads a run of the workspace with its candidates (so far).
 func (db *DB) GetDiscoveryRun(ctx context.Context, workspaceID, id string) (accountable.DiscoveryResult, error) {
-	res, err := scanDiscovery(db.pool.QueryRow(ctx, `SELECT doc::text, request::text, cards::text FROM discovery_runs
-		WHERE workspace_id = $1 AND id = $2`, workspaceID, id))
+	res, err := scanDiscovery(db.pool.QueryRow(ctx, `SELECT `+discoveryResultColumns+` FROM discovery_runs d
+		WHERE d.workspace_id = $1 AND d.id = $2`, workspaceID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, accountable.NotFound("discovery run")
 	}
-	if err != nil {
-		return res, mapError(err)
-	}
-	// The processes proposed from this run's candidates that people have confirmed since.
-	rows, err := db.pool.Query(ctx, `SELECT id::text FROM operating_processes WHERE workspace_id = $1 AND discovery_run_id = $2
-		AND lifecycle_state NOT IN ('discovered', 'proposed') ORDER BY created_at, id`, workspaceID, id)
-	if err != nil {
-		return res, mapError(err)
-	}
-	confirmed, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return res, mapError(err)
-	}
-	res.ConfirmedProcessRefs = accountable.Refs(workspaceID, refInputs(confirmed))
-	return res, nil
+	return res, mapError(err)
 }
 
 func refInputs(ids []string) []accountable.RefInput {
@@ -120,20 +114,18 @@ func refInputs(ids []string) []accountable.RefInput {
 	return out
 }
 
-// ListDiscoveryRuns reads a page of the workspace's runs (without their results), newest first.
-func (db *DB) ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryRun, *accountable.WorkCursor, error) {
+// ListDiscoveryRuns reads a page of the workspace's runs, newest first, each with its
+// result as GET /discovery-runs/{id} answers it (the public clients read a list of results).
+func (db *DB) ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryResult, *accountable.WorkCursor, error) {
 	limit = pageLimit(limit)
 	afterAt, afterID := keysetAfter(after)
-	rows, err := db.pool.Query(ctx, `SELECT doc::text FROM discovery_runs WHERE workspace_id = $1
-		  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-		ORDER BY created_at DESC, id DESC LIMIT $4`, workspaceID, afterAt, afterID, limit+1)
+	rows, err := db.pool.Query(ctx, `SELECT `+discoveryResultColumns+` FROM discovery_runs d WHERE d.workspace_id = $1
+		  AND ($2::timestamptz IS NULL OR (d.created_at, d.id) < ($2, $3::uuid))
+		ORDER BY d.created_at DESC, d.id DESC LIMIT $4`, workspaceID, afterAt, afterID, limit+1)
 	if err != nil {
 		return nil, nil, mapError(err)
 	}
-	scan := func(row pgx.Row) (accountable.DiscoveryRun, error) {
-		return scanDoc[accountable.DiscoveryRun](row, "discovery run")
-	}
-	return keysetPage(rows, limit, scan, func(r accountable.DiscoveryRun) (time.Time, string) { return r.CreatedAt.Time, r.ID })
+	return keysetPage(rows, limit, scanDiscovery, func(r accountable.DiscoveryResult) (time.Time, string) { return r.Run.CreatedAt.Time, r.Run.ID })
 }
 
 // DiscoveryRequest returns what a run was asked (for its workflow's activity).

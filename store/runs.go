@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -120,15 +121,18 @@ func (db *DB) GetRun(ctx context.Context, workspaceID, id string) (accountable.R
 	return r, mapError(err)
 }
 
-// ListRuns reads the workspace's runs, newest first (of one launch when launchID is set).
-func (db *DB) ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int) ([]accountable.Run, error) {
+// ListRuns reads a page of the workspace's runs, newest first (of one launch when launchID
+// is set).
+func (db *DB) ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int, after *accountable.WorkCursor) ([]accountable.Run, *accountable.WorkCursor, error) {
+	limit = pageLimit(limit)
+	afterAt, afterID := keysetAfter(after)
 	rows, err := db.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace_id = $1 AND ($2::uuid IS NULL OR launch_id = $2)
-		ORDER BY created_at DESC, id DESC LIMIT $3`, workspaceID, launchID, limit)
+		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $5`, workspaceID, launchID, afterAt, afterID, limit+1)
 	if err != nil {
-		return nil, mapError(err)
+		return nil, nil, mapError(err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.Run, error) { return scanRun(row) })
-	return out, mapError(err)
+	return keysetPage(rows, limit, scanRun, func(r accountable.Run) (time.Time, string) { return r.CreatedAt.Time, r.ID })
 }
 
 // runActionPayload is the payload of run.actioned.

@@ -368,7 +368,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 		for !stopping() {
 			a, body := request("runs.list", "GET", "/runs?limit=1000", "", nil)
 			keep(a)
-			runs, _ := faultData(body)["runs"].([]any)
+			runs, _ := body["data"].([]any)
 			for _, r := range runs {
 				run, _ := r.(map[string]any)
 				id, _ := run["id"].(string)
