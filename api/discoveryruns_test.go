@@ -299,4 +299,15 @@ func TestDiscoveryFindsProcessInOrdinaryWork(t *testing.T) {
 	}
 	l := e.do(request{method: "GET", path: "/operating-processes/{processId}", params: map[string]string{"processId": proc["id"].(string)}, key: key})
 	expect(t, l, http.StatusOK, "")
+
+	// The OpenAPI document (and so MCP, whose tools are its operations) shows the member.
+	doc := e.do(request{method: "GET", path: "/openapi.json"}).body
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	cardSchema, groupingSchema := schemas["ProcessCard"].(map[string]any), schemas["CaseGrouping"].(map[string]any)
+	rules := schemas["GroupingRule"].(map[string]any)["enum"].([]any)
+	if cardSchema["properties"].(map[string]any)["grouping"] == nil || !slices.Contains(cardSchema["required"].([]any), any("grouping")) ||
+		!slices.Equal(sorted(keysOf(groupingSchema["properties"].(map[string]any))), []string{"cases", "evidence", "rule"}) ||
+		!slices.Contains(rules, any("title_identifier")) || !slices.Contains(rules, any("case_metadata")) {
+		t.Fatalf("document: ProcessCard %s, CaseGrouping %s, rules %v", toJSON(cardSchema), toJSON(groupingSchema), rules)
+	}
 }
