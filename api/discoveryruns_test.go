@@ -311,3 +311,43 @@ func TestDiscoveryFindsProcessInOrdinaryWork(t *testing.T) {
 		t.Fatalf("document: ProcessCard %s, CaseGrouping %s, rules %v", toJSON(cardSchema), toJSON(groupingSchema), rules)
 	}
 }
+
+// What the run reads besides the completion: the creating command's correlation_id (from
+// the work item's first ledger event) and identifiers among the metadata's scalar members
+// (a number here), each in a workspace of its own.
+func TestDiscoveryGroupsOrdinaryWorkByItsLinks(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct {
+		name     string
+		body     func(n int, title string) map[string]any
+		grouping map[string]any
+	}{
+		{"correlation_id", func(n int, title string) map[string]any {
+			return map[string]any{"title": title, "correlation_id": fmt.Sprintf("order-%d", n)}
+		}, map[string]any{"rule": "correlation_id", "cases": 2, "evidence": "same correlation_id: order-1, order-2"}},
+		{"metadata", func(n int, title string) map[string]any {
+			return map[string]any{"title": title, "metadata": map[string]any{"order_number": n, "agent_id": "packer-bot"}}
+		}, map[string]any{"rule": "metadata_identifier", "cases": 2, "evidence": "shared identifier in metadata: order_number=1, order_number=2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := storetest.NewTenant(t, e.db).Key
+			for n := 1; n <= 2; n++ {
+				for _, title := range []string{"Pick items", "Pack box", "Ship"} {
+					r := e.do(request{method: "POST", path: "/work", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("link")}, body: c.body(n, title)})
+					expect(t, r, http.StatusCreated, "")
+					id := r.data()["taskId"].(string)
+					token := getWork(t, e, key, id)["concurrency"].(map[string]any)["version_token"]
+					expect(t, e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: key,
+						body: map[string]any{"version_token": token}}), http.StatusOK, "")
+				}
+			}
+			r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"source_kinds": []any{"work"}}})
+			expect(t, r, http.StatusCreated, "")
+			cards := r.data()["processCards"].([]any)
+			if len(cards) != 1 || !slices.Equal(stageKeys(cards[0].(map[string]any)), []string{"pick_items", "pack_box", "ship"}) ||
+				toJSON(cards[0].(map[string]any)["grouping"]) != toJSON([]any{c.grouping}) {
+				t.Fatalf("run %s", r.raw)
+			}
+		})
+	}
+}
