@@ -18,8 +18,8 @@ import (
 // variants over a directly-follows graph with frequency thresholds:
 //
 //  1. Events become traces: each case (a handoff key, a work item's case_id, an episode, an
-//     observation's case_id) is the sequence of stages its events passed through, in time
-//     order, with immediate repeats collapsed.
+//     observation's case_id, or a case of ordinary work InferCases finds) is the sequence of
+//     stages its events passed through, in time order, with immediate repeats collapsed.
 //  2. The directly-follows graph counts, over all traces, how often stage b directly
 //     follows stage a (|a>b|).
 //  3. Every trace variant (distinct stage sequence) of at least two stages seen in at least
@@ -158,7 +158,9 @@ type CandidateStage struct {
 	Name string `json:"name"`
 }
 
-// ProcessCard is a candidate process a run found.
+// ProcessCard is a candidate process a run found. Grouping says why its cases were
+// grouped (the rules and, briefly, the evidence); its id depends on the run and the
+// stages only, so explaining the grouping changes no candidate's id.
 type ProcessCard struct {
 	ID          string           `json:"id" format:"uuid"`
 	Name        string           `json:"name"`
@@ -166,6 +168,7 @@ type ProcessCard struct {
 	Stages      []CandidateStage `json:"stages"`
 	Confidence  float64          `json:"confidence" minimum:"0" maximum:"1"`
 	Support     int              `json:"support" minimum:"0"`
+	Grouping    []CaseGrouping   `json:"grouping"`
 	Citations   []Citation       `json:"citations"`
 	Limitations []string         `json:"limitations"`
 }
@@ -217,6 +220,7 @@ type TraceEvent struct {
 	At        time.Time
 	Seq       int64 // tie-break within a case: ledger position or observation index
 	Citation  Citation
+	Basis     CaseBasis // why the event is in its case
 }
 
 // Mine turns events into candidate processes (see the top of this file). runID seeds the
@@ -235,6 +239,7 @@ func Mine(runID string, events []TraceEvent) ([]ProcessCard, int) {
 	type variant struct {
 		stages    []string
 		cases     []string
+		bases     []CaseBasis
 		citations []Citation
 	}
 	variants := map[string]*variant{}
@@ -250,7 +255,11 @@ func Mine(runID string, events []TraceEvent) ([]ProcessCard, int) {
 		})
 		var trace []string
 		var cites []Citation
+		var basis CaseBasis // the case's strongest
 		for _, e := range evs {
+			if e.Basis.Rule != "" && (basis.Rule == "" || e.Basis.Rule.rank() < basis.Rule.rank()) {
+				basis = e.Basis
+			}
 			if e.StageName != "" && names[e.Stage] == "" {
 				names[e.Stage] = e.StageName
 			}
@@ -280,6 +289,7 @@ func Mine(runID string, events []TraceEvent) ([]ProcessCard, int) {
 			variants[key] = v
 		}
 		v.cases = append(v.cases, c)
+		v.bases = append(v.bases, basis)
 		for _, ct := range cites {
 			if len(v.citations) < MaxCitations {
 				v.citations = append(v.citations, ct)
@@ -311,7 +321,7 @@ func Mine(runID string, events []TraceEvent) ([]ProcessCard, int) {
 		id := h[0:8] + "-" + h[8:12] + "-8" + h[13:16] + "-" + "8" + h[17:20] + "-" + h[20:32] // RFC 9562 version 8 (custom)
 		cards = append(cards, ProcessCard{ID: id, Name: stages[0].Name + " → " + stages[len(stages)-1].Name,
 			Purpose: fmt.Sprintf("Observed in %d cases: %s.", len(v.cases), joinStageNames(stages)),
-			Stages:  stages, Confidence: conf, Support: len(v.cases), Citations: v.citations,
+			Stages:  stages, Confidence: conf, Support: len(v.cases), Grouping: groupingOf(v.bases), Citations: v.citations,
 			Limitations: []string{"Mined from the order of events alone: stages, not their intent; confirm before relying on it."}})
 	}
 	sort.Slice(cards, func(i, j int) bool {
@@ -358,27 +368,20 @@ func stageName(key string) string {
 	return string(r)
 }
 
-// TaskStage is the process stage a work item's metadata names (metadata.process_stage,
-// metadata.case_id, optional metadata.process_stage_name): its completion is an event of
-// that stage in that case.
-type TaskStage struct {
-	CaseID    string
-	Stage     string
-	StageName string
-}
-
 // Event types discovery mines from the ledger.
 var DiscoveryEventTypes = []string{EventHandoffProposed, EventWorkCompleted, EventEpisodeRecorded, EventReceiptImported}
 
 // TraceEventsOf makes the mining events of ledger events: a proposed handoff is its from
 // stage then its to stage in the case of its handoff key; a completed work item whose
-// task names a stage (stages, by task id) is that stage in its case; a recorded episode is
-// its stages in its own case; an imported receipt is its steps (actions by type, human
-// interventions, the verification verdict) in the case of the request it served
-// (ReceiptImported.Trace). pos numbers the
-// events in stream order (the tie-break of events at one instant).
-func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds func(SourceKind) bool) []TraceEvent {
+// metadata names its case and stage (work, by task id) is that stage in its case; a
+// recorded episode is its stages in its own case; an imported receipt is its steps
+// (actions by type, human interventions, the verification verdict) in the case of the
+// request it served (ReceiptImported.Trace). Every other completed work item (with its
+// facts) is returned for InferCases, which needs them all. pos numbers the events in
+// stream order (the tie-break of events at one instant).
+func TraceEventsOf(events []Event, work map[string]WorkFacts, pos int64, kinds func(SourceKind) bool) ([]TraceEvent, []CompletedWork) {
 	var out []TraceEvent
+	var ordinary []CompletedWork
 	for i, e := range events {
 		seq := (pos + int64(i)) * 2
 		cite := Citation{Kind: "ledger_event", EventID: e.ID}
@@ -393,8 +396,9 @@ func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds
 			}
 			cite.CaseID = h.HandoffKey
 			at := h.CreatedAt.Time
-			out = append(out, TraceEvent{CaseID: h.HandoffKey, Stage: h.FromStageKey, At: at, Seq: seq, Citation: cite},
-				TraceEvent{CaseID: h.HandoffKey, Stage: h.ToStageKey, At: at, Seq: seq + 1, Citation: cite})
+			basis := CaseBasis{Rule: GroupHandoffKey, Label: h.HandoffKey}
+			out = append(out, TraceEvent{CaseID: h.HandoffKey, Stage: h.FromStageKey, At: at, Seq: seq, Citation: cite, Basis: basis},
+				TraceEvent{CaseID: h.HandoffKey, Stage: h.ToStageKey, At: at, Seq: seq + 1, Citation: cite, Basis: basis})
 		case EventEpisodeRecorded:
 			if !kinds(SourceLedger) {
 				continue
@@ -408,12 +412,22 @@ func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds
 			if !kinds(SourceWork) {
 				continue
 			}
-			st, ok := stages[e.AggregateID]
+			f, ok := work[e.AggregateID]
 			if !ok {
 				continue
 			}
-			cite.CaseID = st.CaseID
-			out = append(out, TraceEvent{CaseID: st.CaseID, Stage: st.Stage, StageName: st.StageName, At: e.OccurredAt.Time, Seq: seq, Citation: cite})
+			if !f.Explicit() {
+				var p struct {
+					CommandID *string `json:"command_id"`
+				}
+				_ = json.Unmarshal(e.Payload, &p) // only the completing command's id is read
+				ordinary = append(ordinary, CompletedWork{TaskID: e.AggregateID, EventID: e.ID, At: e.OccurredAt.Time, Seq: seq,
+					CommandID: deref(p.CommandID), CausationID: deref(e.CausationID), CorrelationID: deref(e.CorrelationID), WorkFacts: f})
+				continue
+			}
+			cite.CaseID = f.CaseID
+			out = append(out, TraceEvent{CaseID: f.CaseID, Stage: f.Stage, StageName: f.StageName, At: e.OccurredAt.Time, Seq: seq, Citation: cite,
+				Basis: CaseBasis{Rule: GroupCaseMetadata, Label: f.CaseID}})
 		case EventReceiptImported:
 			if !kinds(SourceReceipts) {
 				continue
@@ -425,7 +439,24 @@ func TraceEventsOf(events []Event, stages map[string]TaskStage, pos int64, kinds
 			out = append(out, r.Trace(e.ID, pos+int64(i))...)
 		}
 	}
-	return out
+	return out, ordinary
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// MineWork mines events together with the cases InferCases finds in ordinary work.
+func MineWork(runID string, events []TraceEvent, ordinary []CompletedWork) ([]ProcessCard, int) {
+	inferred := InferCases(ordinary)
+	if len(inferred) == 0 {
+		return Mine(runID, events)
+	}
+	all := make([]TraceEvent, 0, len(events)+len(inferred))
+	return Mine(runID, append(append(all, events...), inferred...))
 }
 
 // ObservationEvents makes the mining events of supplied observations.
@@ -437,7 +468,7 @@ func ObservationEvents(obs []Observation) []TraceEvent {
 			name = *o.StageName
 		}
 		out[i] = TraceEvent{CaseID: "observed:" + o.CaseID, Stage: o.Stage, StageName: name, At: o.At.Time, Seq: int64(i),
-			Citation: Citation{Kind: "observation", CaseID: o.CaseID}}
+			Citation: Citation{Kind: "observation", CaseID: o.CaseID}, Basis: CaseBasis{Rule: GroupObservation, Label: o.CaseID}}
 	}
 	return out
 }

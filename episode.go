@@ -128,7 +128,7 @@ func EpisodeTrace(e Episode, eventID string, pos int64) []TraceEvent {
 			at = s.At.Time
 		}
 		out = append(out, TraceEvent{CaseID: "episode:" + e.ProcessRef.ID + ":" + e.CaseID, Stage: s.Key, At: at, Seq: pos*2 + int64(i),
-			Citation: Citation{Kind: "ledger_event", EventID: eventID, CaseID: e.CaseID}})
+			Citation: Citation{Kind: "ledger_event", EventID: eventID, CaseID: e.CaseID}, Basis: CaseBasis{Rule: GroupEpisode, Label: e.CaseID}})
 	}
 	return out
 }

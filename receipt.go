@@ -806,7 +806,8 @@ func (p ReceiptImported) Trace(eventID string, pos int64) []TraceEvent {
 	out := make([]TraceEvent, 0, len(p.Steps))
 	for i, s := range p.Steps {
 		out = append(out, TraceEvent{CaseID: p.CaseID, Stage: s.Key, At: s.At.Time, Seq: pos*receiptSeqStride + int64(i),
-			Citation: Citation{Kind: "ledger_event", EventID: eventID, CaseID: p.CaseID}})
+			Citation: Citation{Kind: "ledger_event", EventID: eventID, CaseID: p.CaseID},
+			Basis:    CaseBasis{Rule: GroupReceiptRequest, Label: strings.TrimPrefix(p.CaseID, "receipt:")}})
 	}
 	return out
 }

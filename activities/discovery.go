@@ -14,7 +14,7 @@ import (
 type DiscoveryStore interface {
 	DiscoveryRequest(ctx context.Context, workspaceID, id string) (accountable.StartDiscoveryRun, accountable.DiscoveryStatus, error)
 	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
-	TaskStages(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.TaskStage, error)
+	DiscoveryWork(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.WorkFacts, error)
 	DiscoveryProgress(ctx context.Context, workspaceID, id string, counts accountable.DiscoveryCounts, cards []accountable.ProcessCard) error
 	FinishDiscoveryRun(ctx context.Context, workspaceID, id string, status accountable.DiscoveryStatus, counts accountable.DiscoveryCounts,
 		cards []accountable.ProcessCard, failure *string) (accountable.DiscoveryRun, error)
@@ -56,6 +56,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		every = 2 * time.Second
 	}
 	var events []accountable.TraceEvent
+	var ordinary []accountable.CompletedWork // completed work without case metadata, for accountable.InferCases
 	counts := accountable.DiscoveryCounts{Observations: len(req.Observations)}
 	if req.Mines(accountable.SourceObservations) {
 		events = accountable.ObservationEvents(req.Observations)
@@ -86,11 +87,12 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 				reached = reached || e.AggregateID == in.RunID
 			}
 		}
-		stages, err := a.Store.TaskStages(ctx, in.WorkspaceID, taskIDs)
+		work, err := a.Store.DiscoveryWork(ctx, in.WorkspaceID, taskIDs)
 		if err != nil {
 			return "", retryable(err)
 		}
-		events = append(events, accountable.TraceEventsOf(page.Events, stages, pos, req.Mines)...)
+		traced, more := accountable.TraceEventsOf(page.Events, work, pos, req.Mines)
+		events, ordinary = append(events, traced...), append(ordinary, more...)
 		pos += int64(len(page.Events))
 		counts.EventsRead += len(page.Events) - requests
 		if activity.IsActivity(ctx) {
@@ -119,18 +121,50 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 			break
 		}
 		if time.Since(last) >= every {
-			cards, cases := accountable.Mine(in.RunID, events)
+			began := time.Now()
+			cards, cases := mineHeartbeating(ctx, in.RunID, events, ordinary, counts)
 			counts.Cases, counts.Candidates = cases, len(cards)
 			if err := a.Store.DiscoveryProgress(ctx, in.WorkspaceID, in.RunID, counts, cards); err != nil {
 				return "", retryable(err)
 			}
 			last = time.Now()
+			// Mining what was read so far grows with it: progress takes at most a fifth of
+			// the run's time.
+			every = max(every, 5*last.Sub(began))
 		}
 	}
-	cards, cases := accountable.Mine(in.RunID, events)
+	cards, cases := mineHeartbeating(ctx, in.RunID, events, ordinary, counts)
 	counts.Cases, counts.Candidates = cases, len(cards)
 	run, err := a.Store.FinishDiscoveryRun(ctx, in.WorkspaceID, in.RunID, final, counts, cards, nil)
 	return run.Status, retryable(err)
+}
+
+// mineHeartbeating mines (accountable.MineWork) while heartbeating every 2 s: mining a
+// large run's events and inferring the cases of its ordinary work can outlast the
+// heartbeat timeout.
+func mineHeartbeating(ctx context.Context, runID string, events []accountable.TraceEvent, ordinary []accountable.CompletedWork,
+	counts accountable.DiscoveryCounts) ([]accountable.ProcessCard, int) {
+	type result struct {
+		cards []accountable.ProcessCard
+		cases int
+	}
+	done := make(chan result, 1)
+	go func() {
+		cards, cases := accountable.MineWork(runID, events, ordinary)
+		done <- result{cards, cases}
+	}()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.cards, r.cases
+		case <-tick.C:
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx, counts)
+			}
+		}
+	}
 }
 
 // FailDiscoveryRun records that a run could not be mined.

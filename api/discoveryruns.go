@@ -30,7 +30,9 @@ func (s *Server) discoveryRunOperations() []operation {
 		op(Operation{ID: "startDiscoveryRun", Method: fiber.MethodPost, Path: "/discovery-runs", Area: "Discovery runs",
 			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Deadline: DeadlineLong,
 			EnvelopeStatuses: map[int]string{fiber.StatusAccepted: "Accepted: a deep_search or reconcile run (and a bounded_sync run not finished within the request's deadline) goes on; read it with GET /discovery-runs/{runId}."},
-			Summary: "Start a discovery run over the workspace's ledger (completed work tagged with process_stage and case_id, handoffs between stages) and supplied observations; " +
+			Summary: "Start a discovery run over the workspace's ledger (completed work tagged with process_stage and case_id, handoffs between stages, " +
+				"and ordinary completed work grouped into cases by what links it: correlation and causation ids, identifiers shared by titles or metadata, " +
+				"milestone, workstream or initiative; each candidate's grouping says why) and supplied observations; " +
 				"bounded_sync answers 201 with the finished result {run, observations, processCards, confirmedProcessRefs}, the other modes 202 with the run at once."},
 			s.startDiscoveryRun),
 		op(Operation{ID: "listDiscoveryRuns", Method: fiber.MethodGet, Path: "/discovery-runs", Area: "Discovery runs",

@@ -218,3 +218,136 @@ func TestDiscoveryRunWaitsForItsRequestToReachTheStream(t *testing.T) {
 		t.Fatalf("run %s", r.raw)
 	}
 }
+
+// A team that never sets case metadata: plain POST /work and completions (the concurrency
+// block read from GET /work/{id}, as the clients do) of three posts, each drafted, reviewed
+// and published, interleaved, beside one-off work. Discovery finds the process, says why
+// its cases were grouped, and the candidate becomes a proposed operating process.
+func TestDiscoveryFindsProcessInOrdinaryWork(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key, ws := tenant.Key, tenant.Principal.WorkspaceID
+	create := func(title string) string {
+		r := e.do(request{method: "POST", path: "/work", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("ordinary")},
+			body: map[string]any{"title": title, "description": nil, "priority": "medium", "metadata": map[string]any{}}})
+		expect(t, r, http.StatusCreated, "")
+		return r.data()["taskId"].(string)
+	}
+	complete := func(id string) {
+		c := getWork(t, e, key, id)["concurrency"].(map[string]any)
+		expect(t, e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: key,
+			body: map[string]any{"version_token": c["version_token"], "summary": "done"}}), http.StatusOK, "")
+	}
+	ids := map[string]string{}
+	for _, n := range []int{12, 13, 14} {
+		for _, stage := range []string{"Draft", "Review", "Publish"} {
+			title := fmt.Sprintf("%s post %d", stage, n)
+			ids[title] = create(title)
+		}
+	}
+	create("Draft post 15") // not done yet: not mined
+	for _, stage := range []string{"Draft", "Review", "Publish"} {
+		for _, n := range []int{12, 13, 14} {
+			complete(ids[fmt.Sprintf("%s post %d", stage, n)])
+		}
+		if stage == "Draft" {
+			complete(create("Weekly sync")) // one-off work between the stages
+		}
+	}
+
+	r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"mode": "bounded_sync"}})
+	expect(t, r, http.StatusCreated, "")
+	run, cards := r.data()["run"].(map[string]any), r.data()["processCards"].([]any)
+	counts := run["counts"].(map[string]any)
+	if run["status"] != "succeeded" || counts["cases"] != 3.0 || counts["candidates"] != 1.0 || counts["eventsRead"] != 10.0 || len(cards) != 1 {
+		t.Fatalf("run %s", r.raw)
+	}
+	card := cards[0].(map[string]any)
+	var names []string
+	for _, s := range card["stages"].([]any) {
+		names = append(names, s.(map[string]any)["name"].(string))
+	}
+	if !slices.Equal(stageKeys(card), []string{"draft_post", "review_post", "publish_post"}) ||
+		!slices.Equal(names, []string{"Draft post", "Review post", "Publish post"}) || card["support"] != 3.0 ||
+		card["name"] != "Draft post → Publish post" || len(card["citations"].([]any)) != 9 {
+		t.Fatalf("card %s", r.raw)
+	}
+	grouping := card["grouping"].([]any)
+	if len(grouping) != 1 || toJSON(grouping[0]) != toJSON(map[string]any{"rule": "title_identifier", "cases": 3,
+		"evidence": "shared identifier in titles: post 12, post 13, post 14"}) {
+		t.Fatalf("grouping %s", r.raw)
+	}
+
+	// The same ledger read again (GET) says the same, grouping included.
+	runID := run["id"].(string)
+	g := e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": runID}, key: key})
+	expect(t, g, http.StatusOK, "")
+	if toJSON(g.data()["processCards"]) != toJSON(cards) {
+		t.Fatalf("read back %s", g.raw)
+	}
+
+	p := e.do(request{method: "POST", path: "/discovery-runs/{runId}/propose", params: map[string]string{"runId": runID}, key: key,
+		headers: map[string]string{"Idempotency-Key": uniqueKey("propose-ordinary")},
+		body:    map[string]any{"workspace_id": ws, "process_candidate_id": card["id"]}})
+	expect(t, p, http.StatusCreated, "")
+	proc, rev := p.data()["process"].(map[string]any), p.data()["revision"].(map[string]any)
+	checkProcessShapes(t, ws, proc, rev, p.data()["ledger"].(map[string]any))
+	if p.meta()["requiresConfirmation"] != true || proc["lifecycleState"] != "discovered" || proc["provenanceMode"] != "observed" ||
+		proc["name"] != "Draft post → Publish post" || len(rev["stages"].([]any)) != 3 ||
+		rev["stages"].([]any)[1].(map[string]any)["key"] != "review_post" {
+		t.Fatalf("proposal %s", p.raw)
+	}
+	l := e.do(request{method: "GET", path: "/operating-processes/{processId}", params: map[string]string{"processId": proc["id"].(string)}, key: key})
+	expect(t, l, http.StatusOK, "")
+
+	// The OpenAPI document (and so MCP, whose tools are its operations) shows the member.
+	doc := e.do(request{method: "GET", path: "/openapi.json"}).body
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	cardSchema, groupingSchema := schemas["ProcessCard"].(map[string]any), schemas["CaseGrouping"].(map[string]any)
+	rules := schemas["GroupingRule"].(map[string]any)["enum"].([]any)
+	if cardSchema["properties"].(map[string]any)["grouping"] == nil || !slices.Contains(cardSchema["required"].([]any), any("grouping")) ||
+		!slices.Equal(sorted(keysOf(groupingSchema["properties"].(map[string]any))), []string{"cases", "evidence", "rule"}) ||
+		!slices.Contains(rules, any("title_identifier")) || !slices.Contains(rules, any("case_metadata")) {
+		t.Fatalf("document: ProcessCard %s, CaseGrouping %s, rules %v", toJSON(cardSchema), toJSON(groupingSchema), rules)
+	}
+}
+
+// What the run reads besides the completion: the creating command's correlation_id (from
+// the work item's first ledger event) and identifiers among the metadata's scalar members
+// (a number here), each in a workspace of its own.
+func TestDiscoveryGroupsOrdinaryWorkByItsLinks(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct {
+		name     string
+		body     func(n int, title string) map[string]any
+		grouping map[string]any
+	}{
+		{"correlation_id", func(n int, title string) map[string]any {
+			return map[string]any{"title": title, "correlation_id": fmt.Sprintf("order-%d", n)}
+		}, map[string]any{"rule": "correlation_id", "cases": 2, "evidence": "same correlation_id: order-1, order-2"}},
+		{"metadata", func(n int, title string) map[string]any {
+			return map[string]any{"title": title, "metadata": map[string]any{"order_number": n, "agent_id": "packer-bot"}}
+		}, map[string]any{"rule": "metadata_identifier", "cases": 2, "evidence": "shared identifier in metadata: order_number=1, order_number=2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := storetest.NewTenant(t, e.db).Key
+			for n := 1; n <= 2; n++ {
+				for _, title := range []string{"Pick items", "Pack box", "Ship"} {
+					r := e.do(request{method: "POST", path: "/work", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("link")}, body: c.body(n, title)})
+					expect(t, r, http.StatusCreated, "")
+					id := r.data()["taskId"].(string)
+					token := getWork(t, e, key, id)["concurrency"].(map[string]any)["version_token"]
+					expect(t, e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: key,
+						body: map[string]any{"version_token": token}}), http.StatusOK, "")
+				}
+			}
+			r := e.do(request{method: "POST", path: "/discovery-runs", key: key, body: map[string]any{"source_kinds": []any{"work"}}})
+			expect(t, r, http.StatusCreated, "")
+			cards := r.data()["processCards"].([]any)
+			if len(cards) != 1 || !slices.Equal(stageKeys(cards[0].(map[string]any)), []string{"pick_items", "pack_box", "ship"}) ||
+				toJSON(cards[0].(map[string]any)["grouping"]) != toJSON([]any{c.grouping}) {
+				t.Fatalf("run %s", r.raw)
+			}
+		})
+	}
+}

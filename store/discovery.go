@@ -92,6 +92,11 @@ func scanDiscovery(row pgx.Row) (accountable.DiscoveryResult, error) {
 	if res.ProcessCards == nil {
 		res.ProcessCards = []accountable.ProcessCard{}
 	}
+	for i := range res.ProcessCards {
+		if res.ProcessCards[i].Grouping == nil { // found before candidates said why their cases were grouped
+			res.ProcessCards[i].Grouping = []accountable.CaseGrouping{}
+		}
+	}
 	res.ConfirmedProcessRefs = accountable.Refs(res.Run.WorkspaceID, refInputs(confirmed))
 	return res, nil
 }
@@ -206,28 +211,48 @@ func (db *DB) FinishDiscoveryRun(ctx context.Context, workspaceID, id string, st
 	return run, err
 }
 
-// TaskStages returns the process stages the metadata of the given work items name.
-func (db *DB) TaskStages(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.TaskStage, error) {
-	out := map[string]accountable.TaskStage{}
+// DiscoveryWork returns what discovery reads of the given completed work items (see
+// accountable.WorkFacts): the task row, the names of its initiative, workstream and
+// milestone, and the ids of its first ledger event (the command that created it). One
+// query per page of events, each join by primary key, so a run reads no more pages than
+// before.
+func (db *DB) DiscoveryWork(ctx context.Context, workspaceID string, taskIDs []string) (map[string]accountable.WorkFacts, error) {
+	out := map[string]accountable.WorkFacts{}
 	if len(taskIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id::text, metadata->>'case_id', metadata->>'process_stage', coalesce(metadata->>'process_stage_name', '')
-		FROM tasks WHERE workspace_id = $1 AND id = ANY ($2::uuid[])
-		  AND jsonb_typeof(metadata->'process_stage') = 'string' AND jsonb_typeof(metadata->'case_id') = 'string'`, workspaceID, taskIDs)
+	rows, err := db.pool.Query(ctx, `SELECT t.id::text, t.title,
+			CASE WHEN jsonb_typeof(t.metadata->'case_id') = 'string' THEN t.metadata->>'case_id' ELSE '' END,
+			CASE WHEN jsonb_typeof(t.metadata->'process_stage') = 'string' THEN t.metadata->>'process_stage' ELSE '' END,
+			CASE WHEN jsonb_typeof(t.metadata->'process_stage_name') = 'string' THEN t.metadata->>'process_stage_name' ELSE '' END,
+			coalesce((SELECT jsonb_object_agg(m.key, m.value #>> '{}') FROM jsonb_each(t.metadata) AS m
+				WHERE jsonb_typeof(m.value) IN ('string', 'number') AND length(m.value #>> '{}') <= 200), '{}')::text,
+			coalesce(t.initiative_id::text, ''), coalesce(i.title, ''), coalesce(t.workstream_id::text, ''), coalesce(w.name, ''),
+			coalesce(t.milestone_id::text, ''), coalesce(ms.title, ''),
+			coalesce(c.id::text, ''), coalesce(c.payload->>'command_id', ''), coalesce(c.causation_id, ''), coalesce(c.correlation_id, '')
+		FROM tasks t
+		LEFT JOIN initiatives i ON i.workspace_id = t.workspace_id AND i.id = t.initiative_id
+		LEFT JOIN workstreams w ON w.workspace_id = t.workspace_id AND w.id = t.workstream_id
+		LEFT JOIN milestones ms ON ms.workspace_id = t.workspace_id AND ms.id = t.milestone_id
+		LEFT JOIN ledger_events c ON c.workspace_id = t.workspace_id AND c.aggregate_type = 'task' AND c.aggregate_id = t.id::text
+			AND c.aggregate_version = 1
+		WHERE t.workspace_id = $1 AND t.id = ANY ($2::uuid[])`, workspaceID, taskIDs)
 	if err != nil {
 		return nil, mapError(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id string
-		var st accountable.TaskStage
-		if err := rows.Scan(&id, &st.CaseID, &st.Stage, &st.StageName); err != nil {
+		var id, meta string
+		var f accountable.WorkFacts
+		if err := rows.Scan(&id, &f.Title, &f.CaseID, &f.Stage, &f.StageName, &meta, &f.InitiativeID, &f.InitiativeName,
+			&f.WorkstreamID, &f.WorkstreamName, &f.MilestoneID, &f.MilestoneName,
+			&f.CreatedEventID, &f.CreatedCommandID, &f.CreatedCausationID, &f.CreatedCorrelationID); err != nil {
 			return nil, mapError(err)
 		}
-		if st.CaseID != "" && st.Stage != "" {
-			out[id] = st
+		if err := json.Unmarshal([]byte(meta), &f.Metadata); err != nil {
+			return nil, fmt.Errorf("store: decode task metadata: %w", err)
 		}
+		out[id] = f
 	}
 	return out, mapError(rows.Err())
 }
