@@ -408,7 +408,7 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			responses[strconv.Itoa(st)] = map[string]any{"description": o.Summary,
 				"content": map[string]any{"application/json": map[string]any{"schema": body}}}
 		}
-	} else {
+	} else if !o.NotOffered { // a NotOffered operation has no success answer to describe
 		data, err := b.schemaOf(o.out)
 		if err != nil {
 			return nil, err

@@ -99,6 +99,11 @@ type Operation struct {
 	Document       bool
 	DocumentMember string
 	DocumentSchema map[string]any
+	// NotOffered operations are declared because the public clients call them, but this
+	// service does not offer what they do (a checkout: a self-hosted service sells
+	// nothing): the handler refuses every request it gets with an error of Errors, and the
+	// document gives the operation no success answer.
+	NotOffered bool
 	// Failure, when set, is the operation's own failure body, written instead of the error
 	// envelope for every failure of a request to it (with the status of the error's code):
 	// a refused body, the rules of In, the handler's errors, and the two refusals met on
