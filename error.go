@@ -47,6 +47,7 @@ const (
 	ECodeResourceBusy             = "resource_busy"
 	ECodeDeadlineExceeded         = "deadline_exceeded"
 	ECodeWebhookLimitReached      = "webhook_limit_reached"
+	ECodeNotOffered               = "not_offered"
 )
 
 // ErrorSpec describes one code of the catalogue.
@@ -100,6 +101,12 @@ func init() {
 	define(ECodeResourceBusy, 409, "Resource busy", "Another request held a lock on this resource for longer than the server waits; nothing was changed; retry it.")
 	define(ECodeWebhookLimitReached, 409, "Webhook limit reached", "The workspace has as many active webhook endpoints as the server allows "+
 		"(details.limit); delete one (DELETE /webhooks/{webhookId}) before registering another.")
+	// 501: "the server does not support the functionality required to fulfill the request"
+	// (RFC 9110 section 15.6.2), which is what a client must hear from an operation of the
+	// public API that this deployment declares but does not offer; not a fault, not
+	// transient, and no retry changes it.
+	define(ECodeNotOffered, 501, "Not offered", "This service does not offer the operation (a self-hosted service sells nothing, so "+
+		"there is no checkout); nothing was changed, and retrying will not change the answer.")
 	define(ECodeDeadlineExceeded, 504, "Deadline exceeded", "The request did not finish within the server's deadline for its kind of operation; nothing was changed.")
 	define(ECodeGenerationTimeout, 504, "Generation timeout", "The generation did not finish in time.")
 	define(ECodeGenerationFailed, 502, "Generation failed", "The planner could not make a valid plan within its retries; nothing was stored; retry the request.")

@@ -76,14 +76,7 @@ type ReceiptValidator struct {
 	Decoder  ReceiptDecoder // nil: encoding/json
 	MaxBytes int            // the largest document accepted (0: no bound)
 	Keys     ReceiptSignerKeys
-	// Envelope names top-level members of the request around the document, not of the
-	// receipt, which the stages leave out: an import's workspace_id, which any request body
-	// may carry (CONTRACT).
-	Envelope []string
 }
-
-// ReceiptEnvelopeMembers are the members an import's body may carry beside the receipt.
-var ReceiptEnvelopeMembers = []string{"workspace_id"}
 
 // ReceiptValidation is what validation found. A valid receipt has no issues and carries
 // the decoded document, its canonical JSON and digest, and its integrity report.
@@ -108,11 +101,6 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	doc, issue := DecodeReceiptJSON(raw, v.MaxBytes)
 	if issue != nil {
 		return invalidReceipt([]ReceiptIssue{*issue})
-	}
-	if obj, ok := doc.(map[string]any); ok {
-		for _, name := range v.Envelope {
-			delete(obj, name)
-		}
 	}
 	if v.Schema != nil {
 		if issues := v.Schema.CheckReceipt(doc); len(issues) > 0 {
@@ -659,6 +647,7 @@ type ReceiptImport struct {
 	ExternalReceiptID string `json:"external_receipt_id" description:"The document's own receipt_id."`
 	SchemaVersion     string `json:"schema_version"`
 	Idempotent        bool   `json:"idempotent" description:"True when the document was imported before: the answer is that import's."`
+	ImportedAt        Time   `json:"imported_at" description:"When the receipt was imported into the workspace: on a replay (idempotent true), the first import's instant."`
 }
 
 // ReceiptImported is the payload of a receipt.imported event: self-contained, so that

@@ -360,3 +360,16 @@ func ShowcasePage(limit, offset int) (StudioShowcase, error) {
 	end := min(start+max(limit, 0), len(all))
 	return StudioShowcase{Examples: slices.Clone(all[start:end]), Total: len(all), HasMore: end < len(all)}, nil
 }
+
+// StudioCheckoutRequest is what the public clients send to buy an estimate
+// (POST /studio/checkout {estimateId}). A self-hosted service sells nothing: the operation
+// is declared so that those clients hear why there is no checkout, and every request it
+// accepts is refused with ErrCheckoutNotOffered. estimateId is optional for that reason: a
+// client asking whether checkout exists gets the same answer with any estimate or none.
+type StudioCheckoutRequest struct {
+	EstimateID *string `json:"estimateId,omitzero" maxLength:"200" description:"The estimate a client of the hosted product would buy (estimate_id of POST /studio/estimate); this service sells nothing, so it is not looked up."`
+}
+
+// ErrCheckoutNotOffered is the answer of every checkout: 501 not_offered.
+var ErrCheckoutNotOffered = &Error{Code: ECodeNotOffered, Message: "Checkout is not offered here: this is a self-hosted " +
+	"Accountable Work Service, which sells nothing. Estimates (POST /studio/estimate) are for planning; nothing was charged or changed."}

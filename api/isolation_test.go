@@ -249,6 +249,14 @@ var publicOperations = map[string]string{
 	"diagnoseWorkload":         "workload diagnosis: a pure function of the body, nothing read or stored",
 }
 
+// notOfferedOperations are declared but not offered (Operation.NotOffered): everyone's
+// request is refused alike, so instead of the owner's success the matrix checks that the
+// owner's answer is B's own, after B was scoped as with any operation (naming A's
+// workspace is the 404 of an unknown one) and shown nothing of A.
+var notOfferedOperations = map[string]string{
+	"checkoutStudio": "a self-hosted service sells nothing: 501 not_offered for every caller",
+}
+
 // owner is workspace A and the resources the matrix makes in it.
 type owner struct {
 	t      *testing.T
@@ -787,7 +795,9 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 					t.Logf("with an access token: 404 (%s)", reason)
 					continue
 				}
-				if r.status >= 300 {
+				if _, ok := notOfferedOperations[op.ID]; ok {
+					expect(t, r, http.StatusNotImplemented, accountable.ECodeNotOffered)
+				} else if r.status >= 300 {
 					t.Fatalf("%s: B's own request %s on %s: %d %s", op, p, mount, r.status, r.raw)
 				}
 				if _, isArray := r.body["data"].([]any); listed != "" && !isArray {
@@ -803,6 +813,14 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 	// The owner's own request succeeds: the refusals above came from scoping.
 	key := uniqueKey("owner-op")
 	r := m.call(e, op, op.Mounts[0], m.a.Key, ids, "", body, key)
+	if reason, ok := notOfferedOperations[op.ID]; ok {
+		expect(t, r, http.StatusNotImplemented, accountable.ECodeNotOffered)
+		if d := sameResponse(r, call("B's own request, as the owner's", false, op.Mounts[0], ids, "", body, "")); d != "" {
+			t.Fatalf("%s: the owner's refusal differs from B's: %s", op, d)
+		}
+		t.Logf("not offered (%s): the owner is refused as B is", reason)
+		return
+	}
 	if r.status < 200 || r.status >= 300 {
 		t.Fatalf("%s: the owner's own request is refused (%d), so B's refusals prove nothing; "+
 			"give it a valid body in bodies in api/isolation_test.go: %s", op, r.status, r.raw)

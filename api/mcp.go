@@ -47,7 +47,7 @@ func (m *mcpRequest) logAttrs() (attrs []any, failed bool) {
 	if m.tool == "" { // initialize, tools/list, a notification, or a call refused before dispatch
 		return nil, false
 	}
-	return []any{"tool", m.tool, "tool_path", m.path, "tool_status", m.status}, m.status >= 500
+	return []any{"tool", m.tool, "tool_path", m.path, "tool_status", m.status}, serverFault(m.status)
 }
 
 // mcpAgent names the agent a person's API key acts as over MCP (OAuth tokens name their

@@ -170,6 +170,18 @@ func (a mcpArgs) fill(r *fasthttp.Request, o *operation, raw json.RawMessage, p 
 	}
 	r.SetRequestURI(uri)
 	switch {
+	case o.Document && o.DocumentMember != "":
+		// The document as the body's member, as it was sent (its own duplicate members
+		// are its validation's issues); without it, {} (the operation says what is missing).
+		b := []byte("{")
+		if len(document) > 0 {
+			name, err := jsonv2.Marshal(o.DocumentMember)
+			if err != nil {
+				return err
+			}
+			b = append(append(append(b, name...), ':'), document...)
+		}
+		r.SetBody(append(b, '}'))
 	case o.Document:
 		r.SetBody(document)
 	case jsonBody:

@@ -47,6 +47,7 @@ func FuzzMCPToolArguments(f *testing.F) {
 			`{"taskId":"../../events","domain":"a/b?c#d","idempotency_key":7}`, `{"taskId":""}`, `{"taskId":null}`,
 			`{"limit":[1,"2",{"a":1}],"cursor":"x","receipt":{"a":1},"workspace_id":["` + id + `"]}`,
 			`{"a":1,"a":2}`, `{"taskId":1e400}`, "{\"taskId\":\"\xff\"}",
+			`{"receipt":{"a":1,"a":2},"workspace_id":"` + id + `"}`, `{"receipt":"x"}`,
 		} {
 			f.Add(uint8(i), []byte(args))
 		}
@@ -89,7 +90,7 @@ func FuzzMCPToolArguments(f *testing.F) {
 			}
 		}
 		body := r.Body()
-		if len(body) == 0 || tl.o.Document {
+		if len(body) == 0 || tl.o.Document && tl.o.DocumentMember == "" { // a bare document is the argument itself
 			return
 		}
 		var m map[string]json.RawMessage

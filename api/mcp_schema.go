@@ -123,6 +123,10 @@ func (d apiDescription) toolInput(t mcpTool, o *operation) (map[string]any, mcpA
 	closed := false
 	if body := jsonBodySchema(entry); body != nil {
 		if o.Document {
+			if o.DocumentMember != "" { // the body wraps the document: the argument is the document
+				props, _ := d.resolve(body)["properties"].(map[string]any)
+				body = props[o.DocumentMember]
+			}
 			add(mcpDocument, argDocument, withDescription(body, "The "+accountable.ReceiptSchemaVersion+" document itself, as a JSON object "+
 				"(its JSON Schema, draft 2020-12, is "+accountable.ReceiptSchemaURL+").", true), true)
 		} else {

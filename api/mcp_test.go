@@ -208,7 +208,7 @@ func TestMCPToolsAreTheRESTOperations(t *testing.T) {
 	}
 	for name, want := range map[string][]string{"create_work": {"idempotency_key", "title"}, "complete_work": {"taskId"},
 		"propose_discovered_process": {"idempotency_key", "process_candidate_id", "runId"}, "validate_receipt": {"receipt"},
-		"page_events": nil} {
+		"import_receipt": {"receipt"}, "page_events": nil} {
 		if got := toJSON(inputs[name]["required"]); got != toJSON(want) {
 			t.Errorf("%s requires %s, want %v", name, got, want)
 		}
@@ -307,16 +307,23 @@ func TestMCPToolsAreTheRESTOperations(t *testing.T) {
 		t.Fatalf("propose_discovered_process: %v", proposal)
 	}
 
-	// A receipt document is the body itself.
+	// The receipt tools take the document as receipt: validation's body is the document
+	// itself, the import's is {receipt} (as REST's is).
 	valid := mcpAnswer(t, mcpCall(t, session, "validate_receipt", map[string]any{"receipt": receiptValidateBody()}),
 		outputs["validate_receipt"])
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(toJSON(receiptImportBody())), &doc); err != nil {
+	if err := json.Unmarshal([]byte(toJSON(receiptImportBody()["receipt"])), &doc); err != nil {
 		t.Fatal(err)
 	}
 	imported := mcpAnswer(t, mcpCall(t, session, "import_receipt", map[string]any{"receipt": doc}), outputs["import_receipt"])
-	if valid["valid"] != true || imported["meta"].(map[string]any)["workspaceId"] != tenant.Principal.WorkspaceID {
+	if valid["valid"] != true || imported["meta"].(map[string]any)["workspaceId"] != tenant.Principal.WorkspaceID ||
+		imported["data"].(map[string]any)["imported_at"] == nil {
 		t.Fatalf("validate_receipt %v\nimport_receipt %v", valid, imported)
+	}
+	// Without the document: REST's refusal of a body without a receipt, 400 at /receipt.
+	missing := mcpRefusal(t, mcpCall(t, session, "import_receipt", map[string]any{}), http.StatusBadRequest)
+	if missing.errorCode() != accountable.ECodeValidationFailed || !slices.Equal(issuePaths(missing), []string{"/receipt"}) {
+		t.Fatalf("import_receipt without a receipt: %s", missing.raw)
 	}
 	rest := e.do(request{method: "POST", path: "/agent-work-receipts/validate", body: map[string]any{"receipt_id": 7}})
 	invalid := mcpRefusal(t, mcpCall(t, session, "validate_receipt", map[string]any{"receipt": map[string]any{"receipt_id": 7}}),

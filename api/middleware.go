@@ -79,7 +79,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		return nil
 	}
 	level := slog.LevelInfo
-	if status >= 500 {
+	if serverFault(status) {
 		level = slog.LevelError
 	}
 	attrs := []any{"request_id", id, "method", c.Method(), "path", c.Path(), "status", status,
@@ -505,4 +505,11 @@ func (s *Server) holdRefusal(refusals *buckets, name string) {
 // RateLimited returns a 429 error that tells the caller when to retry.
 func RateLimited(code, message string, wait time.Duration) *accountable.Error {
 	return &accountable.Error{Code: code, Message: message, RetryAfter: wait}
+}
+
+// serverFault reports whether a status says the server failed: a 5xx, but for 501
+// not_offered, the deliberate answer of an operation this service does not offer (no
+// operator needs to hear of it).
+func serverFault(status int) bool {
+	return status >= 500 && status != fiber.StatusNotImplemented
 }

@@ -375,8 +375,15 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 		}
 	}
 	if o.Document {
+		body := o.DocumentSchema
+		if o.DocumentMember != "" { // the document as a member of the body
+			body = map[string]any{"type": "object", "required": []any{o.DocumentMember},
+				"description": "The document as the member " + o.DocumentMember + " (other members but workspace_id are ignored).",
+				"properties":  map[string]any{o.DocumentMember: o.DocumentSchema}}
+			addWorkspaceProperty(body)
+		}
 		entry["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-			"application/json": map[string]any{"schema": o.DocumentSchema}}}
+			"application/json": map[string]any{"schema": body}}}
 	} else if !o.hasBody && o.Method != "GET" {
 		// A command without members of its own still takes {} (or nothing), and workspace_id.
 		empty := map[string]any{"type": "object", "additionalProperties": false}
@@ -401,7 +408,7 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			responses[strconv.Itoa(st)] = map[string]any{"description": o.Summary,
 				"content": map[string]any{"application/json": map[string]any{"schema": body}}}
 		}
-	} else {
+	} else if !o.NotOffered { // a NotOffered operation has no success answer to describe
 		data, err := b.schemaOf(o.out)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"slices"
@@ -84,14 +85,25 @@ type Operation struct {
 	// Root mounts the operation outside the v1 roots: at the site root ("/") or only under
 	// /api/client (ClientRoot). Empty: at /api/v1 and /api/client.
 	Root string
-	// Document operations take their body as a document the handler checks itself (an
-	// Agent Work Receipt, whose own limits, duplicate members and schema answer with
-	// issues, not invalid_json): bind only checks that it is sent as JSON, uncompressed,
-	// and the handler reads it (call.document). DocumentSchema describes it in the OpenAPI
-	// document. With an Idempotency-Key, the handler completes call.idem's RequestDigest
-	// from the document it accepted.
+	// Document operations take a document the handler checks itself (an Agent Work
+	// Receipt, whose own limits, duplicate members and schema answer with issues, not
+	// invalid_json): bind only checks that it is sent as JSON, uncompressed, and the
+	// handler reads it (call.document). The body is the document itself, or, with
+	// DocumentMember, a JSON object whose member of that name is the document, beside the
+	// workspace_id any body may carry (the public clients wrap the receipt they import:
+	// {receipt, workspace_id}); that object itself must be well-formed (else invalid_json)
+	// and hold the document as an object (else validation_failed at the member), while
+	// what is wrong within the document is the document's to say. DocumentSchema
+	// describes the document in the OpenAPI document. With an Idempotency-Key, the
+	// handler completes call.idem's RequestDigest from the document it accepted.
 	Document       bool
+	DocumentMember string
 	DocumentSchema map[string]any
+	// NotOffered operations are declared because the public clients call them, but this
+	// service does not offer what they do (a checkout: a self-hosted service sells
+	// nothing): the handler refuses every request it gets with an error of Errors, and the
+	// document gives the operation no success answer.
+	NotOffered bool
 	// Failure, when set, is the operation's own failure body, written instead of the error
 	// envelope for every failure of a request to it (with the status of the error's code):
 	// a refused body, the rules of In, the handler's errors, and the two refusals met on
@@ -195,15 +207,22 @@ type call struct {
 	principal accountable.Principal
 	idem      *accountable.Idempotency
 	meta      meta
-	status    int  // overrides the operation's status (a bare readiness answer)
-	streaming bool // the handler started a body stream (Server-Sent Events): nothing else is written
+	status    int    // overrides the operation's status (a bare readiness answer)
+	streaming bool   // the handler started a body stream (Server-Sent Events): nothing else is written
+	doc       []byte // the document of a Document operation with a DocumentMember
 }
 
 // replayed marks the response as a replay of an earlier request (or not).
 func (c *call) replayed(dup bool) { c.meta.Duplicate = &dup }
 
-// document is the request body of a Document operation, as sent.
-func (c *call) document() []byte { return c.fiber.Request().Body() }
+// document is the document of a Document operation, as sent: the body, or the text of its
+// DocumentMember.
+func (c *call) document() []byte {
+	if c.doc != nil {
+		return c.doc
+	}
+	return c.fiber.Request().Body()
+}
 
 // validator is implemented by commands: the rules of the root package.
 type validator interface{ Validate() error }
@@ -308,8 +327,17 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 		if err := checkDocumentBody(c.fiber); err != nil {
 			return err
 		}
-		if err := s.selectDocumentWorkspace(c); err != nil {
-			return err
+		if d.DocumentMember != "" {
+			doc, ws, err := splitDocumentBody(c.fiber.Request().Body(), d.DocumentMember)
+			if err != nil {
+				return err
+			}
+			c.doc = doc
+			if ws != nil && c.principal.UserID != "" {
+				if err := s.selectBodyWorkspace(c, *ws); err != nil {
+					return err
+				}
+			}
 		}
 	} else if d.hasBody {
 		if err := s.decodeBody(c, d, in); err != nil {
@@ -430,25 +458,80 @@ func checkDocumentBody(fc *fiber.Ctx) error {
 	return nil
 }
 
-// selectDocumentWorkspace re-scopes a Document operation's request to the workspace_id
-// member of its body, which any request body may carry (CONTRACT) and which the document's
-// checks then leave out (accountable.ReceiptEnvelopeMembers).
-func (s *Server) selectDocumentWorkspace(c *call) error {
-	body := c.document()
-	if c.principal.UserID == "" || !bytes.Contains(body, []byte(`"workspace_id"`)) {
-		return nil
+// splitDocumentBody reads the body of a Document operation whose document is its member
+// named member: the document's text as sent, and the body's workspace_id (nil when it has
+// none, or null). The body must be one JSON object naming each of its members once (else
+// invalid_json, as any body), with the document an object (else validation_failed at the
+// member) and workspace_id a string; other members are ignored, as in every open body.
+// Within the document nothing is judged here: its duplicate members and invalid text are
+// issues its own checks report, with their paths. (A document nested past jsontext's
+// depth limit, 10000, far past any document's own, is invalid_json.)
+func splitDocumentBody(body []byte, member string) (doc []byte, ws *string, err error) {
+	missing := accountable.Issue{Path: "/" + member, Message: "is required: the document, as a JSON object"}
+	if len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
+		return nil, nil, accountable.ValidationError(missing)
 	}
-	var envelope struct {
-		WorkspaceID jsontext.Value `json:"workspace_id"`
+	notJSON := accountable.Errorf(accountable.ECodeInvalidJSON,
+		"The request body is not well-formed JSON (I-JSON: no duplicate member names, valid UTF-8, numbers within double precision).")
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if dec.PeekKind() != '{' {
+		if _, err := dec.ReadValue(); err != nil {
+			return nil, nil, notJSON
+		}
+		return nil, nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
-	if jsonv2.Unmarshal(body, &envelope) != nil || envelope.WorkspaceID == nil || string(envelope.WorkspaceID) == "null" {
-		return nil // the document's own checks say what is wrong with it
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, nil, notJSON
 	}
-	var ws string
-	if jsonv2.Unmarshal(envelope.WorkspaceID, &ws) != nil {
-		return accountable.ValidationError(accountable.Issue{Path: "/workspace_id", Message: "must be a string"})
+	seen := map[string]bool{}
+	var wsValue jsontext.Value
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, nil, notJSON
+		}
+		name := tok.String() // before the next read, which voids tok
+		if seen[name] {      // the decoder allows repeats for the document's sake: not here
+			return nil, nil, notJSON
+		}
+		seen[name] = true
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, nil, notJSON
+		}
+		switch name {
+		case member:
+			doc = bytes.Clone(v)
+		case "workspace_id":
+			wsValue = bytes.Clone(v)
+		}
 	}
-	return s.selectBodyWorkspace(c, ws)
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, nil, notJSON
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) { // one value, nothing after it
+		return nil, nil, notJSON
+	}
+	var issues accountable.Issues
+	switch jsontext.Value(doc).Kind() {
+	case '{':
+	case 0, 'n':
+		issues = append(issues, missing)
+	default:
+		issues.Add("/"+member, "must be a JSON object: the document itself")
+	}
+	if wsValue.Kind() != 0 && wsValue.Kind() != 'n' {
+		var s string
+		if wsValue.Kind() != '"' || jsonv2.Unmarshal(wsValue, &s) != nil {
+			issues.Add("/workspace_id", "must be a string")
+		} else {
+			ws = &s
+		}
+	}
+	if err := issues.Err(); err != nil {
+		return nil, nil, err
+	}
+	return doc, ws, nil
 }
 
 // decodeJSONBody decodes body into dst (through its scoped type) and returns the body's

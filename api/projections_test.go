@@ -50,7 +50,7 @@ func projectionWorkspace(t *testing.T, e *env, key string) (processID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts", key: key, body: receipt}), http.StatusCreated, "")
+	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts", key: key, body: wrapReceipt(receipt)}), http.StatusCreated, "")
 	p := e.do(request{method: "POST", path: "/operating-processes", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("p")},
 		body: map[string]any{"name": "Renewals", "purpose": "Keep customers.", "stages": []any{map[string]any{"key": "ask", "name": "Ask"}}}})
 	expect(t, p, http.StatusCreated, "")

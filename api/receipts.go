@@ -27,11 +27,15 @@ const (
 	receiptsPath    = "/agent-work-receipts"
 )
 
-// receiptDocumentSchema describes the body of the validate and import operations: the
-// receipt document itself.
+// receiptMember is the member of an import's body that holds the receipt document: the
+// public clients send {receipt, workspace_id}.
+const receiptMember = "receipt"
+
+// receiptDocumentSchema describes the receipt document: the body of the validate
+// operation, the receipt member of the import's.
 var receiptDocumentSchema = map[string]any{
 	"type": "object",
-	"description": "An Agent Work Receipt document (" + accountable.ReceiptSchemaVersion + "), sent as it is, not wrapped. Its JSON " +
+	"description": "An Agent Work Receipt document (" + accountable.ReceiptSchemaVersion + "), as a JSON object. Its JSON " +
 		"Schema (draft 2020-12) is " + accountable.ReceiptSchemaURL + "; GET " + V1Root + receiptsPath + "/validate says what " +
 		"else is checked.",
 }
@@ -40,7 +44,6 @@ var receiptDocumentSchema = map[string]any{
 type receiptArea struct {
 	s         *Server
 	validator accountable.ReceiptValidator
-	importer  accountable.ReceiptValidator // validator, leaving out the body's workspace_id
 }
 
 // receiptOperations are the Receipt validation and Receipt import areas.
@@ -50,8 +53,6 @@ func (s *Server) receiptOperations() []operation {
 		panic(fmt.Sprintf("api: the receipt schema: %v", err))
 	}
 	a := &receiptArea{s: s, validator: accountable.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
-	a.importer = a.validator
-	a.importer.Envelope = accountable.ReceiptEnvelopeMembers
 	return []operation{
 		op(Operation{ID: "describeReceiptValidation", Method: fiber.MethodGet, Path: receiptsPath + "/validate", Area: "Receipt validation",
 			Public: true, Bare: true,
@@ -59,17 +60,20 @@ func (s *Server) receiptOperations() []operation {
 				"the integrity checks, and how to validate or import a receipt."}, a.describe),
 		op(Operation{ID: "validateReceipt", Method: fiber.MethodPost, Path: receiptsPath + "/validate", Area: "Receipt validation",
 			Public: true, Bare: true, BareStatuses: []int{fiber.StatusUnprocessableEntity}, Document: true, DocumentSchema: receiptDocumentSchema,
-			Summary: "Validate an Agent Work Receipt (account-free; nothing is stored): 200 {ok, valid: true, receipt, integrity, " +
+			Summary: "Validate an Agent Work Receipt, sent as the body itself (account-free; nothing is stored): 200 {ok, valid: true, receipt, integrity, " +
 				"persistence} for a valid one, 422 {ok: false, valid: false, issues (sorted by path, code and message; at most 100), " +
 				"issue_count, issues_truncated} for an invalid one."}, a.validate),
 		op(Operation{ID: opImportReceipt, Method: fiber.MethodPost, Path: receiptsPath, Area: "Receipt import",
-			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Document: true, DocumentSchema: receiptDocumentSchema,
-			Errors: []string{accountable.ECodeReceiptInvalid},
-			Summary: "Import an Agent Work Receipt into the workspace as producer-reported claims (receipt.imported): validated " +
-				"exactly as POST /agent-work-receipts/validate (else 422 receipt_invalid, details.issues). Without an " +
-				"Idempotency-Key the document's digest is the key, so importing the same document again answers 200 with " +
-				"idempotent true; a document whose receipt_id the workspace has imported before answers that import when it " +
-				"is the same document (200, idempotent) and 409 idempotency_key_reused when it is another."}, a.importReceipt),
+			Status: fiber.StatusCreated, Idempotency: OptionalIdempotency, Document: true, DocumentMember: receiptMember,
+			DocumentSchema: receiptDocumentSchema, Errors: []string{accountable.ECodeReceiptInvalid},
+			Summary: "Import an Agent Work Receipt into the workspace as producer-reported claims (receipt.imported). The body is " +
+				"{receipt, workspace_id?}: receipt is the document, validated exactly as POST /agent-work-receipts/validate validates " +
+				"a bare one (else 422 receipt_invalid, details.issues, each path a JSON Pointer into the body: /receipt/...); a body " +
+				"without a receipt object is 400 validation_failed at /receipt. data is {ok, receipt_id, external_receipt_id, " +
+				"schema_version, idempotent, imported_at}. Without an Idempotency-Key the document's digest is the key, so importing " +
+				"the same document again answers 200 with idempotent true and the first import's imported_at; a document whose " +
+				"receipt_id the workspace has imported before answers that import when it is the same document (200, idempotent) " +
+				"and 409 idempotency_key_reused when it is another."}, a.importReceipt),
 	}
 }
 
@@ -186,8 +190,11 @@ func (a *receiptArea) describe(c *call, _ *struct{}) (ReceiptValidationInfo, err
 			Authentication: "none", Body: "The receipt document itself.",
 			Answers: "200 {ok, valid, schema_version, schema_url, receipt, integrity, persistence}; 422 {ok, valid, schema_version, schema_url, issues, issue_count, issues_truncated}."},
 		Import: ReceiptHowTo{Method: fiber.MethodPost, Path: root + receiptsPath, ContentType: fiber.MIMEApplicationJSON,
-			Authentication: "bearer", Body: "The receipt document itself; an Idempotency-Key is optional (the document's digest otherwise).",
-			Answers: "201 {data: {ok, receipt_id, external_receipt_id, schema_version, idempotent}, meta}; 200 for the same document again; 422 receipt_invalid."},
+			Authentication: "bearer", Body: "{\"receipt\": <the receipt document>, \"workspace_id\": <optional: one of your workspaces>}; " +
+				"an Idempotency-Key is optional (the document's digest otherwise).",
+			Answers: "201 {data: {ok, receipt_id, external_receipt_id, schema_version, idempotent, imported_at}, meta}; 200 for the same " +
+				"document again (idempotent true, the first import's imported_at); 400 validation_failed at /receipt without a receipt " +
+				"object; 422 receipt_invalid (details.issues at /receipt/...)."},
 		Persistence: receiptPersistence,
 	}, nil
 }
@@ -231,10 +238,14 @@ func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, e
 	return out, nil
 }
 
-// importReceipt: POST /agent-work-receipts.
+// importReceipt: POST /agent-work-receipts. The document is validated as a bare one is;
+// its issues' paths point into the body, where it is the member receipt.
 func (a *receiptArea) importReceipt(c *call, _ *struct{}) (accountable.ReceiptImport, error) {
-	res := a.importer.Validate(c.document())
+	res := a.validator.Validate(c.document())
 	if !res.Valid() {
+		for i := range res.Issues {
+			res.Issues[i].Path = "/" + receiptMember + res.Issues[i].Path
+		}
 		first := res.Issues[0]
 		return accountable.ReceiptImport{}, accountable.Errorf(accountable.ECodeReceiptInvalid,
 			"The receipt is not a valid %s document (%d issue(s); details.issues lists them): %s: %s", accountable.ReceiptSchemaVersion,

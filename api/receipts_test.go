@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
@@ -254,12 +255,40 @@ func TestReceiptSignaturesWithConfiguredKeys(t *testing.T) {
 	}
 }
 
-func importReceipt(e *env, key, idem string, body []byte) response {
+// importReceipt imports the receipt document doc as the public clients send it:
+// {"receipt": doc}.
+func importReceipt(e *env, key, idem string, doc []byte) response {
+	return importReceiptBody(e, key, idem, wrapReceipt(doc))
+}
+
+// wrapReceipt is the body of an import of the document doc, with the other members:
+// doc is copied as its text (its duplicate members, if any, stay).
+func wrapReceipt(doc []byte, members ...string) []byte {
+	body := append([]byte(`{"receipt":`), doc...)
+	for i := 0; i+1 < len(members); i += 2 {
+		body = fmt.Appendf(body, ",%q:%s", members[i], members[i+1])
+	}
+	return append(body, '}')
+}
+
+// importReceiptBody posts body to the import as it is.
+func importReceiptBody(e *env, key, idem string, body []byte) response {
 	req := request{method: "POST", path: "/agent-work-receipts", key: key, body: body, headers: map[string]string{}}
 	if idem != "" {
 		req.headers["Idempotency-Key"] = idem
 	}
 	return e.do(req)
+}
+
+// issuePaths lists the paths of the issues in an error's details.
+func issuePaths(r response) []string {
+	var out []string
+	details, _ := r.errorObj()["details"].(map[string]any)
+	issues, _ := details["issues"].([]any)
+	for _, is := range issues {
+		out = append(out, fmt.Sprint(is.(map[string]any)["path"]))
+	}
+	return out
 }
 
 func TestReceiptImport(t *testing.T) {
@@ -268,23 +297,29 @@ func TestReceiptImport(t *testing.T) {
 	key, ws := tenant.Key, tenant.Principal.WorkspaceID
 	codex := receiptFixture(t, "codex.json")
 
+	before := time.Now()
 	first := importReceipt(e, key, "", codex)
 	expect(t, first, http.StatusCreated, "")
 	d := first.data()
 	id, _ := d["receipt_id"].(string)
+	importedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d["imported_at"]))
 	if d["ok"] != true || !accountable.ValidUUID(id) || d["external_receipt_id"] != "awr:codex:run-2026-07-19-001" ||
 		d["schema_version"] != accountable.ReceiptSchemaVersion || d["idempotent"] != false || first.meta()["workspaceId"] != ws ||
-		!slices.Equal(keysOf(d), []string{"external_receipt_id", "idempotent", "ok", "receipt_id", "schema_version"}) {
+		!slices.Equal(keysOf(d), []string{"external_receipt_id", "idempotent", "imported_at", "ok", "receipt_id", "schema_version"}) ||
+		err != nil || importedAt.Before(before.Add(-time.Second)) || importedAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("import %s", first.raw)
 	}
 	// The same document again, without a key (its digest is the key), with whitespace and
-	// members reordered (the same canonical document), or under a new key: that import.
+	// members reordered (the same canonical document), or under a new key: that import,
+	// imported when it was. Members of the body other than receipt and workspace_id are
+	// ignored (a client that also sends its key as idempotency_key).
 	var reordered bytes.Buffer
 	json.Indent(&reordered, receiptVariant(t, "codex.json", nil), "", "    ") //nolint:errcheck // valid JSON
 	for _, again := range []response{importReceipt(e, key, "", codex), importReceipt(e, key, "", reordered.Bytes()),
-		importReceipt(e, key, uniqueKey("other"), codex)} {
+		importReceipt(e, key, uniqueKey("other"), codex), importReceiptBody(e, key, "", wrapReceipt(codex, "idempotency_key", `"k-1"`))} {
 		expect(t, again, http.StatusOK, "")
-		if again.data()["receipt_id"] != id || again.data()["idempotent"] != true || again.meta()["duplicate"] != true {
+		if again.data()["receipt_id"] != id || again.data()["idempotent"] != true || again.meta()["duplicate"] != true ||
+			again.data()["imported_at"] != d["imported_at"] {
 			t.Fatalf("again %s", again.raw)
 		}
 	}
@@ -297,30 +332,78 @@ func TestReceiptImport(t *testing.T) {
 			t.Fatalf("conflict %s", r.raw)
 		}
 	}
+	// The document describes that body: {receipt (the document), workspace_id}.
+	body := fetchDocument(t, e).raw["paths"].(map[string]any)["/agent-work-receipts"].(map[string]any)["post"].(map[string]any)["requestBody"]
+	schema := body.(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+	props, _ := schema["properties"].(map[string]any)
+	if toJSON(schema["required"]) != `["receipt"]` || props["receipt"] == nil || props["workspace_id"] == nil || len(props) != 2 ||
+		props["receipt"].(map[string]any)["type"] != "object" {
+		t.Fatalf("the import's body in the document: %s", toJSON(body))
+	}
+
 	// The Idempotency-Key rail: a replay, and the key with another document.
 	idem := uniqueKey("import")
 	claude := importReceipt(e, key, idem, receiptFixture(t, "claude-code.json"))
 	expect(t, claude, http.StatusCreated, "")
 	replay := importReceipt(e, key, idem, receiptFixture(t, "claude-code.json"))
 	expect(t, replay, http.StatusOK, "")
-	if replay.data()["receipt_id"] != claude.data()["receipt_id"] || replay.data()["idempotent"] != true || replay.meta()["duplicate"] != true {
+	if replay.data()["receipt_id"] != claude.data()["receipt_id"] || replay.data()["idempotent"] != true || replay.meta()["duplicate"] != true ||
+		replay.data()["imported_at"] != claude.data()["imported_at"] {
 		t.Fatalf("replay %s", replay.raw)
 	}
 	expect(t, importReceipt(e, key, idem, receiptFixture(t, "openclaw.json")), http.StatusConflict, accountable.ECodeIdempotencyKeyReused)
 	expect(t, importReceipt(e, key, "not a key!", codex), http.StatusBadRequest, accountable.ECodeIdempotencyKeyInvalid)
 
-	// An invalid receipt: 422 receipt_invalid with the validator's issues, nothing written.
-	r := importReceipt(e, key, "", receiptFixture(t, "invalid-unresolved-evidence.json"))
+	// An invalid receipt: 422 receipt_invalid with the validator's issues (those the
+	// validation of the bare document finds), at their paths in the body, nothing written.
+	invalid := receiptFixture(t, "invalid-unresolved-evidence.json")
+	r := importReceipt(e, key, "", invalid)
 	expect(t, r, http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
 	details := r.errorObj()["details"].(map[string]any)
 	if details["issue_count"] != 2.0 || details["issues_truncated"] != false || details["schema_version"] != accountable.ReceiptSchemaVersion ||
-		details["issues"].([]any)[0].(map[string]any)["code"] != accountable.ReceiptUnknownEvidenceID {
+		details["issues"].([]any)[0].(map[string]any)["code"] != accountable.ReceiptUnknownEvidenceID ||
+		!slices.Equal(issuePaths(r), []string{"/receipt/verification/checks/0/evidence_ids/0", "/receipt/verification/evidence_ids/0"}) ||
+		!strings.Contains(r.errorObj()["message"].(string), ": /receipt/verification/checks/0/evidence_ids/0: ") {
 		t.Fatalf("invalid %s", r.raw)
 	}
-	expect(t, importReceipt(e, key, "", []byte(`{"a":1,"a":2}`)), http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
+	bare := e.do(request{method: "POST", path: "/agent-work-receipts/validate", body: invalid})
+	if toJSON(bare.body["issues"]) != strings.ReplaceAll(toJSON(details["issues"]), `"/receipt/`, `"/`) {
+		t.Fatalf("the import's issues %v are not the validation's %v", details["issues"], bare.body["issues"])
+	}
+	// The document's own text problems are its issues too, inside the body.
+	r = importReceipt(e, key, "", []byte(`{"a":1,"\u0061":2}`))
+	expect(t, r, http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
+	if paths := issuePaths(r); !slices.Equal(paths, []string{"/receipt/a"}) ||
+		r.errorObj()["details"].(map[string]any)["issues"].([]any)[0].(map[string]any)["code"] != accountable.ReceiptInputDuplicateMember {
+		t.Fatalf("a duplicate member in the document: %s", r.raw)
+	}
 	expect(t, importReceipt(e, "", "", codex), http.StatusUnauthorized, "")
-	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts", key: key, body: codex, headers: map[string]string{"Content-Type": "text/plain"}}),
+	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts", key: key, body: wrapReceipt(codex), headers: map[string]string{"Content-Type": "text/plain"}}),
 		http.StatusUnsupportedMediaType, accountable.ECodeUnsupportedMediaType)
+	// The body is the clients' {receipt, workspace_id}: without a receipt object (the bare
+	// document among such bodies: it has no member receipt), 400 validation_failed at
+	// /receipt; a body that is not one JSON object, or names a member twice, invalid_json.
+	for name, body := range map[string]string{
+		"the bare document": string(codex), "an empty body": "", "an empty object": "{}", "a null receipt": `{"receipt":null}`,
+		"a string receipt": `{"receipt":"awr:codex:run-2026-07-19-001"}`, "an array receipt": `{"receipt":[` + string(codex) + `]}`,
+	} {
+		r := importReceiptBody(e, key, "", []byte(body))
+		expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+		if !slices.Equal(issuePaths(r), []string{"/receipt"}) {
+			t.Fatalf("%s: %s", name, r.raw)
+		}
+	}
+	for name, body := range map[string][]byte{
+		"an array":            []byte(`[` + string(codex) + `]`),
+		"not JSON":            []byte(`{"receipt":`),
+		"receipt twice":       []byte(`{"receipt":` + string(codex) + `,"receipt":` + string(codex) + `}`),
+		"a value after it":    append(wrapReceipt(codex), []byte(` {}`)...),
+		"a malformed receipt": []byte(`{"receipt":{"a":}}`),
+	} {
+		if r := importReceiptBody(e, key, "", body); r.status != http.StatusBadRequest || r.errorCode() != accountable.ECodeInvalidJSON {
+			t.Fatalf("%s: %d %s", name, r.status, r.raw)
+		}
+	}
 
 	// The stored row: the canonical document beside its columns.
 	conn := storetest.Conn(t)
@@ -366,18 +449,27 @@ func TestReceiptImport(t *testing.T) {
 		t.Fatalf("other workspace %s", r.raw)
 	}
 
-	// A workspace_id beside the receipt selects the workspace, as in any request body
-	// (CONTRACT), and is not part of the document: the caller's own answers its import,
-	// another's is a 404, and validation (account-free) finds it a member too many.
-	own := importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": ws}))
+	// A workspace_id beside the receipt (the TypeScript client sends one) selects the
+	// workspace, as in any request body (CONTRACT): the caller's own answers its import,
+	// another's is a 404, and one that is not a string is 400. Inside the document it is a
+	// member the format does not have, for the import as for the validation.
+	own := importReceiptBody(e, key, "", wrapReceipt(codex, "workspace_id", `"`+ws+`"`))
 	expect(t, own, http.StatusOK, "")
 	if own.data()["receipt_id"] != id || own.data()["idempotent"] != true {
 		t.Fatalf("own workspace_id %s", own.raw)
 	}
-	expect(t, importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": other.Principal.WorkspaceID})),
+	expect(t, importReceiptBody(e, key, "", wrapReceipt(codex, "workspace_id", `"`+other.Principal.WorkspaceID+`"`)),
 		http.StatusNotFound, accountable.ECodeNotFound)
-	expect(t, importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": 7})),
-		http.StatusBadRequest, accountable.ECodeValidationFailed)
+	r = importReceiptBody(e, key, "", wrapReceipt(codex, "workspace_id", "7"))
+	expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+	if !slices.Equal(issuePaths(r), []string{"/workspace_id"}) {
+		t.Fatalf("workspace_id 7: %s", r.raw)
+	}
+	r = importReceipt(e, key, "", receiptVariant(t, "codex.json", map[string]any{"/workspace_id": ws}))
+	expect(t, r, http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
+	if !slices.Equal(issuePaths(r), []string{"/receipt/workspace_id"}) {
+		t.Fatalf("a workspace_id inside the document: %s", r.raw)
+	}
 	expect(t, e.do(request{method: "POST", path: "/agent-work-receipts/validate", body: receiptVariant(t, "codex.json", map[string]any{"/workspace_id": ws})}),
 		http.StatusUnprocessableEntity, "")
 }
@@ -484,8 +576,8 @@ type freshReceiptID struct{}
 
 func (freshReceiptID) MarshalJSON() ([]byte, error) { return json.Marshal(uniqueKey("awr")) }
 
-// receiptImportBody is a valid receipt to import (the codex fixture, a new receipt_id at
-// every encoding, without the integrity block that receipt_id would break).
+// receiptImportBody is the body of a valid import, {receipt}: the codex fixture, a new
+// receipt_id at every encoding, without the integrity block that receipt_id would break.
 func receiptImportBody() map[string]any {
 	var doc map[string]any
 	if err := json.Unmarshal(receiptFixtureFile("codex.json"), &doc); err != nil {
@@ -493,7 +585,7 @@ func receiptImportBody() map[string]any {
 	}
 	doc["receipt_id"] = freshReceiptID{}
 	delete(doc, "integrity")
-	return doc
+	return map[string]any{"receipt": doc}
 }
 
 // receiptValidateBody is a valid receipt to validate (the claude-code fixture, signed).

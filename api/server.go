@@ -329,7 +329,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 // operations is the one table of v1 operations, area by area; it is mounted at /api/v1
 // and /api/client and is the source of the OpenAPI document.
 func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.projectionOperations(), s.eventOperations(), s.webhookOperations(), s.serviceOperations())
+	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.studioOperations(), s.projectionOperations(), s.eventOperations(), s.webhookOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

@@ -13,6 +13,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -95,6 +97,12 @@ func New(cfg Config, st Store) (*Server, error) {
 		// OAuth 2.1: PKCE for every client, S256 only (plain is refused).
 		EnforcePKCE:                    true,
 		EnablePKCEPlainChallengeMethod: false,
+		// state is the client's opaque value (RFC 6749 section 4.1.1), of any length: no
+		// standard sets a minimum (fosite's default of 8 characters is its own), and with
+		// PKCE required it is not what protects the flow (RFC 9700 section 4.7.1). 1 is
+		// the lowest fosite takes (0 means its default); a request without state at all is
+		// NewAuthorizeRequest's to accept.
+		MinParameterEntropy: 1,
 		// A refresh token only with offline_access.
 		RefreshTokenScopes: []string{accountable.ScopeOfflineAccess},
 		ScopeStrategy:      fosite.ExactScopeStrategy,
@@ -114,6 +122,84 @@ func New(cfg Config, st Store) (*Server, error) {
 		compose.OAuth2TokenRevocationFactory,
 	)
 	return s, nil
+}
+
+// A request without state. OAuth 2.1 makes state optional where PKCE is used (and it is
+// required here): the official MCP TypeScript SDK sends none unless its host gives one.
+// fosite refuses a state shorter than MinParameterEntropy, and 0 cannot be configured,
+// so a request that sends none (or an empty one, which RFC 6749 section 3.1 takes as
+// none) is checked by fosite with a stand-in, which is then taken out again, from the
+// request and its form (which the authorization code's grant keeps): the request has no
+// state. The redirect back then carries none either (RFC 6749 section 4.1.2: state is
+// returned when the request had one); fosite writes an empty one, which
+// WriteAuthorizeResponse and WriteAuthorizeError leave out.
+
+// stateStandIn is the state fosite checks a request without one with; it never leaves
+// NewAuthorizeRequest.
+const stateStandIn = "no-state-sent"
+
+// NewAuthorizeRequest is fosite's, also for a request without state (see above).
+func (s *Server) NewAuthorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
+	// fosite reads the form the same way; a form it cannot read, it refuses itself.
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return s.OAuth2Provider.NewAuthorizeRequest(ctx, r)
+	}
+	if r.Form.Get("state") != "" {
+		return s.OAuth2Provider.NewAuthorizeRequest(ctx, r)
+	}
+	r.Form.Set("state", stateStandIn)
+	ar, err := s.OAuth2Provider.NewAuthorizeRequest(ctx, r)
+	r.Form.Del("state")
+	req, ok := ar.(*fosite.AuthorizeRequest)
+	if !ok { // not fosite's own request type: the stand-in cannot be taken out of it
+		return ar, fosite.ErrServerError.WithDebug("oauth: an authorization request of another type")
+	}
+	req.State = ""
+	req.Form.Del("state")
+	return req, err
+}
+
+// WriteAuthorizeResponse is fosite's, without the empty state of a request that had none.
+func (s *Server) WriteAuthorizeResponse(ctx context.Context, rw http.ResponseWriter, ar fosite.AuthorizeRequester, resp fosite.AuthorizeResponder) {
+	if ar.GetState() == "" {
+		resp.GetParameters().Del("state")
+	}
+	s.OAuth2Provider.WriteAuthorizeResponse(ctx, rw, ar, resp)
+}
+
+// WriteAuthorizeError is fosite's, without the empty state of a request that had none.
+func (s *Server) WriteAuthorizeError(ctx context.Context, rw http.ResponseWriter, ar fosite.AuthorizeRequester, err error) {
+	if ar != nil && ar.GetState() == "" {
+		rw = stateless{rw}
+	}
+	s.OAuth2Provider.WriteAuthorizeError(ctx, rw, ar, err)
+}
+
+// stateless takes the empty state fosite adds to an error's redirect out of it, as the
+// redirect is sent.
+type stateless struct{ http.ResponseWriter }
+
+func (w stateless) WriteHeader(status int) {
+	if loc := w.Header().Get("Location"); loc != "" {
+		w.Header().Set("Location", withoutEmptyState(loc))
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// withoutEmptyState removes an empty state parameter from the query of a redirect (the
+// only response mode served: a registered client cannot ask fosite for another).
+func withoutEmptyState(location string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return location
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || len(q["state"]) != 1 || q["state"][0] != "" {
+		return location
+	}
+	q.Del("state")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Resources are the identifiers tokens may be bound to.

@@ -13,13 +13,14 @@ import (
 // importedReceipt is a receipt the workspace has imported under an external receipt_id.
 type importedReceipt struct {
 	id, digest string
+	importedAt accountable.Time
 }
 
 // findImportedReceipt reads the import of the external receipt_id, if there is one.
 func findImportedReceipt(ctx context.Context, q querier, workspaceID, externalID string) (importedReceipt, bool, error) {
 	var r importedReceipt
-	err := q.QueryRow(ctx, `SELECT id::text, document_digest FROM agent_work_receipts WHERE workspace_id = $1 AND external_receipt_id = $2`,
-		workspaceID, externalID).Scan(&r.id, &r.digest)
+	err := q.QueryRow(ctx, `SELECT id::text, document_digest, imported_at FROM agent_work_receipts
+		WHERE workspace_id = $1 AND external_receipt_id = $2`, workspaceID, externalID).Scan(&r.id, &r.digest, &r.importedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
@@ -27,7 +28,7 @@ func findImportedReceipt(ctx context.Context, q querier, workspaceID, externalID
 }
 
 // answerExisting answers an import whose receipt_id the workspace has imported before:
-// that import (idempotent) when it was the same document, else 409
+// that import (idempotent, with its imported_at) when it was the same document, else 409
 // idempotency_key_reused (a receipt_id names one document; an amended receipt takes a new
 // receipt_id).
 func answerExisting(in accountable.ImportReceipt, r importedReceipt) (accountable.ReceiptImport, error) {
@@ -38,7 +39,7 @@ func answerExisting(in accountable.ImportReceipt, r importedReceipt) (accountabl
 			WithDetails(map[string]any{"external_receipt_id": in.Receipt.ReceiptID, "receipt_id": r.id})
 	}
 	return accountable.ReceiptImport{OK: true, ReceiptID: r.id, ExternalReceiptID: in.Receipt.ReceiptID,
-		SchemaVersion: in.Receipt.SchemaVersion, Idempotent: true}, nil
+		SchemaVersion: in.Receipt.SchemaVersion, Idempotent: true, ImportedAt: r.importedAt}, nil
 }
 
 // ImportReceipt imports a valid receipt into the principal's workspace as producer-reported
@@ -84,7 +85,8 @@ func (db *DB) ImportReceipt(ctx context.Context, p accountable.Principal, idem *
 			p.WorkspaceID, id, r.ReceiptID, r.SchemaVersion, in.Digest, r.Actor.Type, r.Actor.ID, runtime, r.Outcome.Status,
 			r.Verification.Status, string(in.Integrity.ContentHash.State), r.Cost.Currency, r.Cost.Total, ts.StartedAt, ts.CompletedAt,
 			ts.IssuedAt, tx.Now(), string(in.Document))
-		return accountable.ReceiptImport{OK: true, ReceiptID: id, ExternalReceiptID: r.ReceiptID, SchemaVersion: r.SchemaVersion}, nil
+		return accountable.ReceiptImport{OK: true, ReceiptID: id, ExternalReceiptID: r.ReceiptID, SchemaVersion: r.SchemaVersion,
+			ImportedAt: accountable.TimeOf(tx.Now())}, nil
 	}
 	return runCommand(ctx, db, cmd)
 }
