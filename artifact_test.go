@@ -13,15 +13,16 @@ import (
 
 func TestCreateArtifactRules(t *testing.T) {
 	id := "0190C0DE-0000-7000-8000-000000000000"
-	text := "# Findings\n\nAll green."
+	preview := "# Findings\n\nAll green."
 	uri := "https://example.com/reports/1"
-	task := accountable.EntityTask
-	digest, err := accountable.ArtifactContentDigest(accountable.ArtifactReport, nil, nil, &text)
+	digest, err := accountable.ArtifactContentDigest("report", &uri, nil, nil, &preview)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The body create_artifact of the public Python client sends.
 	report := func(mod func(c *accountable.CreateArtifact)) accountable.CreateArtifact {
-		c := accountable.CreateArtifact{Type: accountable.ArtifactReport, Title: "Weekly report", Content: &text}
+		c := accountable.CreateArtifact{EntityType: accountable.EntityTask, EntityID: id, Name: "Weekly report", ArtifactType: "report",
+			ArtifactURL: &uri, PreviewMarkdown: &preview}
 		if mod != nil {
 			mod(&c)
 		}
@@ -32,42 +33,42 @@ func TestCreateArtifactRules(t *testing.T) {
 		cmd  accountable.CreateArtifact
 		want []string
 	}{
-		{"inline content", report(nil), nil},
-		{"uri only", report(func(c *accountable.CreateArtifact) { c.Content, c.URI = nil, &uri }), nil},
-		{"uri and content", report(func(c *accountable.CreateArtifact) { c.URI = &uri }), nil},
-		{"neither uri nor content", report(func(c *accountable.CreateArtifact) { c.Content = nil }), []string{""}},
-		{"a link with its uri", accountable.CreateArtifact{Type: accountable.ArtifactLink, Title: "Ticket", URI: &uri}, nil},
-		{"a link without a uri", accountable.CreateArtifact{Type: accountable.ArtifactLink, Title: "Ticket"}, []string{""}},
-		{"a link with content", accountable.CreateArtifact{Type: accountable.ArtifactLink, Title: "Ticket", URI: &uri, Content: &text},
-			[]string{"/content"}},
-		{"an image inline", accountable.CreateArtifact{Type: accountable.ArtifactImage, Title: "Chart", Content: &text}, []string{"/content", ""}},
-		{"a dataset by uri", accountable.CreateArtifact{Type: accountable.ArtifactDataset, Title: "Rows", URI: ptr("s3://bucket/rows.parquet")}, nil},
-		{"missing type", accountable.CreateArtifact{Title: "x", Content: &text}, []string{"/type"}},
-		{"unknown type", report(func(c *accountable.CreateArtifact) { c.Type = "video" }), []string{"/type"}},
-		{"missing title", report(func(c *accountable.CreateArtifact) { c.Title = "" }), []string{"/title"}},
-		{"title at the bound", report(func(c *accountable.CreateArtifact) { c.Title = strings.Repeat("é", 500) }), nil},
-		{"title too long", report(func(c *accountable.CreateArtifact) { c.Title = strings.Repeat("é", 501) }), []string{"/title"}},
-		{"content at the bound", report(func(c *accountable.CreateArtifact) {
-			c.Content = ptr(strings.Repeat("x", accountable.MaxArtifactContentChars))
+		{"the client's body", report(nil), nil},
+		{"an external url only", report(func(c *accountable.CreateArtifact) { c.ArtifactURL, c.ExternalURL = nil, &uri }), nil},
+		{"both urls", report(func(c *accountable.CreateArtifact) { c.ExternalURL = &uri }), nil},
+		{"no url at all", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = nil }), []string{"/artifact_url", "/external_url"}},
+		{"an unknown type is no issue", report(func(c *accountable.CreateArtifact) { c.ArtifactType = "weekly_digest" }), nil},
+		{"no type", report(func(c *accountable.CreateArtifact) { c.ArtifactType = "" }), []string{"/artifact_type"}},
+		{"type too long", report(func(c *accountable.CreateArtifact) { c.ArtifactType = strings.Repeat("t", 101) }), []string{"/artifact_type"}},
+		{"no name", report(func(c *accountable.CreateArtifact) { c.Name = "" }), []string{"/name"}},
+		{"name at the bound", report(func(c *accountable.CreateArtifact) { c.Name = strings.Repeat("é", 500) }), nil},
+		{"name too long", report(func(c *accountable.CreateArtifact) { c.Name = strings.Repeat("é", 501) }), []string{"/name"}},
+		{"NUL in the name", report(func(c *accountable.CreateArtifact) { c.Name = "a\x00b" }), []string{"/name"}},
+		{"no entity type", report(func(c *accountable.CreateArtifact) { c.EntityType = "" }), []string{"/entity_type"}},
+		{"unknown entity type", report(func(c *accountable.CreateArtifact) { c.EntityType = "workspace" }), []string{"/entity_type"}},
+		{"no entity id", report(func(c *accountable.CreateArtifact) { c.EntityID = "" }), []string{"/entity_id"}},
+		{"a task's id not a uuid", report(func(c *accountable.CreateArtifact) { c.EntityID = "42" }), []string{"/entity_id"}},
+		{"a project's id is any id", report(func(c *accountable.CreateArtifact) { c.EntityType, c.EntityID = accountable.EntityProject, "proj-42" }), nil},
+		{"every status", report(func(c *accountable.CreateArtifact) { c.Status = ptr(accountable.ArtifactEvalPassed) }), nil},
+		{"bad status", report(func(c *accountable.CreateArtifact) { c.Status = ptr(accountable.ArtifactStatus("published")) }), []string{"/status"}},
+		{"bad creator type", report(func(c *accountable.CreateArtifact) { c.CreatedByType = ptr(accountable.ArtifactCreatorType("robot")) }),
+			[]string{"/created_by_type"}},
+		{"initiative not a uuid", report(func(c *accountable.CreateArtifact) { c.InitiativeID = ptr("init-1") }), []string{"/initiative_id"}},
+		{"relative url", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = ptr("/reports/1") }), []string{"/artifact_url"}},
+		{"url with a space", report(func(c *accountable.CreateArtifact) { c.ExternalURL = ptr("https://example.com/a b") }), []string{"/external_url"}},
+		{"scheme alone", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = ptr("https:") }), []string{"/artifact_url"}},
+		{"empty url", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = ptr("") }), []string{"/artifact_url"}},
+		{"opaque uri", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = ptr("urn:isbn:0451450523") }), nil},
+		{"url too long", report(func(c *accountable.CreateArtifact) { c.ArtifactURL = ptr("https://e.com/" + strings.Repeat("a", 2040)) }),
+			[]string{"/artifact_url"}},
+		{"preview at the bound", report(func(c *accountable.CreateArtifact) {
+			c.PreviewMarkdown = ptr(strings.Repeat("x", accountable.MaxArtifactPreviewChars))
 		}), nil},
-		{"content too long", report(func(c *accountable.CreateArtifact) {
-			c.Content = ptr(strings.Repeat("x", accountable.MaxArtifactContentChars+1))
-		}), []string{"/content"}},
-		{"empty content is content", report(func(c *accountable.CreateArtifact) { c.Content = ptr("") }), nil},
-		{"relative uri", report(func(c *accountable.CreateArtifact) { c.URI = ptr("/reports/1") }), []string{"/uri"}},
-		{"uri with a space", report(func(c *accountable.CreateArtifact) { c.URI = ptr("https://example.com/a b") }), []string{"/uri"}},
-		{"scheme alone", report(func(c *accountable.CreateArtifact) { c.URI = ptr("https:") }), []string{"/uri"}},
-		{"opaque uri", report(func(c *accountable.CreateArtifact) { c.URI = ptr("urn:isbn:0451450523") }), nil},
-		{"uri too long", report(func(c *accountable.CreateArtifact) { c.URI = ptr("https://e.com/" + strings.Repeat("a", 2040)) }), []string{"/uri"}},
+		{"preview too long", report(func(c *accountable.CreateArtifact) {
+			c.PreviewMarkdown = ptr(strings.Repeat("x", accountable.MaxArtifactPreviewChars+1))
+		}), []string{"/preview_markdown"}},
 		{"media type", report(func(c *accountable.CreateArtifact) { c.MediaType = ptr("text/markdown; charset=utf-8") }), nil},
 		{"bad media type", report(func(c *accountable.CreateArtifact) { c.MediaType = ptr("markdown") }), []string{"/media_type"}},
-		{"entity", report(func(c *accountable.CreateArtifact) { c.EntityType, c.EntityID = &task, &id }), nil},
-		{"entity type alone", report(func(c *accountable.CreateArtifact) { c.EntityType = &task }), []string{"/entity_id"}},
-		{"entity id alone", report(func(c *accountable.CreateArtifact) { c.EntityID = &id }), []string{"/entity_id"}},
-		{"unknown entity type", report(func(c *accountable.CreateArtifact) {
-			c.EntityType, c.EntityID = ptr(accountable.EntityType("workspace")), &id
-		}), []string{"/entity_type"}},
-		{"entity id not a uuid", report(func(c *accountable.CreateArtifact) { c.EntityType, c.EntityID = &task, ptr("42") }), []string{"/entity_id"}},
 		{"metadata at the bound", report(func(c *accountable.CreateArtifact) {
 			c.Metadata = accountable.Object(`{"a":"` + strings.Repeat("x", accountable.MaxArtifactMetadataBytes-8) + `"}`)
 		}), nil},
@@ -75,86 +76,155 @@ func TestCreateArtifactRules(t *testing.T) {
 			c.Metadata = accountable.Object(`{"a":"` + strings.Repeat("x", accountable.MaxArtifactMetadataBytes-7) + `"}`)
 		}), []string{"/metadata"}},
 		{"matching digest", report(func(c *accountable.CreateArtifact) { c.ContentDigest = &digest }), nil},
-		{"digest of other content", report(func(c *accountable.CreateArtifact) { c.ContentDigest = &digest; c.Title = "same digest"; c.URI = &uri }),
+		{"digest of other content", report(func(c *accountable.CreateArtifact) { c.ContentDigest = &digest; c.ExternalURL = &uri }),
 			[]string{"/content_digest"}},
+		{"the name is not content", report(func(c *accountable.CreateArtifact) { c.ContentDigest = &digest; c.Name = "Another name" }), nil},
 		{"malformed digest", report(func(c *accountable.CreateArtifact) { c.ContentDigest = ptr("sha256:XYZ") }), []string{"/content_digest"}},
-		{"NUL in the title", report(func(c *accountable.CreateArtifact) { c.Title = "a\x00b" }), []string{"/title"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := issuePaths(c.cmd.Validate()); !slices.Equal(got, c.want) {
+			got := issuePaths(c.cmd.Validate())
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
 				t.Fatalf("issues at %q, want %q (%v)", got, c.want, c.cmd.Validate())
 			}
 		})
 	}
 }
 
-// The catalogue: every type listed once, described, with content fields; its Enum follows it.
+// The catalogue: every type listed once, with every member; the types of earlier
+// artifacts and the generic type among them; an unknown type falls back to the generic one.
 func TestArtifactTypeCatalogue(t *testing.T) {
-	var names []any
+	var codes []string
 	for _, s := range accountable.ArtifactTypes {
-		if s.Description == "" || len(s.Fields) == 0 || slices.Contains(names, any(string(s.Type))) {
+		if s.TypeCode == "" || s.Label == "" || s.Summary == "" || s.Workflow == "" || len(s.Tags) == 0 || slices.Contains(codes, s.TypeCode) ||
+			!slices.Contains(s.Domain.Enum(), any(string(s.Domain))) || !slices.Contains(s.Stage.Enum(), any(string(s.Stage))) {
 			t.Fatalf("entry %+v", s)
 		}
-		if s.Allows(accountable.ArtifactFieldContent) != (s.MaxContentCharacters > 0) {
-			t.Fatalf("%s: content allowed %v but max_content_characters %d", s.Type, s.Allows(accountable.ArtifactFieldContent), s.MaxContentCharacters)
+		if s.DefaultPersona != nil && *s.DefaultPersona == "" {
+			t.Fatalf("%s: an empty persona", s.TypeCode)
 		}
-		names = append(names, string(s.Type))
+		codes = append(codes, s.TypeCode)
 	}
-	if !slices.Equal(names, accountable.ArtifactType("").Enum()) {
-		t.Fatalf("enum %v, catalogue %v", accountable.ArtifactType("").Enum(), names)
-	}
-	for _, want := range []string{"document", "code_change", "report", "dataset", "image", "link", "transcript", "other"} {
-		if !slices.Contains(names, any(want)) {
-			t.Fatalf("no %s in %v", want, names)
+	for _, want := range []string{"document", "code_change", "report", "dataset", "image", "link", "transcript", "other",
+		"prd", "pull_request", "test_report", "release_notes", "design"} {
+		if !slices.Contains(codes, want) {
+			t.Fatalf("no %s in %v", want, codes)
 		}
 	}
-	if _, ok := accountable.ArtifactTypeOf("video"); ok {
-		t.Fatal("video is not a type")
+	if g, ok := accountable.ArtifactTypeOf(accountable.ArtifactGenericType); !ok || g.IsDeliverable {
+		t.Fatalf("generic type %+v", g)
+	}
+	for requested, want := range map[string]struct {
+		effective string
+		fallback  bool
+	}{"prd": {"prd", false}, "other": {"other", false}, "weekly_digest": {"other", true}, "PRD": {"other", true}} {
+		if e, f := accountable.EffectiveArtifactType(requested); e != want.effective || f != want.fallback {
+			t.Fatalf("%s: %s %v, want %+v", requested, e, f, want)
+		}
 	}
 }
 
-// The content digest is sha256 of the canonical JSON of {content, media_type, type, uri}:
-// checked against the JSON written out by hand.
+// The content digest is sha256 of the canonical JSON of {artifact_type, artifact_url,
+// external_url, media_type, preview_markdown}: checked against the JSON written out by hand.
 func TestArtifactContentDigest(t *testing.T) {
-	content, uri := "line 1\n\"quoted\" é", "https://example.com/x"
-	got, err := accountable.ArtifactContentDigest(accountable.ArtifactDocument, &uri, nil, &content)
+	preview, uri := "line 1\n\"quoted\" é", "https://example.com/x"
+	got, err := accountable.ArtifactContentDigest("pull_request", &uri, nil, nil, &preview)
 	if err != nil {
 		t.Fatal(err)
 	}
-	canonical := `{"content":"line 1\n\"quoted\" é","media_type":null,"type":"document","uri":"https://example.com/x"}`
+	canonical := `{"artifact_type":"pull_request","artifact_url":"https://example.com/x","external_url":null,"media_type":null,` +
+		`"preview_markdown":"line 1\n\"quoted\" é"}`
 	sum := sha256.Sum256([]byte(canonical))
 	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
 	}
-	other, _ := accountable.ArtifactContentDigest(accountable.ArtifactReport, &uri, nil, &content)
-	none, _ := accountable.ArtifactContentDigest(accountable.ArtifactDocument, &uri, nil, nil)
-	if other == got || none == got {
-		t.Fatal("the type and the content are part of the digest")
+	other, _ := accountable.ArtifactContentDigest("report", &uri, nil, nil, &preview)
+	external, _ := accountable.ArtifactContentDigest("pull_request", nil, &uri, nil, &preview)
+	none, _ := accountable.ArtifactContentDigest("pull_request", &uri, nil, nil, nil)
+	if other == got || external == got || none == got {
+		t.Fatal("the type, where the url is and the preview are part of the digest")
 	}
 }
 
 func TestNewArtifact(t *testing.T) {
-	content := "héllo"
+	preview := "héllo"
 	id := "0190C0DE-0000-7000-8000-00000000ABCD"
-	task := accountable.EntityTask
 	now := time.Date(2026, 11, 24, 10, 0, 0, 123456789, time.UTC)
-	cmd := accountable.CreateArtifact{Type: accountable.ArtifactTranscript, Title: "Call", Content: &content, EntityType: &task, EntityID: &id}
-	a, err := cmd.NewArtifact("a-id", "ws", accountable.Actor{Type: accountable.ActorHuman, ID: "u"}, now)
+	by := accountable.Actor{Type: accountable.ActorAgent, ID: "codex"}
+	cmd := accountable.CreateArtifact{EntityType: accountable.EntityTask, EntityID: id, Name: "Call", ArtifactType: "call_notes",
+		ExternalURL: ptr("https://example.com/call"), PreviewMarkdown: &preview}
+	a, err := cmd.NewArtifact("a-id", "ws", nil, by, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.SizeBytes != 6 || !a.HasContent || *a.EntityID != strings.ToLower(id) || a.Version != 1 || string(a.Metadata) != "{}" ||
-		!a.CreatedAt.Equal(now.Truncate(time.Microsecond)) || *a.Content != content {
+	if *a.PreviewBytes != 6 || *a.EntityID != strings.ToLower(id) || a.Version != 1 || string(a.Metadata) != "{}" || a.Status != accountable.ArtifactDraft ||
+		a.ArtifactType != "other" || a.RequestedArtifactType != "call_notes" || !a.CreatedAt.Equal(now.Truncate(time.Microsecond)) ||
+		a.UpdatedAt != a.CreatedAt || *a.PreviewMarkdown != preview || *a.CreatedByType != accountable.ArtifactCreatorAgent || *a.CreatedByID != "codex" ||
+		a.Verification.RecordedBy != by || a.Verification.DigestScheme != accountable.ArtifactDigestV2 || a.InitiativeID != nil {
 		t.Fatalf("artifact %+v", a)
 	}
+	if d, _ := accountable.ArtifactContentDigest("call_notes", nil, cmd.ExternalURL, nil, &preview); a.Verification.ContentDigest != d {
+		t.Fatalf("digest %s, want %s (of the type as sent)", a.Verification.ContentDigest, d)
+	}
 	p := a.CreatedPayload(nil)
-	if p.ArtifactID != "a-id" || p.ContentDigest != a.ContentDigest || p.SizeBytes != 6 || p.EntityID != a.EntityID || p.Type != a.Type {
+	if p.ArtifactID != "a-id" || p.ContentDigest != a.Verification.ContentDigest || *p.PreviewBytes != 6 || p.EntityID != a.EntityID ||
+		p.ArtifactType != "other" || p.RequestedArtifactType != "call_notes" || p.Name != "Call" {
 		t.Fatalf("payload %+v", p)
 	}
-	link := accountable.CreateArtifact{Type: accountable.ArtifactLink, Title: "PR", URI: ptr("https://example.com/pr/1")}
-	l, err := link.NewArtifact("l", "ws", accountable.Actor{}, now)
-	if err != nil || l.SizeBytes != 0 || l.HasContent || l.Content != nil || l.EntityType != nil {
+	// The creator as the caller says it, even in part; a project's id as given.
+	said := accountable.CreateArtifact{EntityType: accountable.EntityProject, EntityID: "Proj-7", Name: "PR", ArtifactType: "pull_request",
+		ArtifactURL: ptr("https://example.com/pr/1"), CreatedByType: ptr(accountable.ArtifactCreatorHuman), Status: ptr(accountable.ArtifactApproved)}
+	l, err := said.NewArtifact("l", "ws", nil, by, now)
+	if err != nil || l.PreviewBytes != nil || l.PreviewMarkdown != nil || *l.EntityID != "Proj-7" || *l.CreatedByType != accountable.ArtifactCreatorHuman ||
+		l.CreatedByID != nil || l.Status != accountable.ArtifactApproved || l.Verification.RecordedBy != by {
 		t.Fatalf("link %+v %v", l, err)
+	}
+}
+
+// The initiative of an artifact: the one named, the entity's, both when they agree.
+func TestArtifactInitiative(t *testing.T) {
+	mine, other := "0190c0de-0000-7000-8000-000000000001", "0190c0de-0000-7000-8000-000000000002"
+	for _, c := range []struct {
+		named, ofEntity *string
+		want            *string
+		check, fails    bool
+	}{
+		{nil, nil, nil, false, false},
+		{nil, &mine, &mine, false, false},
+		{&mine, nil, &mine, true, false},
+		{ptr(strings.ToUpper(mine)), &mine, &mine, false, false},
+		{&other, &mine, nil, false, true},
+	} {
+		cmd := accountable.CreateArtifact{EntityType: accountable.EntityTask, InitiativeID: c.named}
+		got, check, err := cmd.ArtifactInitiative(c.ofEntity)
+		if (err != nil) != c.fails || check != c.check || (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Fatalf("named %v, of the entity %v: %v %v %v", c.named, c.ofEntity, got, check, err)
+		}
+		if err != nil && !slices.Equal(issuePaths(err), []string{"/initiative_id"}) {
+			t.Fatalf("issues %v", err)
+		}
+	}
+}
+
+// Relationships: the entity with the path that reads it (none for a project), the
+// initiative, the ledger event.
+func TestArtifactRelationships(t *testing.T) {
+	task, init := "0190c0de-0000-7000-8000-000000000001", "0190c0de-0000-7000-8000-000000000002"
+	tt, pt := accountable.EntityTask, accountable.EntityProject
+	a := accountable.Artifact{ArtifactSummary: accountable.ArtifactSummary{ID: "a", EntityType: &tt, EntityID: &task, InitiativeID: &init,
+		Verification: accountable.ArtifactVerification{EventID: "e", EventHash: "h"}}}
+	r := a.Relationships()
+	if !r.Entity.Checked || *r.Entity.Href != "/work/"+task || r.Initiative.Href != "/initiatives/"+init || r.LedgerEvent.EventID != "e" ||
+		r.LedgerEvent.Href != "/events/verify?aggregate_type=artifact&aggregate_id=a" {
+		t.Fatalf("relationships %+v", r)
+	}
+	a.EntityType, a.EntityID, a.InitiativeID = &pt, ptr("p/1"), nil
+	if r := a.Relationships(); r.Entity.Checked || r.Entity.Href != nil || r.Initiative != nil {
+		t.Fatalf("project %+v", r)
+	}
+	a.EntityType, a.EntityID = nil, nil
+	if r := a.Relationships(); r.Entity != nil {
+		t.Fatalf("none %+v", r)
 	}
 }

@@ -22,23 +22,39 @@ func (s *Server) artifactOperations() []operation {
 	return []operation{
 		op(Operation{ID: "createArtifact", Method: fiber.MethodPost, Path: "/artifacts", Area: "Artifacts",
 			Status: fiber.StatusCreated, Idempotency: RequiredIdempotency,
-			Summary: "Record an artifact work produced (its type from GET /artifact-types; its content inline, a uri, or both, as the type allows), " +
-				"optionally naming the entity that produced it (entity_type + entity_id of this workspace, else 404). data is {artifact, event}: " +
-				"the artifact with its content_digest (sha256 of the RFC 8785 canonical JSON of {content, media_type, type, uri}) and its " +
-				"artifact.created ledger event. A content_digest sent with the request must match. Idempotency-Key required."},
+			Summary: "Record an artifact work produced, attached to an entity (entity_type + entity_id: an initiative, workstream, milestone, " +
+				"task, decision, run, launch or handoff of this workspace, else 404; or a project, an external reference recorded as given), " +
+				"located by artifact_url and/or external_url (at least one). data is {ok, artifact, artifact_type_fallback, " +
+				"effective_artifact_type}: an artifact_type GET /artifact-types does not list is stored as the generic type other " +
+				"(artifact_type_fallback true; the type sent stays in requested_artifact_type). status defaults to draft; initiative_id " +
+				"to the entity's initiative. Idempotency-Key required.",
+			Description: "verification.content_digest is sha256 of the RFC 8785 canonical JSON of {artifact_type (as sent), artifact_url, " +
+				"external_url, media_type, preview_markdown} (digest_scheme artifact-content/v2); a content_digest sent with the request " +
+				"must match. verification names the artifact.created ledger event and the authenticated caller that recorded the " +
+				"artifact; created_by_type/created_by_id are who made it, as the caller says (default: that caller)."},
 			s.createArtifact),
 		op(Operation{ID: "listArtifacts", Method: fiber.MethodGet, Path: "/artifacts", Area: "Artifacts",
-			Summary: "List the workspace's artifacts, newest first, without their inline content (has_content and size_bytes say whether " +
-				"there is any); data is {artifacts} (cursor pagination: meta.nextCursor, meta.hasMore). Filters: type; entity_type with entity_id."},
+			Summary: "List the workspace's artifacts, newest first, without their previews (preview_bytes says whether there is one); " +
+				"data is {artifacts} (cursor pagination: meta.nextCursor, meta.hasMore). Filters: initiative_id, task_id, status, since, " +
+				"type (the catalogue type or the type sent), entity_type with entity_id."},
 			s.listArtifacts),
+		// Before getArtifact: the router takes the first route that matches, and
+		// /artifacts/{artifactId} would take by-entity as an id.
+		op(Operation{ID: "listArtifactsByEntity", Method: fiber.MethodGet, Path: "/artifacts/by-entity", Area: "Artifacts",
+			Summary: "List the artifacts attached to one entity (entity_type and entity_id, both required), newest first, without " +
+				"their previews; data is {artifacts} (cursor pagination as GET /artifacts). kind keeps those of one artifact_type (the " +
+				"catalogue type or the type sent). An entity of another workspace, or none, has no artifacts here."},
+			s.listArtifactsByEntity),
 		op(Operation{ID: "getArtifact", Method: fiber.MethodGet, Path: "/artifacts/{artifactId}", Area: "Artifacts",
 			Errors: []string{accountable.ECodeVersionConflict},
-			Summary: "Read an artifact with its inline content; data is {artifact}. With expected_version, an artifact at another version is " +
-				"409 version_conflict (details.current_version)."},
+			Summary: "Read an artifact with its preview; data is {ok, artifact, relationships}: the entity it is attached to, its " +
+				"initiative and its artifact.created ledger event, each with the path that reads it. With expected_version, an " +
+				"artifact at another version is 409 version_conflict (details.current_version)."},
 			s.getArtifact),
 		op(Operation{ID: "listArtifactTypes", Method: fiber.MethodGet, Path: "/artifact-types", Area: "Artifacts",
-			Summary: "The artifact type catalogue: each type with its description and the content fields (uri, content) an artifact of it " +
-				"may carry (at least one of them, and no other); data is {artifact_types}."},
+			Summary: "The artifact type catalogue: data is the list of types, each {type_code, label, summary, domain, stage, " +
+				"workflow, default_persona, tags, is_deliverable} (meta.count). Any artifact_type is accepted; one not listed is " +
+				"stored as the generic type other."},
 			s.listArtifactTypes),
 		op(Operation{ID: "claimDedup", Method: fiber.MethodPost, Path: "/live/dedup/claim", Area: "Deduplication",
 			Summary: "Claim an event before acting on it: the first claimant of (source, event_key) in the workspace wins " +
@@ -76,31 +92,55 @@ type getArtifactRequest struct {
 }
 
 // getArtifact: GET /artifacts/{artifactId}.
-func (s *Server) getArtifact(c *call, in *getArtifactRequest) (accountable.ArtifactEnvelope, error) {
+func (s *Server) getArtifact(c *call, in *getArtifactRequest) (accountable.ArtifactDetail, error) {
 	a, err := s.deps.Artifacts.GetArtifact(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ArtifactID))
 	if err != nil {
-		return accountable.ArtifactEnvelope{}, err
+		return accountable.ArtifactDetail{}, err
 	}
 	if in.ExpectedVersion != nil && *in.ExpectedVersion != a.Version {
-		return accountable.ArtifactEnvelope{}, accountable.ArtifactVersionConflict(a.ID, a.Version, *in.ExpectedVersion)
+		return accountable.ArtifactDetail{}, accountable.ArtifactVersionConflict(a.ID, a.Version, *in.ExpectedVersion)
 	}
-	return accountable.ArtifactEnvelope{Artifact: a}, nil
+	return accountable.ArtifactDetail{OK: true, Artifact: a, Relationships: a.Relationships()}, nil
+}
+
+// artifactPage is the paging of the artifact lists.
+type artifactPage struct {
+	Limit  *int    `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
+	Cursor *string `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
 }
 
 type listArtifactsQuery struct {
-	Limit      *int                      `json:"-" query:"limit" minimum:"1" maximum:"1000" description:"Page size (default 100)."`
-	Cursor     *string                   `json:"-" query:"cursor" description:"meta.nextCursor of the previous page."`
-	Type       *accountable.ArtifactType `json:"-" query:"type" description:"Only artifacts of this type."`
-	EntityType *accountable.EntityType   `json:"-" query:"entity_type" description:"With entity_id: only the artifacts of this entity."`
-	EntityID   *string                   `json:"-" query:"entity_id" format:"uuid" description:"With entity_type: only the artifacts of this entity."`
+	artifactPage
+	InitiativeID *string                     `json:"-" query:"initiative_id" format:"uuid" description:"Only the artifacts of this initiative."`
+	TaskID       *string                     `json:"-" query:"task_id" format:"uuid" description:"Only the artifacts attached to this task (entity_type task)."`
+	Status       *accountable.ArtifactStatus `json:"-" query:"status" description:"Only artifacts of this status."`
+	Since        *accountable.Time           `json:"-" query:"since" description:"Only artifacts recorded at or after this instant."`
+	Type         *string                     `json:"-" query:"type" minLength:"1" maxLength:"100" description:"Only artifacts of this type: the catalogue type or the type sent."`
+	EntityType   *accountable.EntityType     `json:"-" query:"entity_type" description:"With entity_id: only the artifacts attached to this entity."`
+	EntityID     *string                     `json:"-" query:"entity_id" minLength:"1" maxLength:"200" description:"With entity_type: only the artifacts attached to this entity."`
 }
 
-// Validate checks that the entity filter names both its type and its id.
+// Validate checks that the entity filter names both its type and its id (a UUID for an
+// entity the service holds), and that it is not given besides task_id.
 func (q listArtifactsQuery) Validate() error {
-	if (q.EntityType == nil) != (q.EntityID == nil) {
-		return accountable.ValidationError(accountable.Issue{Path: "entity_id", Message: "entity_type and entity_id are given together"})
+	var is accountable.Issues
+	switch {
+	case (q.EntityType == nil) != (q.EntityID == nil):
+		is.Add("entity_id", "entity_type and entity_id are given together")
+	case q.EntityType != nil && q.TaskID != nil:
+		is.Add("task_id", "task_id is entity_type=task with entity_id: give one or the other")
+	case q.EntityType != nil:
+		checkEntityID(&is, *q.EntityType, *q.EntityID)
 	}
-	return nil
+	return is.Err()
+}
+
+// checkEntityID adds the issue of an entity id that is not a UUID where the entity is one
+// the service holds.
+func checkEntityID(is *accountable.Issues, t accountable.EntityType, id string) {
+	if t.Checked() && !accountable.ValidUUID(id) {
+		is.Add("entity_id", "must be a UUID: the id of a %s of this workspace", t)
+	}
 }
 
 // ArtifactList is the list of the Artifacts area: {artifacts}.
@@ -110,27 +150,59 @@ type ArtifactList struct {
 
 // listArtifacts: GET /artifacts.
 func (s *Server) listArtifacts(c *call, in *listArtifactsQuery) (ArtifactList, error) {
-	list, err := newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.ArtifactSummary, *accountable.WorkCursor, error) {
-		f := accountable.ArtifactFilter{Limit: limit, After: after, Type: in.Type, EntityType: in.EntityType}
-		if in.EntityID != nil {
-			id := accountable.NormalizeUUID(*in.EntityID)
-			f.EntityID = &id
-		}
+	f := accountable.ArtifactFilter{Type: in.Type, Status: in.Status, EntityType: in.EntityType}
+	if in.EntityID != nil {
+		id := in.EntityType.NormalizeEntityID(*in.EntityID)
+		f.EntityID = &id
+	}
+	if in.TaskID != nil {
+		task, id := accountable.EntityTask, accountable.NormalizeUUID(*in.TaskID)
+		f.EntityType, f.EntityID = &task, &id
+	}
+	if in.InitiativeID != nil {
+		id := accountable.NormalizeUUID(*in.InitiativeID)
+		f.InitiativeID = &id
+	}
+	if in.Since != nil {
+		f.Since = &in.Since.Time
+	}
+	return s.artifactList(c, in.artifactPage, f)
+}
+
+// artifactList answers a page of the artifacts f selects.
+func (s *Server) artifactList(c *call, page artifactPage, f accountable.ArtifactFilter) (ArtifactList, error) {
+	list, err := newestFirst(c, page.Limit, page.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.ArtifactSummary, *accountable.WorkCursor, error) {
+		f.Limit, f.After = limit, after
 		return s.deps.Artifacts.ListArtifacts(c.ctx, c.principal.WorkspaceID, f)
 	})
 	return ArtifactList{Artifacts: list}, err
 }
 
-// ArtifactTypeList is the artifact type catalogue: {artifact_types}.
-type ArtifactTypeList struct {
-	ArtifactTypes []accountable.ArtifactTypeSpec `json:"artifact_types"`
+type listArtifactsByEntityQuery struct {
+	artifactPage
+	EntityType *accountable.EntityType `json:"-" query:"entity_type" required:"true" description:"The kind of the entity."`
+	EntityID   *string                 `json:"-" query:"entity_id" required:"true" minLength:"1" maxLength:"200" description:"The entity's id (a UUID, but for a project)."`
+	Kind       *string                 `json:"-" query:"kind" minLength:"1" maxLength:"100" description:"Only artifacts of this artifact_type: the catalogue type or the type sent."`
+}
+
+// Validate checks that the entity's id is a UUID where the entity is one the service holds.
+func (q listArtifactsByEntityQuery) Validate() error {
+	var is accountable.Issues
+	checkEntityID(&is, *q.EntityType, *q.EntityID)
+	return is.Err()
+}
+
+// listArtifactsByEntity: GET /artifacts/by-entity.
+func (s *Server) listArtifactsByEntity(c *call, in *listArtifactsByEntityQuery) (ArtifactList, error) {
+	id := in.EntityType.NormalizeEntityID(*in.EntityID)
+	return s.artifactList(c, in.artifactPage, accountable.ArtifactFilter{EntityType: in.EntityType, EntityID: &id, Type: in.Kind})
 }
 
 // listArtifactTypes: GET /artifact-types.
-func (s *Server) listArtifactTypes(c *call, _ *struct{}) (ArtifactTypeList, error) {
+func (s *Server) listArtifactTypes(c *call, _ *struct{}) ([]accountable.ArtifactTypeSpec, error) {
 	n := len(accountable.ArtifactTypes)
 	c.meta.Count = &n
-	return ArtifactTypeList{ArtifactTypes: accountable.ArtifactTypes}, nil
+	return accountable.ArtifactTypes, nil
 }
 
 // claimDedup: POST /live/dedup/claim.

@@ -2,10 +2,13 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +17,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -39,81 +45,437 @@ func listArtifacts(e *env, key, query string) response {
 	return e.do(request{method: "GET", path: "/artifacts", key: key, query: query})
 }
 
-// Recording an artifact: the Idempotency-Key it requires, the rules of its body, the
-// record with its content digest and ledger event, replays, reads at a version, and
-// another workspace's artifact reported exactly like one never issued.
-func TestArtifactCreateAndRead(t *testing.T) {
+func listArtifactsByEntity(e *env, key, query string) response {
+	e.t.Helper()
+	return e.do(request{method: "GET", path: "/artifacts/by-entity", key: key, query: query})
+}
+
+// clientArtifact is the body the public Python client's create_artifact sends: its four
+// positional members, and each keyword member the caller gave.
+func clientArtifact(entityType, entityID, name, artifactType string, keywords map[string]any) map[string]any {
+	b := map[string]any{"entity_type": entityType, "entity_id": entityID, "name": name, "artifact_type": artifactType}
+	for k, v := range keywords {
+		b[k] = v
+	}
+	return b
+}
+
+// artifactIDs are the ids of a list of artifacts, in order; lists never show a preview.
+func artifactIDs(t *testing.T, r response) []string {
+	t.Helper()
+	expect(t, r, http.StatusOK, "")
+	var out []string
+	for _, a := range r.data()["artifacts"].([]any) {
+		m := a.(map[string]any)
+		if _, has := m["preview_markdown"]; has {
+			t.Fatalf("a list shows a preview: %v", m)
+		}
+		out = append(out, m["id"].(string))
+	}
+	if r.meta()["count"] != float64(len(out)) {
+		t.Fatalf("meta.count %v for %d artifacts", r.meta()["count"], len(out))
+	}
+	return out
+}
+
+// starterTree commits an initiative of one workstream with one milestone of one task and
+// returns their ids.
+func starterTree(t *testing.T, e *env, key, title string) (initiative, workstream, milestone, task string) {
+	t.Helper()
+	p := propose(e, key, "", map[string]any{"title": title, "depth": "full", "generation": map[string]any{"max_workstreams": 1},
+		"workstreams": []any{map[string]any{"name": "Lane", "milestones": []any{map[string]any{"title": "M", "tasks": []any{"one"}}}}}})
+	expect(t, p, http.StatusCreated, "")
+	c := e.do(request{method: "POST", path: "/initiatives", key: key,
+		body: map[string]any{"proposal_id": p.data()["proposal_id"], "proposal_digest": p.data()["proposal_digest"]}})
+	expect(t, c, http.StatusCreated, "")
+	initiative = c.data()["initiative"].(map[string]any)["id"].(string)
+	read := e.do(request{method: "GET", path: "/initiatives/{initiativeId}", params: map[string]string{"initiativeId": initiative}, key: key,
+		query: "include=tree"})
+	expect(t, read, http.StatusOK, "")
+	for _, w := range read.data()["tree"].(map[string]any)["workstreams"].([]any) {
+		for _, m := range w.(map[string]any)["milestones"].([]any) {
+			if tasks := m.(map[string]any)["tasks"].([]any); len(tasks) > 0 {
+				return initiative, w.(map[string]any)["id"].(string), m.(map[string]any)["id"].(string), tasks[0].(map[string]any)["id"].(string)
+			}
+		}
+	}
+	t.Fatalf("the starter initiative has no milestone with a task: %s", read.raw)
+	return
+}
+
+// The calls of the public clients, with exactly the bodies and queries they send
+// (orgx_client/client.py: list_artifact_types, create_artifact, list_artifacts,
+// list_artifacts_by_entity, get_artifact, expand_context_evidence), and what they read.
+func TestArtifactsAsTheClientsCallThem(t *testing.T) {
 	e := newEnv(t, nil)
 	tenant := storetest.NewTenant(t, e.db)
-	key := tenant.Key
-	content := "# Weekly report\n\nEverything shipped. ✅"
-	body := map[string]any{"type": "report", "title": "Weekly report", "content": content, "media_type": "text/markdown",
-		"uri": "https://example.com/reports/7", "metadata": map[string]any{"week": 47}, "command_id": "cmd-7"}
+	key, ws, user := tenant.Key, tenant.Principal.WorkspaceID, tenant.Principal.UserID
+	initiative, workstream, milestone, task := starterTree(t, e, key, "Public status page")
 
-	// The key is required; a malformed one is refused; the body's rules come first.
-	expect(t, createArtifact(e, key, "", body), http.StatusBadRequest, accountable.ECodeIdempotencyKeyRequired)
-	expect(t, createArtifact(e, key, "bad key!", body), http.StatusBadRequest, accountable.ECodeIdempotencyKeyInvalid)
-	for name, bad := range map[string]map[string]any{
-		"no content field":      {"type": "report", "title": "x"},
-		"a link with content":   {"type": "link", "title": "x", "uri": "https://example.com", "content": "x"},
-		"an unknown type":       {"type": "video", "title": "x", "uri": "https://example.com"},
-		"a relative uri":        {"type": "link", "title": "x", "uri": "/x"},
-		"an entity without id":  {"type": "link", "title": "x", "uri": "https://example.com", "entity_type": "task"},
-		"metadata not object":   {"type": "link", "title": "x", "uri": "https://example.com", "metadata": []any{1}},
-		"a digest that differs": {"type": "report", "title": "x", "content": "x", "content_digest": "sha256:" + strings.Repeat("0", 64)},
-		"no title":              {"type": "link", "uri": "https://example.com"},
+	// list_artifact_types: data is the list.
+	types := e.do(request{method: "GET", path: "/artifact-types", key: key})
+	expect(t, types, http.StatusOK, "")
+	if len(types.dataList()) != len(accountable.ArtifactTypes) || types.meta()["count"] != float64(len(accountable.ArtifactTypes)) {
+		t.Fatalf("types %s", types.raw)
+	}
+	var codes []string
+	for _, x := range types.dataList() {
+		m := x.(map[string]any)
+		var members []string
+		for k := range m {
+			members = append(members, k)
+		}
+		slices.Sort(members)
+		if strings.Join(members, ",") != "default_persona,domain,is_deliverable,label,stage,summary,tags,type_code,workflow" {
+			t.Fatalf("a type's members: %v", members)
+		}
+		codes = append(codes, m["type_code"].(string))
+	}
+	if !slices.Contains(codes, "pull_request") || !slices.Contains(codes, accountable.ArtifactGenericType) {
+		t.Fatalf("codes %v", codes)
+	}
+
+	// create_artifact with every keyword.
+	prURL, ciURL, preview := "https://github.com/acme/web/pull/7", "https://ci.example.com/runs/7", "## Changes\n\n- the status page ✅"
+	full := clientArtifact("task", task, "Status page PR", "pull_request", map[string]any{"artifact_url": prURL, "external_url": ciURL,
+		"description": "Adds the page", "preview_markdown": preview, "initiative_id": initiative, "status": "in_review",
+		"metadata": map[string]any{"repo": "acme/web", "checks": 3}, "created_by_type": "agent", "created_by_id": "codex"})
+	r := createArtifact(e, key, "client-pr-7", full)
+	expect(t, r, http.StatusCreated, "")
+	d := r.data()
+	a := d["artifact"].(map[string]any)
+	v := a["verification"].(map[string]any)
+	digest, _ := accountable.ArtifactContentDigest("pull_request", &prURL, &ciURL, nil, &preview)
+	if d["ok"] != true || d["artifact_type_fallback"] != false || d["effective_artifact_type"] != "pull_request" || r.meta()["duplicate"] != false ||
+		a["name"] != "Status page PR" || a["artifact_type"] != "pull_request" || a["requested_artifact_type"] != "pull_request" ||
+		a["artifact_url"] != prURL || a["external_url"] != ciURL || a["entity_type"] != "task" || a["entity_id"] != task ||
+		a["status"] != "in_review" || a["version"] != 1.0 || a["description"] != "Adds the page" || a["preview_markdown"] != preview ||
+		a["preview_bytes"] != float64(len(preview)) || a["initiative_id"] != initiative || a["workspace_id"] != ws ||
+		a["created_by_type"] != "agent" || a["created_by_id"] != "codex" || toJSON(a["metadata"]) != `{"checks":3,"repo":"acme/web"}` ||
+		a["created_at"] == nil || a["updated_at"] != a["created_at"] || a["media_type"] != nil ||
+		v["content_digest"] != digest || v["digest_scheme"] != "artifact-content/v2" || v["event_id"] == nil || v["event_hash"] == nil ||
+		toJSON(v["recorded_by"]) != toJSON(map[string]any{"type": "human", "id": user}) {
+		t.Fatalf("created %s", r.raw)
+	}
+	pr := a["id"].(string)
+
+	// The least the client sends: the entity, a name, a type, one url. The defaults: draft,
+	// the entity's initiative (an initiative's own id), the caller as the creator.
+	minimal := createArtifact(e, key, "client-prd", clientArtifact("initiative", initiative, "Launch PRD", "prd",
+		map[string]any{"external_url": "https://docs.example.com/prd"}))
+	expect(t, minimal, http.StatusCreated, "")
+	m := minimal.data()["artifact"].(map[string]any)
+	if m["status"] != "draft" || m["initiative_id"] != initiative || m["created_by_type"] != "human" || m["created_by_id"] != user ||
+		m["artifact_url"] != nil || m["description"] != nil || m["preview_markdown"] != nil || m["preview_bytes"] != nil || toJSON(m["metadata"]) != "{}" {
+		t.Fatalf("minimal %s", minimal.raw)
+	}
+	// Explicit nulls mean the members were left out (CONTRACT).
+	nulls := createArtifact(e, key, "client-nulls", clientArtifact("milestone", milestone, "Milestone notes", "document", map[string]any{
+		"artifact_url": "https://docs.example.com/notes", "external_url": nil, "description": nil, "preview_markdown": nil, "initiative_id": nil,
+		"status": nil, "metadata": nil, "created_by_type": nil, "created_by_id": nil, "media_type": nil, "content_digest": nil, "command_id": nil}))
+	expect(t, nulls, http.StatusCreated, "")
+	if n := nulls.data()["artifact"].(map[string]any); n["status"] != "draft" || n["initiative_id"] != initiative || n["created_by_id"] != user {
+		t.Fatalf("nulls %s", nulls.raw)
+	}
+	// A workstream's artifact takes its initiative too; a project is an external reference,
+	// its id any string, recorded as given.
+	lane := createArtifact(e, key, "client-lane", clientArtifact("workstream", strings.ToUpper(workstream), "Lane design", "design",
+		map[string]any{"artifact_url": "https://figma.example.com/f/1"}))
+	expect(t, lane, http.StatusCreated, "")
+	if l := lane.data()["artifact"].(map[string]any); l["entity_id"] != workstream || l["initiative_id"] != initiative {
+		t.Fatalf("lane %s", lane.raw)
+	}
+	projectID := "Website Relaunch/2026"
+	brief := createArtifact(e, key, "client-brief", clientArtifact("project", projectID, "Brief", "document",
+		map[string]any{"artifact_url": "https://docs.example.com/brief"}))
+	expect(t, brief, http.StatusCreated, "")
+	if b := brief.data()["artifact"].(map[string]any); b["entity_id"] != projectID || b["initiative_id"] != nil {
+		t.Fatalf("brief %s", brief.raw)
+	}
+	// A type the catalogue does not know is stored as the generic type, not refused.
+	digestArtifact := createArtifact(e, key, "client-digest", clientArtifact("task", task, "Weekly digest", "weekly_digest",
+		map[string]any{"external_url": "https://mail.example.com/digest/47"}))
+	expect(t, digestArtifact, http.StatusCreated, "")
+	fd := digestArtifact.data()
+	if f := fd["artifact"].(map[string]any); fd["artifact_type_fallback"] != true || fd["effective_artifact_type"] != "other" ||
+		f["artifact_type"] != "other" || f["requested_artifact_type"] != "weekly_digest" {
+		t.Fatalf("fallback %s", digestArtifact.raw)
+	}
+	weekly := fd["artifact"].(map[string]any)["id"].(string)
+	prd, notes, design := m["id"].(string), nulls.data()["artifact"].(map[string]any)["id"].(string), lane.data()["artifact"].(map[string]any)["id"].(string)
+	briefID := brief.data()["artifact"].(map[string]any)["id"].(string)
+
+	// list_artifacts(workspace_id, initiative_id, task_id, status, since, limit).
+	since := url.QueryEscape(a["created_at"].(string))
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"workspace_id=" + ws + "&initiative_id=" + initiative + "&task_id=" + task + "&status=in_review&since=" + since + "&limit=10", []string{pr}},
+		{"workspace_id=" + ws, []string{weekly, briefID, design, notes, prd, pr}},
+		{"workspace_id=" + ws + "&initiative_id=" + initiative, []string{weekly, design, notes, prd, pr}},
+		{"workspace_id=" + ws + "&task_id=" + task, []string{weekly, pr}},
+		{"workspace_id=" + ws + "&status=draft&limit=2", []string{weekly, briefID}},
+		{"workspace_id=" + ws + "&since=" + url.QueryEscape(fd["artifact"].(map[string]any)["created_at"].(string)), []string{weekly}},
+		{"workspace_id=" + ws + "&type=weekly_digest", []string{weekly}},
+		{"workspace_id=" + ws + "&type=document", []string{briefID, notes}},
+		{"workspace_id=" + ws + "&entity_type=project&entity_id=" + url.QueryEscape(projectID), []string{briefID}},
 	} {
-		r := createArtifact(e, key, uniqueKey("bad"), bad)
-		if r.status != http.StatusBadRequest || r.errorCode() != accountable.ECodeValidationFailed {
-			t.Fatalf("%s: %d %s", name, r.status, r.raw)
+		if got := artifactIDs(t, listArtifacts(e, key, c.query)); !slices.Equal(got, c.want) {
+			t.Fatalf("%q: %v, want %v", c.query, got, c.want)
+		}
+	}
+	l := listArtifacts(e, key, "task_id="+task+"&status=in_review")
+	if s := l.data()["artifacts"].([]any)[0].(map[string]any); s["preview_bytes"] != float64(len(preview)) || s["verification"].(map[string]any)["content_digest"] != digest {
+		t.Fatalf("summary %v", s)
+	}
+
+	// list_artifacts_by_entity(entity_type, entity_id, kind, limit).
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"entity_type=task&entity_id=" + task + "&kind=pull_request&limit=5", []string{pr}},
+		{"entity_type=task&entity_id=" + task, []string{weekly, pr}},
+		{"entity_type=task&entity_id=" + strings.ToUpper(task) + "&kind=weekly_digest", []string{weekly}},
+		{"entity_type=task&entity_id=" + task + "&kind=other", []string{weekly}},
+		{"entity_type=initiative&entity_id=" + initiative, []string{prd}},
+		{"entity_type=milestone&entity_id=" + milestone + "&limit=1", []string{notes}},
+		{"entity_type=project&entity_id=" + url.QueryEscape(projectID), []string{briefID}},
+		{"entity_type=project&entity_id=" + url.QueryEscape(strings.ToLower(projectID)), nil},
+		{"entity_type=decision&entity_id=" + uuid.NewString(), nil},
+	} {
+		if got := artifactIDs(t, listArtifactsByEntity(e, key, c.query)); !slices.Equal(got, c.want) {
+			t.Fatalf("by-entity %q: %v, want %v", c.query, got, c.want)
 		}
 	}
 
-	idem := uniqueKey("artifact")
-	r := createArtifact(e, key, idem, body)
-	expect(t, r, http.StatusCreated, "")
-	a := r.data()["artifact"].(map[string]any)
-	ev := r.data()["event"].(map[string]any)
-	uri, mediaType := body["uri"].(string), body["media_type"].(string)
-	digest, _ := accountable.ArtifactContentDigest(accountable.ArtifactReport, &uri, &mediaType, &content)
-	if a["type"] != "report" || a["title"] != "Weekly report" || a["content"] != content || a["content_digest"] != digest ||
-		a["size_bytes"] != float64(len(content)) || a["has_content"] != true || a["version"] != 1.0 || a["entity_type"] != nil ||
-		a["workspace_id"] != tenant.Principal.WorkspaceID || a["created_by"].(map[string]any)["id"] != tenant.Principal.UserID ||
-		a["metadata"].(map[string]any)["week"] != 47.0 || ev["aggregateVersion"] != 1.0 || r.meta()["duplicate"] != false {
-		t.Fatalf("created %s", r.raw)
-	}
-	id := a["id"].(string)
-	// The digest sent with the request is checked, and accepted when it matches.
-	withDigest := map[string]any{"type": "report", "title": "x", "content": content, "uri": uri, "media_type": mediaType, "content_digest": digest}
-	expect(t, createArtifact(e, key, uniqueKey("digest"), withDigest), http.StatusCreated, "")
-
-	// A replay answers the original; the key with another body is refused.
-	again := createArtifact(e, key, idem, body)
-	expect(t, again, http.StatusOK, "")
-	if again.meta()["duplicate"] != true || again.data()["artifact"].(map[string]any)["id"] != id || again.data()["event"].(map[string]any)["eventId"] != ev["eventId"] {
-		t.Fatalf("replay %s", again.raw)
-	}
-	other := map[string]any{"type": "report", "title": "Another", "content": "x"}
-	expect(t, createArtifact(e, key, idem, other), http.StatusConflict, accountable.ECodeIdempotencyKeyReused)
-
-	// Reads: with its content, at its version, by any case of its id.
-	g := getArtifact(e, key, id, "")
+	// get_artifact(id): {ok, artifact, relationships}; expand_context_evidence(id, expected_version).
+	g := getArtifact(e, key, pr, "")
 	expect(t, g, http.StatusOK, "")
-	if toJSON(g.data()["artifact"]) != toJSON(a) {
-		t.Fatalf("read %s\nwant %s", toJSON(g.data()["artifact"]), toJSON(a))
+	rel := g.data()["relationships"].(map[string]any)
+	ent, ini, led := rel["entity"].(map[string]any), rel["initiative"].(map[string]any), rel["ledger_event"].(map[string]any)
+	if g.data()["ok"] != true || toJSON(g.data()["artifact"]) != toJSON(a) ||
+		ent["entity_type"] != "task" || ent["entity_id"] != task || ent["checked"] != true || ent["href"] != "/work/"+task ||
+		ini["initiative_id"] != initiative || ini["href"] != "/initiatives/"+initiative ||
+		led["event_id"] != v["event_id"] || led["event_hash"] != v["event_hash"] || led["event_type"] != "artifact.created" ||
+		led["aggregate_type"] != "artifact" || led["aggregate_id"] != pr {
+		t.Fatalf("read %s", g.raw)
 	}
-	expect(t, getArtifact(e, key, strings.ToUpper(id), "expected_version=1"), http.StatusOK, "")
-	c := getArtifact(e, key, id, "expected_version=2")
+	// The paths of the relationships read what they name.
+	if w := e.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": task}, key: key}); w.data()["id"] != task {
+		t.Fatalf("the entity: %s", w.raw)
+	}
+	verify := e.do(request{method: "GET", path: "/events/verify", key: key, query: strings.TrimPrefix(led["href"].(string), "/events/verify?")})
+	if verify.data()["verified"] != true || verify.data()["eventCount"] != 1.0 {
+		t.Fatalf("the ledger event: %s", verify.raw)
+	}
+	if b := getArtifact(e, key, briefID, "").data()["relationships"].(map[string]any); toJSON(b["entity"]) !=
+		toJSON(map[string]any{"entity_type": "project", "entity_id": projectID, "checked": false, "href": nil}) || b["initiative"] != nil {
+		t.Fatalf("a project's relationships %v", b)
+	}
+	expect(t, getArtifact(e, key, pr, "expected_version=1"), http.StatusOK, "")
+	c := getArtifact(e, key, pr, "expected_version=2")
 	expect(t, c, http.StatusConflict, accountable.ECodeVersionConflict)
 	if c.errorObj()["details"].(map[string]any)["current_version"] != 1.0 {
 		t.Fatalf("conflict %s", c.raw)
 	}
-	expect(t, getArtifact(e, key, id, "expected_version=0"), http.StatusBadRequest, accountable.ECodeValidationFailed)
-	expect(t, getArtifact(e, key, id, "expected_version=one"), http.StatusBadRequest, accountable.ECodeValidationFailed)
-	expect(t, getArtifact(e, key, "not-a-uuid", ""), http.StatusBadRequest, accountable.ECodeValidationFailed)
 
-	// Another workspace: the same 404 as an id never issued, with or without a version.
+	// The ledger holds artifact.created with the new names, the digest and no preview.
+	events := e.streamEvents(key, "event_type=artifact.created", 6)
+	if len(events) != 6 {
+		t.Fatalf("%d artifact.created events", len(events))
+	}
+	first := events[0]
+	p := first["payload"].(map[string]any)
+	if first["aggregateType"] != "artifact" || first["aggregateId"] != pr || first["id"] != v["event_id"] || first["eventHash"] != v["event_hash"] ||
+		p["artifact_id"] != pr || p["name"] != "Status page PR" || p["artifact_type"] != "pull_request" || p["content_digest"] != digest ||
+		p["digest_scheme"] != "artifact-content/v2" || p["preview_bytes"] != float64(len(preview)) || p["entity_type"] != "task" ||
+		p["entity_id"] != task || p["initiative_id"] != initiative || p["status"] != "in_review" || p["created_by_id"] != "codex" ||
+		p["created_at"] != a["created_at"] || p["artifact_url"] != prURL || p["external_url"] != ciURL {
+		t.Fatalf("event %v", first)
+	}
+	for _, hidden := range []string{"preview_markdown", "description", "metadata"} {
+		if _, has := p[hidden]; has {
+			t.Fatalf("the payload carries %s: %v", hidden, p)
+		}
+	}
+	if p := events[5]["payload"].(map[string]any); p["artifact_type"] != "other" || p["requested_artifact_type"] != "weekly_digest" {
+		t.Fatalf("fallback event %v", p)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+	wl := e.do(request{method: "GET", path: "/projections/work-ledger", key: key})
+	if wl.data()["totals"].(map[string]any)["artifacts"] != 6.0 {
+		t.Fatalf("work ledger %s", wl.raw)
+	}
+}
+
+// What POST /artifacts refuses, and how it answers a retry.
+func TestArtifactCreateRefusalsAndReplays(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	task := createWork(t, e, key, "Write the report")
+	body := clientArtifact("task", task, "Weekly report", "report", map[string]any{"artifact_url": "https://example.com/reports/47",
+		"preview_markdown": "All green.", "command_id": "cmd-47"})
+
+	// The key is required; a malformed one is refused; the body's rules come first.
+	expect(t, createArtifact(e, key, "", body), http.StatusBadRequest, accountable.ECodeIdempotencyKeyRequired)
+	expect(t, createArtifact(e, key, "bad key!", body), http.StatusBadRequest, accountable.ECodeIdempotencyKeyInvalid)
+	noURL := clientArtifact("task", task, "Weekly report", "report", nil)
+	r := createArtifact(e, key, uniqueKey("bad"), noURL)
+	expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+	var paths []string
+	for _, is := range r.errorObj()["details"].(map[string]any)["issues"].([]any) {
+		paths = append(paths, is.(map[string]any)["path"].(string))
+		if !strings.Contains(is.(map[string]any)["message"].(string), "artifact_url or external_url") {
+			t.Fatalf("issue %v", is)
+		}
+	}
+	if slices.Sort(paths); !slices.Equal(paths, []string{"/artifact_url", "/external_url"}) {
+		t.Fatalf("no url: %s", r.raw)
+	}
+	with := func(k string, v any) map[string]any {
+		b := clientArtifact("task", task, "x", "report", map[string]any{"external_url": "https://example.com"})
+		if v == nil {
+			delete(b, k)
+		} else {
+			b[k] = v
+		}
+		return b
+	}
+	for name, c := range map[string]struct {
+		body map[string]any
+		path string
+	}{
+		"a status not of the enum":  {with("status", "published"), "/status"},
+		"an entity not of the enum": {with("entity_type", "workspace"), "/entity_type"},
+		"a creator not of the enum": {with("created_by_type", "robot"), "/created_by_type"},
+		"no entity type":            {with("entity_type", nil), "/entity_type"},
+		"no entity id":              {with("entity_id", nil), "/entity_id"},
+		"a task's id not a uuid":    {with("entity_id", "42"), "/entity_id"},
+		"no name":                   {with("name", nil), "/name"},
+		"no type":                   {with("artifact_type", nil), "/artifact_type"},
+		"a type not a string":       {with("artifact_type", 7), "/artifact_type"},
+		"a relative url":            {with("external_url", "/x"), "/external_url"},
+		"metadata not an object":    {with("metadata", []any{1}), "/metadata"},
+		"an initiative not a uuid":  {with("initiative_id", "init-1"), "/initiative_id"},
+		"a digest that differs":     {with("content_digest", "sha256:"+strings.Repeat("0", 64)), "/content_digest"},
+	} {
+		r := createArtifact(e, key, uniqueKey("bad"), c.body)
+		if r.status != http.StatusBadRequest || r.errorCode() != accountable.ECodeValidationFailed ||
+			r.errorObj()["details"].(map[string]any)["issues"].([]any)[0].(map[string]any)["path"] != c.path {
+			t.Fatalf("%s: %d %s", name, r.status, r.raw)
+		}
+	}
+	expect(t, e.do(request{method: "POST", path: "/artifacts", body: body, headers: map[string]string{"Idempotency-Key": uniqueKey("x")}}),
+		http.StatusUnauthorized, "")
+
+	// A replay answers the original (200, meta.duplicate); the key with another body is
+	// refused; a digest sent that matches is accepted.
+	idem := uniqueKey("artifact")
+	first := createArtifact(e, key, idem, body)
+	expect(t, first, http.StatusCreated, "")
+	again := createArtifact(e, key, idem, body)
+	expect(t, again, http.StatusOK, "")
+	if again.meta()["duplicate"] != true || toJSON(again.data()) != toJSON(first.data()) {
+		t.Fatalf("replay %s\nfirst %s", again.raw, first.raw)
+	}
+	expect(t, createArtifact(e, key, idem, with("name", "Another")), http.StatusConflict, accountable.ECodeIdempotencyKeyReused)
+	withDigest := clientArtifact("task", task, "Same content", "report", map[string]any{"artifact_url": "https://example.com/reports/47",
+		"preview_markdown": "All green.", "content_digest": first.data()["artifact"].(map[string]any)["verification"].(map[string]any)["content_digest"]})
+	expect(t, createArtifact(e, key, uniqueKey("digest"), withDigest), http.StatusCreated, "")
+	// An unknown type is stored under the generic one, replayed the same.
+	fb := uniqueKey("fallback")
+	unknown := with("artifact_type", "okr_scorecard")
+	one, two := createArtifact(e, key, fb, unknown), createArtifact(e, key, fb, unknown)
+	expect(t, one, http.StatusCreated, "")
+	if two.status != http.StatusOK || two.data()["artifact_type_fallback"] != true || two.data()["effective_artifact_type"] != "other" ||
+		toJSON(two.data()) != toJSON(one.data()) {
+		t.Fatalf("fallback replay %s", two.raw)
+	}
+	if events := e.streamEvents(key, "event_type=artifact.created", 3); len(events) != 3 || events[0]["payload"].(map[string]any)["command_id"] != "cmd-47" {
+		t.Fatalf("%d artifact.created events: %v", len(events), events)
+	}
+}
+
+// Entities: one the service holds must be the workspace's (another workspace's is the 404
+// of one never issued, whatever its kind); an initiative named must agree with the
+// entity's; another workspace sees none of it, by id, in lists or by entity.
+func TestArtifactEntitiesAndIsolation(t *testing.T) {
+	e := newEnv(t, nil)
+	tenant := storetest.NewTenant(t, e.db)
+	key := tenant.Key
+	initiative, workstream, milestone, task := starterTree(t, e, key, "Owner's plan")
+	other, _, _, _ := starterTree(t, e, key, "Another plan")
+	d := e.do(request{method: "POST", path: "/decisions", key: key, body: map[string]any{"title": "Publish it?", "initiative_id": initiative}})
+	expect(t, d, http.StatusCreated, "")
+	decision := d.data()["decision"].(map[string]any)["id"].(string)
+	loose := createWork(t, e, key, "A task of no initiative")
+
 	stranger := storetest.NewTenant(t, e.db)
+	theirInitiative, theirWorkstream, theirMilestone, theirTask := starterTree(t, e, stranger.Key, "Theirs")
+	link := func(entityType, entityID string, kw map[string]any) map[string]any {
+		if kw == nil {
+			kw = map[string]any{}
+		}
+		kw["artifact_url"] = "https://example.com/pr/1"
+		return clientArtifact(entityType, entityID, "PR", "pull_request", kw)
+	}
+	for kind, theirs := range map[string]string{"task": theirTask, "initiative": theirInitiative, "workstream": theirWorkstream, "milestone": theirMilestone} {
+		a, never := createArtifact(e, key, uniqueKey("x"), link(kind, theirs, nil)), createArtifact(e, key, uniqueKey("x"), link(kind, uuid.NewString(), nil))
+		expect(t, a, http.StatusNotFound, accountable.ECodeNotFound)
+		if diff := sameResponse(a, never); diff != "" {
+			t.Fatalf("%s: %s", kind, diff)
+		}
+	}
+	// An id of another kind is not found either; an id never issued is not found, whatever its kind.
+	expect(t, createArtifact(e, key, uniqueKey("x"), link("task", decision, nil)), http.StatusNotFound, accountable.ECodeNotFound)
+	for _, kind := range accountable.EntityType("").Enum() {
+		r := createArtifact(e, key, uniqueKey("x"), link(kind.(string), uuid.NewString(), nil))
+		if kind == "project" {
+			expect(t, r, http.StatusCreated, "") // an external reference: not looked up
+		} else {
+			expect(t, r, http.StatusNotFound, accountable.ECodeNotFound)
+		}
+	}
+	// The initiative: named alone it must exist; named besides an entity it must be the entity's.
+	expect(t, createArtifact(e, key, uniqueKey("x"), link("project", "p", map[string]any{"initiative_id": theirInitiative})),
+		http.StatusNotFound, accountable.ECodeNotFound)
+	mismatch := createArtifact(e, key, uniqueKey("x"), link("task", task, map[string]any{"initiative_id": other}))
+	expect(t, mismatch, http.StatusBadRequest, accountable.ECodeValidationFailed)
+	if !strings.Contains(string(mismatch.raw), "/initiative_id") {
+		t.Fatalf("mismatch %s", mismatch.raw)
+	}
+	initiativeOf := func(r response) any {
+		t.Helper()
+		expect(t, r, http.StatusCreated, "")
+		return r.data()["artifact"].(map[string]any)["initiative_id"]
+	}
+	for name, c := range map[string]struct {
+		body map[string]any
+		want any
+	}{
+		"a decision's":                   {link("decision", decision, nil), initiative},
+		"a milestone's":                  {link("milestone", milestone, nil), initiative},
+		"a workstream's, named the same": {link("workstream", workstream, map[string]any{"initiative_id": strings.ToUpper(initiative)}), initiative},
+		"a loose task's":                 {link("task", loose, nil), nil},
+		"a loose task's, named":          {link("task", loose, map[string]any{"initiative_id": other}), other},
+		"a project's, named":             {link("project", "Q4", map[string]any{"initiative_id": other}), other},
+		"another initiative, as entity":  {link("initiative", other, nil), other},
+	} {
+		if got := initiativeOf(createArtifact(e, key, uniqueKey("x"), c.body)); got != c.want {
+			t.Fatalf("%s: initiative %v, want %v", name, got, c.want)
+		}
+	}
+	mine := createArtifact(e, key, uniqueKey("mine"), link("task", task, map[string]any{"preview_markdown": "Owner's secret preview"}))
+	expect(t, mine, http.StatusCreated, "")
+	id := mine.data()["artifact"].(map[string]any)["id"].(string)
+
+	// Another workspace: the same 404 as an id never issued, with or without a version; its
+	// lists and its by-entity reads of the owner's entities are empty.
 	for _, q := range []string{"", "expected_version=2"} {
 		theirs, never := getArtifact(e, stranger.Key, id, q), getArtifact(e, stranger.Key, uuid.NewString(), q)
 		expect(t, theirs, http.StatusNotFound, accountable.ECodeNotFound)
@@ -121,166 +483,281 @@ func TestArtifactCreateAndRead(t *testing.T) {
 			t.Fatal(d)
 		}
 	}
-	if l := listArtifacts(e, stranger.Key, ""); len(l.data()["artifacts"].([]any)) != 0 {
-		t.Fatalf("the stranger lists %s", l.raw)
-	}
-	// Another workspace's Idempotency-Key means nothing to the stranger.
-	expect(t, createArtifact(e, stranger.Key, idem, other), http.StatusCreated, "")
-
-	// The ledger holds artifact.created with a self-contained payload (no content).
-	events := e.streamEvents(key, "event_type=artifact.created", 2)
-	if len(events) != 2 {
-		t.Fatalf("events %v", events)
-	}
-	first := events[0]
-	p := first["payload"].(map[string]any)
-	if first["aggregateType"] != "artifact" || first["aggregateId"] != id || first["id"] != ev["eventId"] || p["artifact_id"] != id ||
-		p["type"] != "report" || p["title"] != "Weekly report" || p["content_digest"] != digest || p["size_bytes"] != float64(len(content)) ||
-		p["has_content"] != true || p["created_at"] != a["created_at"] || p["entity_type"] != nil || p["command_id"] != "cmd-7" ||
-		p["uri"] != uri || p["media_type"] != mediaType || p["content"] != nil {
-		t.Fatalf("event %v", first)
-	}
-	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
-		t.Fatalf("ledger: %s", v.raw)
-	}
-}
-
-// Artifacts naming the entity that produced them: the entity must be the workspace's
-// (another workspace's is the 404 of one never issued); lists filter by entity and type,
-// newest first, page by cursor, and leave content out.
-func TestArtifactEntitiesAndLists(t *testing.T) {
-	e := newEnv(t, nil)
-	tenant := storetest.NewTenant(t, e.db)
-	key := tenant.Key
-	task := createWork(t, e, key, "Write the report")
-	d := e.do(request{method: "POST", path: "/decisions", key: key, body: map[string]any{"title": "Publish it?"}})
-	expect(t, d, http.StatusCreated, "")
-	decision := d.data()["decision"].(map[string]any)["id"].(string)
-
-	stranger := storetest.NewTenant(t, e.db)
-	theirTask := createWork(t, e, stranger.Key, "Theirs")
-	link := func(entityType, entityID string) map[string]any {
-		return map[string]any{"type": "link", "title": "PR", "uri": "https://example.com/pr/1", "entity_type": entityType, "entity_id": entityID}
-	}
-	theirs := createArtifact(e, key, uniqueKey("x"), link("task", theirTask))
-	never := createArtifact(e, key, uniqueKey("x"), link("task", uuid.NewString()))
-	expect(t, theirs, http.StatusNotFound, accountable.ECodeNotFound)
-	if diff := sameResponse(theirs, never); diff != "" {
-		t.Fatal(diff)
-	}
-	// A decision's id is not a task's; an id never issued is not found whatever its type.
-	expect(t, createArtifact(e, key, uniqueKey("x"), link("task", decision)), http.StatusNotFound, accountable.ECodeNotFound)
-	for _, typ := range accountable.EntityType("").Enum() {
-		expect(t, createArtifact(e, key, uniqueKey("x"), link(typ.(string), uuid.NewString())), http.StatusNotFound, accountable.ECodeNotFound)
-	}
-
-	// Seven artifacts: four of the task (one with its id upper-cased), two of the decision, one of nothing.
-	var ids []string
-	for i, b := range []map[string]any{
-		link("task", task),
-		{"type": "document", "title": "Draft", "content": strings.Repeat("draft ", 100), "entity_type": "task", "entity_id": strings.ToUpper(task)},
-		link("decision", decision),
-		{"type": "code_change", "title": "Diff", "content": "--- a\n+++ b\n", "uri": "https://example.com/c/1", "entity_type": "task", "entity_id": task},
-		{"type": "other", "title": "Loose note", "content": "n"},
-		link("decision", decision),
-		{"type": "dataset", "title": "Rows", "uri": "s3://bucket/rows.parquet", "entity_type": "task", "entity_id": task},
-	} {
-		r := createArtifact(e, key, uniqueKey("list-"+strconv.Itoa(i)), b)
-		expect(t, r, http.StatusCreated, "")
-		ids = append(ids, r.data()["artifact"].(map[string]any)["id"].(string))
-	}
-	newest := slices.Clone(ids)
-	slices.Reverse(newest)
-	pick := func(idx ...int) []string {
-		var out []string
-		for _, i := range idx {
-			out = append(out, ids[i])
-		}
-		slices.Reverse(out)
-		return out
-	}
-	idsOf := func(r response) []string {
-		var out []string
-		for _, a := range r.data()["artifacts"].([]any) {
-			m := a.(map[string]any)
-			if _, has := m["content"]; has {
-				t.Fatalf("a list shows content: %v", m)
-			}
-			out = append(out, m["id"].(string))
-		}
-		return out
-	}
-	for _, c := range []struct {
-		query string
-		want  []string
-	}{
-		{"", newest},
-		{"entity_type=task&entity_id=" + task, pick(0, 1, 3, 6)},
-		{"entity_type=task&entity_id=" + strings.ToUpper(task), pick(0, 1, 3, 6)},
-		{"entity_type=decision&entity_id=" + decision, pick(2, 5)},
-		{"type=link", pick(0, 2, 5)},
-		{"type=link&entity_type=task&entity_id=" + task, pick(0)},
-		{"entity_type=task&entity_id=" + theirTask, nil},
-		{"type=image", nil},
-	} {
-		r := listArtifacts(e, key, c.query)
-		expect(t, r, http.StatusOK, "")
-		if got := idsOf(r); !slices.Equal(got, c.want) || r.meta()["count"] != float64(len(c.want)) {
-			t.Fatalf("%q: %v, want %v", c.query, got, c.want)
+	for _, q := range []string{"", "task_id=" + task, "initiative_id=" + initiative, "entity_type=task&entity_id=" + task} {
+		if got := artifactIDs(t, listArtifacts(e, stranger.Key, q)); len(got) != 0 {
+			t.Fatalf("the stranger lists %v with %q", got, q)
 		}
 	}
-	// The document's summary says what its content is without showing it.
-	l := listArtifacts(e, key, "type=document")
-	if s := l.data()["artifacts"].([]any)[0].(map[string]any); s["has_content"] != true || s["size_bytes"] != 600.0 || s["entity_id"] != task {
-		t.Fatalf("summary %v", s)
+	for _, q := range []string{"entity_type=task&entity_id=" + task, "entity_type=initiative&entity_id=" + initiative, "entity_type=project&entity_id=Q4"} {
+		if got := artifactIDs(t, listArtifactsByEntity(e, stranger.Key, q)); len(got) != 0 {
+			t.Fatalf("the stranger lists %v by entity %q", got, q)
+		}
 	}
-	// Pages of three: every artifact once, newest first.
-	var paged []string
+	// The stranger's own artifact of the same project id is the stranger's alone.
+	expect(t, createArtifact(e, stranger.Key, uniqueKey("theirs"), link("project", "Q4", nil)), http.StatusCreated, "")
+	ownQ4 := artifactIDs(t, listArtifactsByEntity(e, key, "entity_type=project&entity_id=Q4"))
+	theirQ4 := artifactIDs(t, listArtifactsByEntity(e, stranger.Key, "entity_type=project&entity_id=Q4"))
+	if len(ownQ4) != 1 || len(theirQ4) != 1 || ownQ4[0] == theirQ4[0] {
+		t.Fatalf("the Q4 artifacts: the owner's %v, the stranger's %v", ownQ4, theirQ4)
+	}
+
+	// /artifacts/by-entity is not an artifact id: without its parameters it says which are
+	// required; the list's other rules.
+	for q, want := range map[string]string{"": "entity_type", "entity_type=task": "entity_id", "entity_id=" + task: "entity_type",
+		"entity_type=task&entity_id=42": "entity_id", "entity_type=workspace&entity_id=" + task: "entity_type",
+		"entity_type=task&entity_id=" + task + "&limit=0": "limit", "entity_type=task&entity_id=" + task + "&limit=1001": "limit",
+		"entity_type=task&entity_id=" + task + "&cursor=nonsense": "cursor", "entity_type=task&entity_id=" + task + "&kind=": ""} {
+		r := listArtifactsByEntity(e, key, q)
+		if want == "" {
+			expect(t, r, http.StatusOK, "") // an empty kind is no filter, as an empty parameter is none
+			continue
+		}
+		expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
+		if !strings.Contains(string(r.raw), `"path":"`+want+`"`) || strings.Contains(string(r.raw), "artifactId") {
+			t.Fatalf("%q: %s", q, r.raw)
+		}
+	}
+	for _, q := range []string{"entity_type=task", "entity_id=" + task, "type=" + strings.Repeat("t", 101), "entity_type=workspace&entity_id=" + task,
+		"entity_type=task&entity_id=42", "task_id=42", "task_id=" + task + "&entity_type=task&entity_id=" + task, "status=published",
+		"initiative_id=x", "since=yesterday", "limit=0", "limit=1001", "cursor=nonsense"} {
+		expect(t, listArtifacts(e, key, q), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	}
+	expect(t, e.do(request{method: "GET", path: "/artifacts/by-entity", query: "entity_type=task&entity_id=" + task}), http.StatusUnauthorized, "")
+
+	// Pages of two: every artifact of the task once, newest first.
+	for i := range 4 {
+		expect(t, createArtifact(e, key, uniqueKey("page"), link("task", task, map[string]any{"name": "Page " + strconv.Itoa(i)})), http.StatusCreated, "")
+	}
+	var all, paged []string
+	all = artifactIDs(t, listArtifactsByEntity(e, key, "entity_type=task&entity_id="+task))
 	cursor := ""
 	for range 10 {
-		q := "limit=3"
+		q := "entity_type=task&entity_id=" + task + "&limit=2"
 		if cursor != "" {
 			q += "&cursor=" + url.QueryEscape(cursor)
 		}
-		r := listArtifacts(e, key, q)
-		expect(t, r, http.StatusOK, "")
-		paged = append(paged, idsOf(r)...)
+		r := listArtifactsByEntity(e, key, q)
+		paged = append(paged, artifactIDs(t, r)...)
 		if r.meta()["hasMore"] != true {
 			break
 		}
 		cursor = r.meta()["nextCursor"].(string)
 	}
-	if !slices.Equal(paged, newest) {
-		t.Fatalf("paged %v, want %v", paged, newest)
-	}
-	for _, q := range []string{"entity_type=task", "entity_id=" + task, "type=video", "entity_type=workspace&entity_id=" + task,
-		"entity_type=task&entity_id=42", "limit=0", "limit=1001", "cursor=nonsense"} {
-		expect(t, listArtifacts(e, key, q), http.StatusBadRequest, accountable.ECodeValidationFailed)
+	if len(all) != 5 || !slices.Equal(paged, all) {
+		t.Fatalf("paged %v, want %v", paged, all)
 	}
 	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
 		t.Fatalf("ledger: %s", v.raw)
 	}
 }
 
+// The catalogue: the list itself in data, the same for every workspace, for a credential.
+// The paths the relationships give for each kind of entity are operations of the API.
 func TestArtifactTypes(t *testing.T) {
 	e := newEnv(t, nil)
 	key := storetest.NewTenant(t, e.db).Key
 	r := e.do(request{method: "GET", path: "/artifact-types", key: key})
 	expect(t, r, http.StatusOK, "")
-	types := r.data()["artifact_types"].([]any)
-	if len(types) != len(accountable.ArtifactTypes) || r.meta()["count"] != float64(len(types)) {
+	var want []any
+	if err := json.Unmarshal([]byte(toJSON(accountable.ArtifactTypes)), &want); err != nil {
+		t.Fatal(err)
+	}
+	if toJSON(r.dataList()) != toJSON(want) || r.meta()["count"] != float64(len(accountable.ArtifactTypes)) {
 		t.Fatalf("types %s", r.raw)
 	}
-	byType := map[string]map[string]any{}
-	for _, x := range types {
-		m := x.(map[string]any)
-		byType[m["type"].(string)] = m
-	}
-	if toJSON(byType["link"]["fields"]) != `["uri"]` || toJSON(byType["report"]["fields"]) != `["uri","content"]` ||
-		byType["document"]["description"] == "" {
-		t.Fatalf("catalogue %s", r.raw)
+	if other := e.do(request{method: "GET", path: "/artifact-types", key: storetest.NewTenant(t, e.db).Key}); toJSON(other.dataList()) != toJSON(r.dataList()) {
+		t.Fatalf("another workspace's catalogue %s", other.raw)
 	}
 	expect(t, e.do(request{method: "GET", path: "/artifact-types"}), http.StatusUnauthorized, "")
+
+	param := regexp.MustCompile(`\{\w+\}`)
+	var gets []string
+	for _, op := range fetchDocument(t, e).operations(t) {
+		if op.Method == http.MethodGet {
+			gets = append(gets, param.ReplaceAllString(op.Path, "{id}"))
+		}
+	}
+	for kind, path := range accountable.EntityReadPaths() {
+		if !slices.Contains(gets, path) {
+			t.Fatalf("the %s read %s is no GET operation of the API", kind, path)
+		}
+	}
+}
+
+// Artifacts recorded before issue 25 (the row and artifact.created event as that code
+// wrote them, in a database migrated up to the migration before 024) read in the new
+// shape once migration 024 has run: their ledger events stay as recorded and verify, their digest is named as the
+// earlier scheme, and the work ledger counts old and new events alike.
+func TestArtifactsRecordedBeforeIssue25(t *testing.T) {
+	ctx := context.Background()
+	ownerURL, _ := storetest.NewDatabase(t)
+	conn, err := pgx.Connect(ctx, ownerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	m, err := migrate.NewMigrator(ctx, conn, "public.schema_version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(store.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	// The migration before this one's (its number may change in a merge).
+	names, err := fs.Glob(store.Migrations(), "*_artifacts_client_shape.sql")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("the artifacts' migration: %v %v", names, err)
+	}
+	seq, err := strconv.Atoi(strings.SplitN(names[0], "_", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, int32(seq-1)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := store.Open(ctx, store.Config{URL: ownerURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := storetest.NewTenant(t, before)
+	ws, user := tenant.Principal.WorkspaceID, tenant.Principal.UserID
+	created, _, err := before.CreateWork(ctx, tenant.Principal, nil, accountable.CreateWork{Title: "Write the report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := created.TaskID
+	before.Close()
+
+	// The two kinds the earlier code wrote: a report with inline content, a uri and a task;
+	// a link of nothing.
+	content, uri, mediaType := "# Week 47\n\nAll green. ✅", "https://example.com/reports/47", "text/markdown"
+	report := oldArtifact(t, conn, ws, user, map[string]any{"type": "report", "title": "Weekly report", "uri": uri, "media_type": mediaType,
+		"entity_type": "task", "entity_id": task, "metadata": map[string]any{"week": 47}}, &content)
+	link := oldArtifact(t, conn, ws, user, map[string]any{"type": "link", "title": "Ticket", "uri": "https://tracker.example.com/T-1",
+		"media_type": nil, "entity_type": nil, "entity_id": nil, "metadata": map[string]any{}}, nil)
+
+	if err := store.Migrate(ctx, store.MigrateConfig{OwnerURL: ownerURL}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, store.Config{URL: ownerURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e := newEnv(t, db)
+	key := tenant.Key
+
+	g := getArtifact(e, key, report.id, "expected_version=1")
+	expect(t, g, http.StatusOK, "")
+	a := g.data()["artifact"].(map[string]any)
+	v := a["verification"].(map[string]any)
+	if a["name"] != "Weekly report" || a["artifact_type"] != "report" || a["requested_artifact_type"] != "report" || a["artifact_url"] != uri ||
+		a["external_url"] != nil || a["media_type"] != mediaType || a["entity_type"] != "task" || a["entity_id"] != task || a["initiative_id"] != nil ||
+		a["status"] != "draft" || a["version"] != 1.0 || a["preview_markdown"] != content || a["preview_bytes"] != float64(len(content)) ||
+		a["created_by_type"] != "human" || a["created_by_id"] != user || toJSON(a["metadata"]) != `{"week":47}` || a["created_at"] != report.createdAt ||
+		a["updated_at"] != report.createdAt || v["content_digest"] != report.digest || v["digest_scheme"] != "artifact-content/v1" ||
+		v["event_id"] != report.event.ID || v["event_hash"] != report.event.EventHash ||
+		toJSON(v["recorded_by"]) != toJSON(map[string]any{"type": "human", "id": user}) {
+		t.Fatalf("the old report %s", g.raw)
+	}
+	if rel := g.data()["relationships"].(map[string]any); rel["entity"].(map[string]any)["href"] != "/work/"+task ||
+		rel["ledger_event"].(map[string]any)["event_id"] != report.event.ID {
+		t.Fatalf("relationships %s", g.raw)
+	}
+	lg := getArtifact(e, key, link.id, "")
+	expect(t, lg, http.StatusOK, "")
+	if l := lg.data()["artifact"].(map[string]any); l["entity_type"] != nil || l["entity_id"] != nil || l["preview_markdown"] != nil ||
+		l["preview_bytes"] != nil || lg.data()["relationships"].(map[string]any)["entity"] != nil {
+		t.Fatalf("the old link %s", lg.raw)
+	}
+	if got := artifactIDs(t, listArtifactsByEntity(e, key, "entity_type=task&entity_id="+task+"&kind=report")); !slices.Equal(got, []string{report.id}) {
+		t.Fatalf("by entity %v", got)
+	}
+
+	// New artifacts beside them; the old events are as recorded, and everything verifies.
+	expect(t, createArtifact(e, key, uniqueKey("new"), clientArtifact("task", task, "Week 48", "report",
+		map[string]any{"artifact_url": "https://example.com/reports/48"})), http.StatusCreated, "")
+	if got := artifactIDs(t, listArtifacts(e, key, "task_id="+task)); len(got) != 2 || got[1] != report.id {
+		t.Fatalf("the task's artifacts %v", got)
+	}
+	events := e.streamEvents(key, "event_type=artifact.created", 3)
+	if len(events) != 3 || events[0]["id"] != report.event.ID || events[0]["payload"].(map[string]any)["title"] != "Weekly report" ||
+		events[2]["payload"].(map[string]any)["name"] != "Week 48" {
+		t.Fatalf("events %v", events)
+	}
+	if v := e.do(request{method: "GET", path: "/events/verify", key: key}); v.data()["verified"] != true {
+		t.Fatalf("ledger: %s", v.raw)
+	}
+	if wl := e.do(request{method: "GET", path: "/projections/work-ledger", key: key}); wl.data()["totals"].(map[string]any)["artifacts"] != 3.0 {
+		t.Fatalf("work ledger %s", wl.raw)
+	}
+}
+
+type recordedArtifact struct {
+	id, digest, createdAt string
+	event                 accountable.Event
+}
+
+// oldArtifact writes an artifact as the code before issue 25 did: its row (doc without
+// content, content in its own column) and its artifact.created event, chained and anchored.
+func oldArtifact(t *testing.T, conn *pgx.Conn, ws, user string, members map[string]any, content *string) recordedArtifact {
+	t.Helper()
+	ctx := context.Background()
+	id := uuid.Must(uuid.NewV7()).String()
+	now := accountable.Now()
+	createdAt := accountable.TimeOf(now)
+	digest, err := accountable.CanonicalDigest(map[string]any{"type": members["type"], "uri": members["uri"], "media_type": members["media_type"],
+		"content": content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	if content != nil {
+		size = len(*content)
+	}
+	doc := map[string]any{"id": id, "workspace_id": ws, "content_digest": digest, "size_bytes": size, "has_content": content != nil,
+		"created_by": map[string]any{"type": "human", "id": user}, "created_at": createdAt, "version": 1}
+	payload := map[string]any{"artifact_id": id, "content_digest": digest, "size_bytes": size, "has_content": content != nil,
+		"created_at": createdAt, "command_id": nil}
+	for k, v := range members {
+		doc[k] = v
+		if k != "metadata" {
+			payload[k] = v
+		}
+	}
+	canonical, err := accountable.CanonicalJSON(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := accountable.Event{EventHeader: accountable.EventHeader{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws,
+		AggregateType: accountable.AggregateArtifact, AggregateID: id, AggregateVersion: 1, EventType: accountable.EventArtifactCreated,
+		SchemaVersion: accountable.SchemaVersion, ActorType: accountable.ActorHuman, ActorID: user, PayloadDigest: accountable.Digest(canonical),
+		OccurredAt: createdAt, RecordedAt: createdAt}, Payload: canonical}
+	if ev.EventHash, err = ev.Hash(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id, aggregate_version, event_type,
+			schema_version, actor_type, actor_id, payload, payload_digest, occurred_at, recorded_at, event_hash)
+		VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9::jsonb, $10, $11, $11, $12)`,
+		ws, ev.ID, ev.AggregateType, id, ev.EventType, ev.SchemaVersion, string(ev.ActorType), ev.ActorID, string(canonical),
+		ev.PayloadDigest, createdAt.Time, ev.EventHash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO ledger_heads (workspace_id, aggregate_type, aggregate_id, version, event_id, event_hash, updated_at)
+		VALUES ($1, 'artifact', $2, 1, $3, $4, $5)`, ws, id, ev.ID, ev.EventHash, createdAt.Time); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(doc)
+	if _, err := conn.Exec(ctx, `INSERT INTO artifacts (workspace_id, id, type, entity_type, entity_id, created_at, version, doc, content)
+		VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8)`, ws, id, members["type"], members["entity_type"], members["entity_id"], createdAt.Time,
+		string(raw), content); err != nil {
+		t.Fatal(err)
+	}
+	var at string
+	if err := json.Unmarshal([]byte(toJSON(createdAt)), &at); err != nil {
+		t.Fatal(err)
+	}
+	return recordedArtifact{id: id, digest: digest, createdAt: at, event: ev}
 }
 
 type claimAnswer struct {

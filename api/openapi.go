@@ -336,7 +336,7 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 			return nil, err
 		}
 		ps := s["properties"].(map[string]any)["v"].(map[string]any)
-		param := map[string]any{"name": p.name, "in": p.in, "required": p.in == "path", "schema": ps}
+		param := map[string]any{"name": p.name, "in": p.in, "required": p.in == "path" || p.required, "schema": ps}
 		if p.description != "" {
 			param["description"] = p.description
 		}

@@ -658,6 +658,8 @@ type param struct {
 	index       []int
 	field       reflect.StructField
 	description string
+	// required: a query parameter tagged required:"true" must be given (400 at its name).
+	required bool
 	// probe is a one-field struct carrying the parameter's tags, so CheckFields applies
 	// them to its value.
 	probe reflect.Type
@@ -685,7 +687,8 @@ func paramsOf(t reflect.Type) []param {
 					elem = elem.Elem()
 				}
 				probe := reflect.StructOf([]reflect.StructField{{Name: "V", Type: elem, Tag: reflect.StructTag(`json:"v" ` + string(f.Tag))}})
-				out = append(out, param{name: name, in: where, index: idx, field: f, description: f.Tag.Get("description"), probe: probe})
+				out = append(out, param{name: name, in: where, index: idx, field: f, description: f.Tag.Get("description"), probe: probe,
+					required: f.Tag.Get("required") == "true"})
 			}
 		}
 	}
@@ -730,6 +733,9 @@ func (p param) bind(fc *fiber.Ctx, v reflect.Value, issues *accountable.Issues) 
 		}
 	}
 	if len(raw) == 0 || (len(raw) == 1 && raw[0] == "") {
+		if p.required {
+			issues.Add(p.name, "is required")
+		}
 		return
 	}
 	f := v.FieldByIndex(p.index)

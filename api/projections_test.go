@@ -45,7 +45,8 @@ func projectionWorkspace(t *testing.T, e *env, key string) (processID string) {
 	expect(t, e.do(request{method: "POST", path: "/decisions/{decisionId}/approve", key: key,
 		params: map[string]string{"decisionId": d.data()["decision"].(map[string]any)["id"].(string)}, body: map[string]any{}}), http.StatusOK, "")
 	expect(t, e.do(request{method: "POST", path: "/artifacts", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("a")},
-		body: map[string]any{"type": "report", "title": "Weekly report", "content": "All green."}}), http.StatusCreated, "")
+		body: map[string]any{"entity_type": "project", "entity_id": "weekly", "name": "Weekly report", "artifact_type": "report",
+			"external_url": "https://example.com/reports/weekly", "preview_markdown": "All green."}}), http.StatusCreated, "")
 	receipt, err := os.ReadFile(filepath.Join("..", "testdata", "agent-work-receipt", "fixtures", "codex.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -873,7 +873,8 @@ func (f *fuzzer) generate(i uint64) *fuzzReq {
 	}
 	var query []string
 	for _, p := range op.QueryParams {
-		if r.IntN(4) == 0 && p.Name != "workspace_id" {
+		// A required parameter is always there (the mutations may take it away).
+		if (p.Required || r.IntN(4) == 0) && p.Name != "workspace_id" {
 			query = append(query, p.Name+"="+queryText(f.doc.example(p.Schema)))
 		}
 	}

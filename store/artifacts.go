@@ -13,64 +13,91 @@ import (
 	"github.com/accountablework/accountable"
 )
 
-// entityTables are the tables of the entities an artifact may name, each keyed by
-// (workspace_id, id).
-var entityTables = map[accountable.EntityType]string{
-	accountable.EntityTask:       "tasks",
-	accountable.EntityInitiative: "initiatives",
-	accountable.EntityRun:        "runs",
-	accountable.EntityLaunch:     "launches",
-	accountable.EntityHandoff:    "handoffs",
-	accountable.EntityDecision:   "decisions",
+// entityTable is where the entities of a type an artifact may be attached to are, each
+// keyed by (workspace_id, id), and the SQL expression of the initiative an entity belongs
+// to (NULL when its kind belongs to none).
+type entityTable struct{ table, initiative string }
+
+// entityTables are the entity types the service holds (accountable.EntityType.Checked).
+var entityTables = map[accountable.EntityType]entityTable{
+	accountable.EntityInitiative: {"initiatives", "id"},
+	accountable.EntityWorkstream: {"workstreams", "initiative_id"},
+	accountable.EntityMilestone:  {"milestones", "initiative_id"},
+	accountable.EntityTask:       {"tasks", "initiative_id"},
+	accountable.EntityDecision:   {"decisions", "initiative_id"},
+	accountable.EntityRun:        {"runs", "initiative_id"},
+	accountable.EntityLaunch:     {"launches", "initiative_id"},
+	accountable.EntityHandoff:    {"handoffs", "NULL::uuid"},
 }
 
-// CreateArtifact records an artifact with its artifact.created event. An artifact that
-// names an entity needs that entity in the workspace (404 otherwise, as for an id never
-// issued); one that names none reads nothing, so it goes in one round trip.
+// CreateArtifact records an artifact with its artifact.created event. An artifact attached
+// to an entity the service holds needs that entity in the workspace, and an initiative it
+// names needs that initiative (404 otherwise, as for an id never issued); its initiative is
+// otherwise the entity's. One attached to a project without an initiative reads nothing,
+// so it goes in one round trip.
 func (db *DB) CreateArtifact(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateArtifact) (accountable.ArtifactCreated, bool, error) {
 	cmd := commandOf[accountable.ArtifactCreated](p, idem, in.Causation)
-	cmd.blind = in.EntityType == nil
+	entity, checked := entityTables[in.EntityType]
+	if in.EntityType.Checked() && !checked {
+		return accountable.ArtifactCreated{}, false, fmt.Errorf("store: no table of entity type %q", in.EntityType)
+	}
+	cmd.blind = !checked && in.InitiativeID == nil
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.ArtifactCreated, error) {
-		a, err := in.NewArtifact(uuid.Must(uuid.NewV7()).String(), p.WorkspaceID, p.Actor(), tx.Now())
+		var ofEntity *string
+		if checked {
+			err := tx.QueryRow(ctx, `SELECT `+entity.initiative+`::text FROM `+entity.table+` WHERE workspace_id = $1 AND id = $2`,
+				p.WorkspaceID, accountable.NormalizeUUID(in.EntityID)).Scan(&ofEntity)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return accountable.ArtifactCreated{}, accountable.NotFound(string(in.EntityType))
+			}
+			if err != nil {
+				return accountable.ArtifactCreated{}, err
+			}
+		}
+		initiative, needsCheck, err := in.ArtifactInitiative(ofEntity)
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
 		}
-		if a.EntityType != nil {
-			table, ok := entityTables[*a.EntityType]
-			if !ok {
-				return accountable.ArtifactCreated{}, fmt.Errorf("store: no table of entity type %q", *a.EntityType)
-			}
+		if needsCheck {
 			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE workspace_id = $1 AND id = $2)`,
-				p.WorkspaceID, *a.EntityID).Scan(&exists); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM initiatives WHERE workspace_id = $1 AND id = $2)`,
+				p.WorkspaceID, *initiative).Scan(&exists); err != nil {
 				return accountable.ArtifactCreated{}, err
 			}
 			if !exists {
-				return accountable.ArtifactCreated{}, accountable.NotFound(string(*a.EntityType))
+				return accountable.ArtifactCreated{}, accountable.NotFound("initiative")
 			}
+		}
+		a, err := in.NewArtifact(uuid.Must(uuid.NewV7()).String(), p.WorkspaceID, initiative, p.Actor(), tx.Now())
+		if err != nil {
+			return accountable.ArtifactCreated{}, err
 		}
 		ev, err := tx.Append(aggregate(accountable.AggregateArtifact, a.ID), accountable.EventArtifactCreated, a.CreatedPayload(in.Causation.CommandID))
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
 		}
+		a.Verification.EventID, a.Verification.EventHash = ev.ID, ev.EventHash
 		doc, err := json.Marshal(a.ArtifactSummary)
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
 		}
-		tx.Queue(`INSERT INTO artifacts (workspace_id, id, type, entity_type, entity_id, created_at, version, doc, content)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			p.WorkspaceID, a.ID, string(a.Type), optionalString(a.EntityType), a.EntityID, a.CreatedAt.Time, a.Version, string(doc), a.Content)
-		return accountable.ArtifactCreated{Artifact: a, Event: ev.Ref()}, nil
+		tx.Queue(`INSERT INTO artifacts (workspace_id, id, artifact_type, requested_type, status, entity_type, entity_id, initiative_id,
+				created_at, version, doc, preview_markdown)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			p.WorkspaceID, a.ID, a.ArtifactType, a.RequestedArtifactType, string(a.Status), optionalString(a.EntityType), a.EntityID,
+			a.InitiativeID, a.CreatedAt.Time, a.Version, string(doc), a.PreviewMarkdown)
+		return accountable.ArtifactCreated{OK: true, Artifact: a, ArtifactTypeFallback: a.ArtifactType != a.RequestedArtifactType,
+			EffectiveArtifactType: a.ArtifactType}, nil
 	}
 	return runCommand(ctx, db, cmd)
 }
 
-// GetArtifact reads an artifact of the workspace, with its content.
+// GetArtifact reads an artifact of the workspace, with its preview.
 func (db *DB) GetArtifact(ctx context.Context, workspaceID, id string) (accountable.Artifact, error) {
 	var doc string
 	var a accountable.Artifact
-	err := db.pool.QueryRow(ctx, `SELECT doc::text, content FROM artifacts WHERE workspace_id = $1 AND id = $2`, workspaceID, id).
-		Scan(&doc, &a.Content)
+	err := db.pool.QueryRow(ctx, `SELECT doc::text, preview_markdown FROM artifacts WHERE workspace_id = $1 AND id = $2`, workspaceID, id).
+		Scan(&doc, &a.PreviewMarkdown)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return a, accountable.NotFound("artifact")
@@ -87,17 +114,21 @@ func scanArtifactSummary(row pgx.Row) (accountable.ArtifactSummary, error) {
 	return scanDoc[accountable.ArtifactSummary](row, "artifact")
 }
 
-// ListArtifacts reads a page of the workspace's artifacts (of one type, of one entity, when
-// asked), newest first, without their content.
+// ListArtifacts reads a page of the workspace's artifacts (those the filter selects),
+// newest first, without their previews.
 func (db *DB) ListArtifacts(ctx context.Context, workspaceID string, f accountable.ArtifactFilter) ([]accountable.ArtifactSummary, *accountable.WorkCursor, error) {
 	limit := pageLimit(f.Limit)
 	afterAt, afterID := keysetAfter(f.After)
 	rows, err := db.pool.Query(ctx, `SELECT doc::text FROM artifacts
-		WHERE workspace_id = $1 AND ($2::text IS NULL OR type = $2)
-		  AND ($3::text IS NULL OR (entity_type = $3 AND entity_id = $4::uuid))
-		  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
-		ORDER BY created_at DESC, id DESC LIMIT $7`,
-		workspaceID, optionalString(f.Type), optionalString(f.EntityType), f.EntityID, afterAt, afterID, limit+1)
+		WHERE workspace_id = $1 AND ($2::text IS NULL OR artifact_type = $2 OR requested_type = $2)
+		  AND ($3::text IS NULL OR (entity_type = $3 AND entity_id = $4::text))
+		  AND ($5::uuid IS NULL OR initiative_id = $5)
+		  AND ($6::text IS NULL OR status = $6)
+		  AND ($7::timestamptz IS NULL OR created_at >= $7)
+		  AND ($8::timestamptz IS NULL OR (created_at, id) < ($8, $9::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $10`,
+		workspaceID, f.Type, optionalString(f.EntityType), f.EntityID, f.InitiativeID, optionalString(f.Status), f.Since,
+		afterAt, afterID, limit+1)
 	if err != nil {
 		return nil, nil, mapError(err)
 	}
