@@ -4,204 +4,220 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
-// Content Studio prices content before it is made: POST /studio/estimate turns a format, a
-// length and options into a credit breakdown, from the credit table below and nothing
-// else, so the same request always gets the same estimate (and the same estimate_id).
-// GET /studio/showcase pages through examples of what the studio makes, with their
-// estimates, shipped with the service (studio_showcase.json).
+// Content Studio prices content before it is made, in the shape the public clients of the
+// hosted product send and read (camelCase on the wire): POST /studio/estimate turns
+// {prompt, contentTypes, variantCount?, brandUrl?, brandId?, platform?} into a credit
+// breakdown from the credit table below and nothing else, so the same request always gets
+// the same estimate and the same estimateId, and nothing is stored. GET /studio/showcase
+// pages through examples of what the studio makes, shipped with the service
+// (studio_showcase.json).
 //
-// The credit table (StudioCreditTableVersion):
+// The credit table (StudioCreditTableVersion). Every number is an integer of credits:
 //
-//	format               unit      block  credits/block  base  default  min   max   seo
-//	blog_post            word      100    3              10    800      100   5000  yes
-//	newsletter           word      100    2              8     600      100   3000  no
-//	case_study           word      100    4              20    1200     300   4000  yes
-//	landing_page         section   1      6              12    5        1     15    yes
-//	product_description  item      1      3              4     5        1     100   yes
-//	email_sequence       email     1      4              6     3        1     20    no
-//	social_post          post      1      2              2     5        1     50    no
-//	video_script         minute    1      5              10    3        1     60    no
+//	outputs          per piece, for each content type asked for, variantCount pieces
+//	                 (default 1, at most 10): carousel 12, post 4, story 5, video 24,
+//	                 banner 6, thumbnail 3; subtotal = count × creditsEach
+//	brandIngestion   required only with brandUrl (a brand the studio has to read first);
+//	                 its complexity follows the number of content types the brand must be
+//	                 read for: 1 simple (10), 2-3 moderate (20), 4-6 complex (30); 0 credits
+//	                 when not required (brandId alone names a brand as already known)
+//	calibration      2 rounds with a brand to ingest, else 1; 5 credits a round
+//	exploration      one round per variant (variantCount); 3 credits a round
+//	composition      by the prompt's length in characters: up to 280 basic (×1), up to
+//	                 1000 standard (×1.25), up to 4000 premium (×1.5); its credits are
+//	                 the outputs' subtotal × (multiplier − 1), rounded up
 //
-// The content subtotal is base + ceil(units / block) × credits/block. Options add:
+// totalCredits is the sum of brandIngestion, calibration, exploration and composition
+// credits and the outputs' subtotals. estimatedPrice is totalCredits at the table's
+// reference rate of 0.10 USD a credit: a figure for planning, since this service sells
+// nothing (POST /studio/checkout is 501 not_offered).
 //
-//	research      25 % of the content subtotal, rounded up
-//	seo           15 % of the content subtotal, rounded up (formats marked seo only)
-//	revisions     per round (0-5): 20 % of the content subtotal, rounded up
-//	images        per image (0-20): 8 credits
-//	translations  per extra language (0-10): 40 % of the content subtotal, rounded up
-//	rush          50 % of everything above, rounded up
-//
-// The total is the sum of the line items; every line's credits are its quantity times its
-// unit_credits. All arithmetic is on integers.
+// The answer has no clock in it: expiresAt is null (an estimate does not expire by time;
+// it holds while creditTableVersion is the table's), so the same request gets the same
+// bytes on any day.
 
 // StudioCreditTableVersion names the credit table; it changes whenever a number does.
-const StudioCreditTableVersion = "studio-credits/2026-11-24"
+const StudioCreditTableVersion = "studio-credits/2026-11-26"
 
-// StudioFormat is a kind of content the studio makes.
-type StudioFormat string
+// StudioContentType is a kind of content the studio makes.
+type StudioContentType string
 
-// Studio formats.
+// Studio content types, in the order an estimate lists its outputs.
 const (
-	StudioBlogPost           StudioFormat = "blog_post"
-	StudioNewsletter         StudioFormat = "newsletter"
-	StudioCaseStudy          StudioFormat = "case_study"
-	StudioLandingPage        StudioFormat = "landing_page"
-	StudioProductDescription StudioFormat = "product_description"
-	StudioEmailSequence      StudioFormat = "email_sequence"
-	StudioSocialPost         StudioFormat = "social_post"
-	StudioVideoScript        StudioFormat = "video_script"
+	StudioCarousel  StudioContentType = "carousel"
+	StudioPost      StudioContentType = "post"
+	StudioStory     StudioContentType = "story"
+	StudioVideo     StudioContentType = "video"
+	StudioBanner    StudioContentType = "banner"
+	StudioThumbnail StudioContentType = "thumbnail"
 )
 
-// Enum lists the formats, in the credit table's order.
-func (StudioFormat) Enum() []any {
-	out := make([]any, len(StudioCreditTable))
-	for i, r := range StudioCreditTable {
-		out[i] = string(r.Format)
-	}
-	return out
+// StudioContentTypes are the content types, in the credit table's order.
+var StudioContentTypes = []StudioContentType{StudioCarousel, StudioPost, StudioStory, StudioVideo, StudioBanner, StudioThumbnail}
+
+// Enum lists the content types.
+func (StudioContentType) Enum() []any { return EnumStrings(StudioContentTypes...) }
+
+// studioOutputCredits are the credits of one piece of each content type.
+var studioOutputCredits = map[StudioContentType]int64{
+	StudioCarousel: 12, StudioPost: 4, StudioStory: 5, StudioVideo: 24, StudioBanner: 6, StudioThumbnail: 3,
 }
 
-// StudioRate is one row of the credit table.
-type StudioRate struct {
-	Format          StudioFormat
-	Unit            string // what units count
-	Block           int64  // units per priced block
-	CreditsPerBlock int64
-	Base            int64 // credits of any piece of the format
-	DefaultUnits    int64
-	MinUnits        int64
-	MaxUnits        int64
-	SEO             bool // the seo option applies
-}
+// StudioBrandComplexity is how much reading a brand takes.
+type StudioBrandComplexity string
 
-// StudioCreditTable is the credit table, one row per format.
-var StudioCreditTable = []StudioRate{
-	{StudioBlogPost, "word", 100, 3, 10, 800, 100, 5000, true},
-	{StudioNewsletter, "word", 100, 2, 8, 600, 100, 3000, false},
-	{StudioCaseStudy, "word", 100, 4, 20, 1200, 300, 4000, true},
-	{StudioLandingPage, "section", 1, 6, 12, 5, 1, 15, true},
-	{StudioProductDescription, "item", 1, 3, 4, 5, 1, 100, true},
-	{StudioEmailSequence, "email", 1, 4, 6, 3, 1, 20, false},
-	{StudioSocialPost, "post", 1, 2, 2, 5, 1, 50, false},
-	{StudioVideoScript, "minute", 1, 5, 10, 3, 1, 60, false},
-}
-
-// Option prices (see the table above).
+// Brand ingestion complexities.
 const (
-	studioResearchPercent    = 25
-	studioSEOPercent         = 15
-	studioRevisionPercent    = 20
-	studioImageCredits       = 8
-	studioTranslationPercent = 40
-	studioRushPercent        = 50
-	maxStudioRevisions       = 5
-	maxStudioImages          = 20
-	maxStudioTranslations    = 10
+	StudioBrandSimple   StudioBrandComplexity = "simple"
+	StudioBrandModerate StudioBrandComplexity = "moderate"
+	StudioBrandComplex  StudioBrandComplexity = "complex"
 )
 
-// StudioRateOf returns the credit table's row of f.
-func StudioRateOf(f StudioFormat) (StudioRate, bool) {
-	i := slices.IndexFunc(StudioCreditTable, func(r StudioRate) bool { return r.Format == f })
-	if i < 0 {
-		return StudioRate{}, false
-	}
-	return StudioCreditTable[i], true
+// Enum lists the brand ingestion complexities.
+func (StudioBrandComplexity) Enum() []any {
+	return EnumStrings(StudioBrandSimple, StudioBrandModerate, StudioBrandComplex)
 }
 
-// StudioOptions are the extras of a piece of content.
-type StudioOptions struct {
-	Research     bool  `json:"research,omitzero" description:"Source research before writing (+25% of the content subtotal)."`
-	SEO          bool  `json:"seo,omitzero" description:"Search optimisation (+15% of the content subtotal); blog_post, case_study, landing_page and product_description only."`
-	Revisions    int64 `json:"revisions,omitzero" minimum:"0" maximum:"5" description:"Revision rounds (each +20% of the content subtotal)."`
-	Images       int64 `json:"images,omitzero" minimum:"0" maximum:"20" description:"Images made for the piece (8 credits each)."`
-	Translations int64 `json:"translations,omitzero" minimum:"0" maximum:"10" description:"Extra languages (each +40% of the content subtotal)."`
-	Rush         bool  `json:"rush,omitzero" description:"Rush delivery (+50% of everything else)."`
+// StudioCompositionComplexity is how much composing the prompt asks for.
+type StudioCompositionComplexity string
+
+// Composition complexities.
+const (
+	StudioCompositionBasic    StudioCompositionComplexity = "basic"
+	StudioCompositionStandard StudioCompositionComplexity = "standard"
+	StudioCompositionPremium  StudioCompositionComplexity = "premium"
+)
+
+// Enum lists the composition complexities.
+func (StudioCompositionComplexity) Enum() []any {
+	return EnumStrings(StudioCompositionBasic, StudioCompositionStandard, StudioCompositionPremium)
 }
 
-// StudioAppliedOptions are the options an estimate priced, every one stated.
-type StudioAppliedOptions struct {
-	Research     bool  `json:"research"`
-	SEO          bool  `json:"seo"`
-	Revisions    int64 `json:"revisions" minimum:"0" maximum:"5"`
-	Images       int64 `json:"images" minimum:"0" maximum:"20"`
-	Translations int64 `json:"translations" minimum:"0" maximum:"10"`
-	Rush         bool  `json:"rush"`
-}
+// StudioCurrency is the currency of an estimated price: only usd, as the clients read it.
+type StudioCurrency string
 
-// StudioEstimateRequest is the input of POST /studio/estimate.
+// StudioUSD is the only currency.
+const StudioUSD StudioCurrency = "usd"
+
+// Enum lists the currencies.
+func (StudioCurrency) Enum() []any { return EnumStrings(StudioUSD) }
+
+// The rest of the credit table (see above).
+const (
+	DefaultStudioVariants        = 1
+	MaxStudioVariants            = 10
+	MaxStudioPromptLength        = 4000
+	studioBrandCreditsSimple     = 10
+	studioBrandCreditsModerate   = 20
+	studioBrandCreditsComplex    = 30
+	studioCalibrationRoundCredit = 5
+	studioExplorationRoundCredit = 3
+	studioBasicPromptLength      = 280
+	studioStandardPromptLength   = 1000
+	studioCentsPerCredit         = 10 // the reference rate: 0.10 USD
+	studioEstimateShowcase       = 3  // examples an estimate shows
+)
+
+// StudioEstimateRequest is the input of POST /studio/estimate, as the public clients send it.
 type StudioEstimateRequest struct {
-	Format  StudioFormat   `json:"format"`
-	Units   *int64         `json:"units,omitzero" minimum:"1" maximum:"5000" description:"The length in the format's unit (words, sections, items, emails, posts, minutes); default: the format's typical length."`
-	Options *StudioOptions `json:"options,omitzero"`
+	Prompt       string              `json:"prompt" minLength:"1" maxLength:"4000" description:"What to make, in words (1-4000 characters); its length sets the composition complexity."`
+	ContentTypes []StudioContentType `json:"contentTypes" minItems:"1" maxItems:"6" uniqueItems:"true" description:"The kinds of content to make, each at most once."`
+	VariantCount *int64              `json:"variantCount,omitzero" minimum:"1" maximum:"10" description:"Pieces of each content type (default 1)."`
+	BrandURL     *string             `json:"brandUrl,omitzero" minLength:"1" maxLength:"2048" format:"uri" description:"An http or https address of a brand to read first (brand ingestion)."`
+	BrandID      *string             `json:"brandId,omitzero" minLength:"1" maxLength:"200" description:"A brand named as already known: no ingestion (unless brandUrl is given too). Not looked up."`
+	Platform     *string             `json:"platform,omitzero" minLength:"1" maxLength:"100" description:"Where the content will appear (free text); it does not change the price."`
 }
 
-// Validate checks the request: its fields, the length within the format's bounds, and
-// options the format takes.
+// Validate checks the request: its fields, each content type at most once, and brandUrl an
+// http or https address with a host.
 func (r StudioEstimateRequest) Validate() error {
 	is := CheckFields(r)
-	rate, ok := StudioRateOf(r.Format)
-	if !ok {
-		return is.Err()
+	seen := map[StudioContentType]int{}
+	for i, t := range r.ContentTypes {
+		if j, dup := seen[t]; dup {
+			is.Add(fmt.Sprintf("/contentTypes/%d", i), "repeats contentTypes/%d (%s)", j, t)
+			continue
+		}
+		seen[t] = i
 	}
-	unitsChecked := slices.ContainsFunc(is, func(i Issue) bool { return i.Path == "/units" })
-	if r.Units != nil && !unitsChecked && (*r.Units < rate.MinUnits || *r.Units > rate.MaxUnits) {
-		is.Add("/units", "a %s is %d to %d %ss long", r.Format, rate.MinUnits, rate.MaxUnits, rate.Unit)
-	}
-	if r.Options != nil && r.Options.SEO && !rate.SEO {
-		is.Add("/options/seo", "does not apply to a %s", r.Format)
+	if r.BrandURL != nil && !slices.ContainsFunc(is, func(i Issue) bool { return i.Path == "/brandUrl" }) && !validBrandURL(*r.BrandURL) {
+		is.Add("/brandUrl", "must be an http or https URL with a host")
 	}
 	return is.Err()
 }
 
-// StudioLineItemCode names a line of an estimate.
-type StudioLineItemCode string
-
-// Line items, in the order an estimate lists them.
-const (
-	StudioLineBase         StudioLineItemCode = "base"
-	StudioLineLength       StudioLineItemCode = "length"
-	StudioLineResearch     StudioLineItemCode = "research"
-	StudioLineSEO          StudioLineItemCode = "seo"
-	StudioLineRevisions    StudioLineItemCode = "revisions"
-	StudioLineImages       StudioLineItemCode = "images"
-	StudioLineTranslations StudioLineItemCode = "translations"
-	StudioLineRush         StudioLineItemCode = "rush"
-)
-
-// Enum lists the line item codes.
-func (StudioLineItemCode) Enum() []any {
-	return EnumStrings(StudioLineBase, StudioLineLength, StudioLineResearch, StudioLineSEO, StudioLineRevisions,
-		StudioLineImages, StudioLineTranslations, StudioLineRush)
+func validBrandURL(s string) bool {
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != ""
 }
 
-// StudioLineItem is one line of an estimate: credits = quantity × unit_credits.
-type StudioLineItem struct {
-	Code        StudioLineItemCode `json:"code"`
-	Description string             `json:"description"`
-	Quantity    int64              `json:"quantity" minimum:"1"`
-	UnitCredits int64              `json:"unit_credits" minimum:"0"`
-	Credits     int64              `json:"credits" minimum:"0"`
+// StudioBrandIngestion is the brand ingestion line of a breakdown.
+type StudioBrandIngestion struct {
+	Required   bool                  `json:"required"`
+	Credits    int64                 `json:"credits" minimum:"0"`
+	Complexity StudioBrandComplexity `json:"complexity"`
 }
 
-// StudioEstimate is the credit breakdown of a request.
+// StudioRounds is a calibration or exploration line of a breakdown.
+type StudioRounds struct {
+	Rounds  int64 `json:"rounds" minimum:"0"`
+	Credits int64 `json:"credits" minimum:"0"`
+}
+
+// StudioComposition is the composition line of a breakdown.
+type StudioComposition struct {
+	Complexity StudioCompositionComplexity `json:"complexity"`
+	Credits    int64                       `json:"credits" minimum:"0"`
+	Multiplier float64                     `json:"multiplier" minimum:"1" description:"Applied to the outputs' subtotal; credits are the part above it, rounded up."`
+}
+
+// StudioOutput is one content type's line of a breakdown: subtotal = count × creditsEach.
+type StudioOutput struct {
+	Type        StudioContentType `json:"type"`
+	Count       int64             `json:"count" minimum:"1"`
+	CreditsEach int64             `json:"creditsEach" minimum:"0"`
+	Subtotal    int64             `json:"subtotal" minimum:"0"`
+}
+
+// StudioCostBreakdown is where an estimate's credits go.
+type StudioCostBreakdown struct {
+	BrandIngestion StudioBrandIngestion `json:"brandIngestion"`
+	Calibration    StudioRounds         `json:"calibration"`
+	Exploration    StudioRounds         `json:"exploration"`
+	Composition    StudioComposition    `json:"composition"`
+	Outputs        []StudioOutput       `json:"outputs" minItems:"1" maxItems:"6"`
+}
+
+// StudioPrice is an estimate's price at the credit table's reference rate.
+type StudioPrice struct {
+	Amount   float64        `json:"amount" minimum:"0" description:"totalCredits × 0.10, in US dollars (two decimals)."`
+	Currency StudioCurrency `json:"currency"`
+}
+
+// StudioEstimate is the answer of POST /studio/estimate, as the public clients read it.
 type StudioEstimate struct {
 	// EstimateID is "est_" + 24 hex digits of the SHA-256 of the canonical JSON of the
-	// table version and the request with its defaults applied: the same request, the same id.
-	EstimateID         string               `json:"estimate_id" pattern:"^est_[a-f0-9]{24}$"`
-	CreditTableVersion string               `json:"credit_table_version"`
-	Format             StudioFormat         `json:"format"`
-	Unit               string               `json:"unit"`
-	Units              int64                `json:"units" minimum:"1"`
-	Options            StudioAppliedOptions `json:"options"`
-	LineItems          []StudioLineItem     `json:"line_items" minItems:"2"`
-	ContentSubtotal    int64                `json:"content_subtotal" minimum:"0"`
-	TotalCredits       int64                `json:"total_credits" minimum:"0"`
+	// table version and the request with its defaults applied (content types in the
+	// table's order): the same request, the same id.
+	EstimateID         string              `json:"estimateId" pattern:"^est_[a-f0-9]{24}$"`
+	CreditTableVersion string              `json:"creditTableVersion"`
+	Breakdown          StudioCostBreakdown `json:"breakdown"`
+	TotalCredits       int64               `json:"totalCredits" minimum:"0"`
+	EstimatedPrice     StudioPrice         `json:"estimatedPrice"`
+	ExpiresAt          *Time               `json:"expiresAt" description:"Always null: an estimate does not expire by the clock; it holds while creditTableVersion is the credit table's."`
+	Showcase           []StudioExample     `json:"showcase" maxItems:"3" description:"Up to 3 showcase examples of the content types asked for, featured ones first."`
+	RequiresAuth       bool                `json:"requiresAuth" description:"Always false: the caller is already authenticated."`
+	AuthRedirectURL    *string             `json:"authRedirectUrl" description:"Always null (requiresAuth is false)."`
 }
 
 // ceilPercent is p % of x, rounded up.
@@ -209,101 +225,125 @@ func ceilPercent(x, p int64) int64 { return (x*p + 99) / 100 }
 
 // Estimate prices the request by the credit table. The request must have passed Validate.
 func (r StudioEstimateRequest) Estimate() (StudioEstimate, error) {
-	rate, ok := StudioRateOf(r.Format)
-	if !ok {
-		return StudioEstimate{}, fmt.Errorf("accountable: no studio format %q", r.Format)
+	variants := int64(DefaultStudioVariants)
+	if r.VariantCount != nil {
+		variants = *r.VariantCount
 	}
-	units := rate.DefaultUnits
-	if r.Units != nil {
-		units = *r.Units
+	// The table's order, whatever the request's: the same set of types is the same request.
+	types := slices.DeleteFunc(slices.Clone(StudioContentTypes), func(t StudioContentType) bool { return !slices.Contains(r.ContentTypes, t) })
+	if len(types) == 0 {
+		return StudioEstimate{}, fmt.Errorf("accountable: a studio estimate of no content type")
 	}
-	var opts StudioAppliedOptions
-	if o := r.Options; o != nil {
-		opts = StudioAppliedOptions{Research: o.Research, SEO: o.SEO, Revisions: o.Revisions, Images: o.Images,
-			Translations: o.Translations, Rush: o.Rush}
+	var b StudioCostBreakdown
+	var outputs int64
+	for _, t := range types {
+		each := studioOutputCredits[t]
+		b.Outputs = append(b.Outputs, StudioOutput{Type: t, Count: variants, CreditsEach: each, Subtotal: variants * each})
+		outputs += variants * each
 	}
-	est := StudioEstimate{CreditTableVersion: StudioCreditTableVersion, Format: r.Format, Unit: rate.Unit, Units: units, Options: opts}
-	line := func(code StudioLineItemCode, quantity, unitCredits int64, format string, args ...any) {
-		est.LineItems = append(est.LineItems, StudioLineItem{Code: code, Description: fmt.Sprintf(format, args...), Quantity: quantity,
-			UnitCredits: unitCredits, Credits: quantity * unitCredits})
+	b.BrandIngestion.Complexity, b.BrandIngestion.Required = StudioBrandSimple, r.BrandURL != nil
+	brandCredits := int64(studioBrandCreditsSimple)
+	switch {
+	case len(types) >= 4:
+		b.BrandIngestion.Complexity, brandCredits = StudioBrandComplex, studioBrandCreditsComplex
+	case len(types) >= 2:
+		b.BrandIngestion.Complexity, brandCredits = StudioBrandModerate, studioBrandCreditsModerate
 	}
-	blocks := (units + rate.Block - 1) / rate.Block
-	line(StudioLineBase, 1, rate.Base, "Base credits of a %s", strings.ReplaceAll(string(r.Format), "_", " "))
-	blockName := rate.Unit
-	if rate.Block > 1 {
-		blockName = "block of " + strconv.FormatInt(rate.Block, 10) + " " + rate.Unit + "s"
+	b.Calibration.Rounds = 1
+	if b.BrandIngestion.Required {
+		b.BrandIngestion.Credits = brandCredits
+		b.Calibration.Rounds = 2
 	}
-	line(StudioLineLength, blocks, rate.CreditsPerBlock, "%d %s%s: %d × %d credits per %s", units, rate.Unit, plural(units), blocks,
-		rate.CreditsPerBlock, blockName)
-	subtotal := rate.Base + blocks*rate.CreditsPerBlock
-	est.ContentSubtotal = subtotal
-	if opts.Research {
-		line(StudioLineResearch, 1, ceilPercent(subtotal, studioResearchPercent), "Research: %d%% of the content subtotal (%d), rounded up",
-			studioResearchPercent, subtotal)
+	b.Calibration.Credits = b.Calibration.Rounds * studioCalibrationRoundCredit
+	b.Exploration = StudioRounds{Rounds: variants, Credits: variants * studioExplorationRoundCredit}
+	percent := int64(100)
+	switch n := utf8.RuneCountInString(r.Prompt); {
+	case n <= studioBasicPromptLength:
+		b.Composition.Complexity = StudioCompositionBasic
+	case n <= studioStandardPromptLength:
+		b.Composition.Complexity, percent = StudioCompositionStandard, 125
+	default:
+		b.Composition.Complexity, percent = StudioCompositionPremium, 150
 	}
-	if opts.SEO {
-		line(StudioLineSEO, 1, ceilPercent(subtotal, studioSEOPercent), "Search optimisation: %d%% of the content subtotal (%d), rounded up",
-			studioSEOPercent, subtotal)
-	}
-	if opts.Revisions > 0 {
-		line(StudioLineRevisions, opts.Revisions, ceilPercent(subtotal, studioRevisionPercent),
-			"%d revision round%s: each %d%% of the content subtotal (%d), rounded up", opts.Revisions, plural(opts.Revisions),
-			studioRevisionPercent, subtotal)
-	}
-	if opts.Images > 0 {
-		line(StudioLineImages, opts.Images, studioImageCredits, "%d image%s: %d credits each", opts.Images, plural(opts.Images), studioImageCredits)
-	}
-	if opts.Translations > 0 {
-		line(StudioLineTranslations, opts.Translations, ceilPercent(subtotal, studioTranslationPercent),
-			"%d extra language%s: each %d%% of the content subtotal (%d), rounded up", opts.Translations, plural(opts.Translations),
-			studioTranslationPercent, subtotal)
-	}
-	var sum int64
-	for _, l := range est.LineItems {
-		sum += l.Credits
-	}
-	if opts.Rush {
-		line(StudioLineRush, 1, ceilPercent(sum, studioRushPercent), "Rush delivery: %d%% of the other lines (%d), rounded up", studioRushPercent, sum)
-		sum += est.LineItems[len(est.LineItems)-1].Credits
-	}
-	est.TotalCredits = sum
+	b.Composition.Multiplier = float64(percent) / 100
+	b.Composition.Credits = ceilPercent(outputs, percent-100)
+	total := b.BrandIngestion.Credits + b.Calibration.Credits + b.Exploration.Credits + b.Composition.Credits + outputs
 	digest, err := CanonicalDigest(struct {
-		Table   string               `json:"credit_table_version"`
-		Format  StudioFormat         `json:"format"`
-		Units   int64                `json:"units"`
-		Options StudioAppliedOptions `json:"options"`
-	}{StudioCreditTableVersion, r.Format, units, opts})
+		Table        string              `json:"creditTableVersion"`
+		Prompt       string              `json:"prompt"`
+		ContentTypes []StudioContentType `json:"contentTypes"`
+		VariantCount int64               `json:"variantCount"`
+		BrandURL     *string             `json:"brandUrl"`
+		BrandID      *string             `json:"brandId"`
+		Platform     *string             `json:"platform"`
+	}{StudioCreditTableVersion, r.Prompt, types, variants, r.BrandURL, r.BrandID, r.Platform})
 	if err != nil {
 		return StudioEstimate{}, err
 	}
-	est.EstimateID = "est_" + strings.TrimPrefix(digest, "sha256:")[:24]
-	return est, nil
-}
-
-func plural(n int64) string {
-	if n == 1 {
-		return ""
+	showcase, err := showcaseFor(types)
+	if err != nil {
+		return StudioEstimate{}, err
 	}
-	return "s"
+	return StudioEstimate{
+		EstimateID: "est_" + strings.TrimPrefix(digest, "sha256:")[:24], CreditTableVersion: StudioCreditTableVersion,
+		Breakdown: b, TotalCredits: total,
+		EstimatedPrice: StudioPrice{Amount: float64(total*studioCentsPerCredit) / 100, Currency: StudioUSD},
+		Showcase:       showcase,
+	}, nil
 }
 
-// StudioExample is one example of the showcase: a piece the studio made, the request
-// that prices it, and its total by the current credit table.
+// showcaseFor is up to studioEstimateShowcase examples of the types, featured ones first,
+// each group in the showcase's order.
+func showcaseFor(types []StudioContentType) ([]StudioExample, error) {
+	all, err := loadShowcase()
+	if err != nil {
+		return nil, err
+	}
+	out := []StudioExample{}
+	for _, featured := range []bool{true, false} {
+		for _, ex := range all {
+			if len(out) < studioEstimateShowcase && ex.Featured == featured && slices.Contains(types, ex.ContentType) {
+				out = append(out, ex.clone())
+			}
+		}
+	}
+	return out, nil
+}
+
+// StudioQAScores are an example's review scores, each from 0 to 1.
+type StudioQAScores struct {
+	Overall        float64 `json:"overall" minimum:"0" maximum:"1"`
+	BrandAlignment float64 `json:"brandAlignment" minimum:"0" maximum:"1"`
+	VisualQuality  float64 `json:"visualQuality" minimum:"0" maximum:"1"`
+}
+
+// StudioExample is one example of the showcase, in the public clients' shape (and
+// featured, which the showcase filters on). The service ships no images: thumbnailUrl is
+// null and previewUrls empty, rather than addresses that would not answer.
 type StudioExample struct {
-	ID           string                `json:"id" minLength:"1"`
-	Title        string                `json:"title" minLength:"1"`
-	Format       StudioFormat          `json:"format"`
-	Summary      string                `json:"summary"`
-	Excerpt      string                `json:"excerpt"`
-	Tags         []string              `json:"tags"`
-	Request      StudioEstimateRequest `json:"request"`
-	TotalCredits int64                 `json:"total_credits" minimum:"0"`
+	ID           string            `json:"id" minLength:"1" maxLength:"100"`
+	Title        string            `json:"title" minLength:"1" maxLength:"200"`
+	ContentType  StudioContentType `json:"contentType"`
+	Industry     string            `json:"industry" minLength:"1" maxLength:"100"`
+	Style        string            `json:"style" minLength:"1" maxLength:"100"`
+	Featured     bool              `json:"featured"`
+	ThumbnailURL *string           `json:"thumbnailUrl" description:"null: this service ships no images."`
+	PreviewURLs  []string          `json:"previewUrls" description:"Empty: this service ships no images."`
+	QAScores     StudioQAScores    `json:"qaScores"`
+}
+
+func (ex StudioExample) clone() StudioExample {
+	ex.PreviewURLs = slices.Clone(ex.PreviewURLs)
+	if ex.PreviewURLs == nil {
+		ex.PreviewURLs = []string{}
+	}
+	return ex
 }
 
 // StudioShowcase is a page of the showcase: {examples, total, hasMore}.
 type StudioShowcase struct {
 	Examples []StudioExample `json:"examples"`
-	Total    int             `json:"total" minimum:"0"`
+	Total    int             `json:"total" minimum:"0" description:"The examples that match the filters, on every page."`
 	HasMore  bool            `json:"hasMore"`
 }
 
@@ -316,8 +356,8 @@ const (
 //go:embed studio_showcase.json
 var studioShowcaseJSON []byte
 
-// loadShowcase reads the embedded examples once; each must be a valid request of its own
-// format, with a unique id.
+// loadShowcase reads the embedded examples once; each must pass the example's rules, with
+// a unique id.
 var loadShowcase = sync.OnceValues(func() ([]StudioExample, error) { return parseShowcase(studioShowcaseJSON) })
 
 func parseShowcase(raw []byte) ([]StudioExample, error) {
@@ -332,33 +372,55 @@ func parseShowcase(raw []byte) ([]StudioExample, error) {
 			return nil, fmt.Errorf("accountable: studio showcase example %d: missing or repeated id %q", i, ex.ID)
 		}
 		seen[ex.ID] = true
-		if ex.Request.Format != ex.Format {
-			return nil, fmt.Errorf("accountable: studio showcase %s: its request is for %s", ex.ID, ex.Request.Format)
-		}
-		if err := ex.Request.Validate(); err != nil {
+		if err := CheckFields(ex).Err(); err != nil {
 			return nil, fmt.Errorf("accountable: studio showcase %s: %w", ex.ID, err)
 		}
-		est, err := ex.Request.Estimate()
-		if err != nil {
-			return nil, err
-		}
-		ex.TotalCredits = est.TotalCredits
-		if ex.Tags == nil {
-			ex.Tags = []string{}
+		if ex.PreviewURLs == nil {
+			ex.PreviewURLs = []string{}
 		}
 	}
 	return examples, nil
 }
 
-// ShowcasePage returns the examples from offset, at most limit of them, with the total.
-func ShowcasePage(limit, offset int) (StudioShowcase, error) {
+// StudioShowcaseFilter says which examples a page is of: Query is a case-insensitive part
+// of the title, industry or style; Industry and Style match whole, case-insensitively;
+// ContentType and Featured exactly. Empty (nil) filters match everything.
+type StudioShowcaseFilter struct {
+	Query, Industry, Style string
+	ContentType            *StudioContentType
+	Featured               *bool
+}
+
+func (f StudioShowcaseFilter) matches(ex StudioExample) bool {
+	q := strings.ToLower(f.Query)
+	return (q == "" || strings.Contains(strings.ToLower(ex.Title), q) || strings.Contains(strings.ToLower(ex.Industry), q) ||
+		strings.Contains(strings.ToLower(ex.Style), q)) &&
+		(f.Industry == "" || strings.EqualFold(ex.Industry, f.Industry)) &&
+		(f.Style == "" || strings.EqualFold(ex.Style, f.Style)) &&
+		(f.ContentType == nil || ex.ContentType == *f.ContentType) &&
+		(f.Featured == nil || ex.Featured == *f.Featured)
+}
+
+// ShowcasePage returns the examples that match f, from offset, at most limit of them, with
+// how many match in all.
+func ShowcasePage(f StudioShowcaseFilter, limit, offset int) (StudioShowcase, error) {
 	all, err := loadShowcase()
 	if err != nil {
 		return StudioShowcase{}, err
 	}
-	start := min(max(offset, 0), len(all))
-	end := min(start+max(limit, 0), len(all))
-	return StudioShowcase{Examples: slices.Clone(all[start:end]), Total: len(all), HasMore: end < len(all)}, nil
+	var matched []StudioExample
+	for _, ex := range all {
+		if f.matches(ex) {
+			matched = append(matched, ex)
+		}
+	}
+	start := min(max(offset, 0), len(matched))
+	end := min(start+max(limit, 0), len(matched))
+	page := StudioShowcase{Examples: []StudioExample{}, Total: len(matched), HasMore: end < len(matched)}
+	for _, ex := range matched[start:end] {
+		page.Examples = append(page.Examples, ex.clone())
+	}
+	return page, nil
 }
 
 // StudioCheckoutRequest is what the public clients send to buy an estimate
@@ -367,7 +429,7 @@ func ShowcasePage(limit, offset int) (StudioShowcase, error) {
 // accepts is refused with ErrCheckoutNotOffered. estimateId is optional for that reason: a
 // client asking whether checkout exists gets the same answer with any estimate or none.
 type StudioCheckoutRequest struct {
-	EstimateID *string `json:"estimateId,omitzero" maxLength:"200" description:"The estimate a client of the hosted product would buy (estimate_id of POST /studio/estimate); this service sells nothing, so it is not looked up."`
+	EstimateID *string `json:"estimateId,omitzero" maxLength:"200" description:"The estimate a client of the hosted product would buy (estimateId of POST /studio/estimate); this service sells nothing, so it is not looked up."`
 }
 
 // ErrCheckoutNotOffered is the answer of every checkout: 501 not_offered.

@@ -4,38 +4,57 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
-	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/accountablework/accountable"
 )
 
+func studioReq(prompt string, types ...accountable.StudioContentType) accountable.StudioEstimateRequest {
+	return accountable.StudioEstimateRequest{Prompt: prompt, ContentTypes: types}
+}
+
 func TestStudioEstimateRules(t *testing.T) {
+	with := func(f func(*accountable.StudioEstimateRequest)) accountable.StudioEstimateRequest {
+		r := studioReq("Launch week posts", accountable.StudioPost)
+		f(&r)
+		return r
+	}
 	cases := []struct {
 		name string
 		req  accountable.StudioEstimateRequest
 		want []string
 	}{
-		{"format alone", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost}, nil},
-		{"missing format", accountable.StudioEstimateRequest{}, []string{"/format"}},
-		{"unknown format", accountable.StudioEstimateRequest{Format: "novel"}, []string{"/format"}},
-		{"units at the minimum", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Units: ptr(int64(100))}, nil},
-		{"units under the format's minimum", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Units: ptr(int64(99))}, []string{"/units"}},
-		{"units at the format's maximum", accountable.StudioEstimateRequest{Format: accountable.StudioSocialPost, Units: ptr(int64(50))}, nil},
-		{"units over the format's maximum", accountable.StudioEstimateRequest{Format: accountable.StudioSocialPost, Units: ptr(int64(51))}, []string{"/units"}},
-		{"units 0", accountable.StudioEstimateRequest{Format: accountable.StudioSocialPost, Units: ptr(int64(0))}, []string{"/units"}},
-		{"units beyond any format", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Units: ptr(int64(5001))}, []string{"/units"}},
-		{"seo on a blog post", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{SEO: true}}, nil},
-		{"seo on a video script", accountable.StudioEstimateRequest{Format: accountable.StudioVideoScript, Options: &accountable.StudioOptions{SEO: true}},
-			[]string{"/options/seo"}},
-		{"six revisions", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{Revisions: 6}},
-			[]string{"/options/revisions"}},
-		{"negative images", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{Images: -1}},
-			[]string{"/options/images"}},
-		{"21 images", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{Images: 21}},
-			[]string{"/options/images"}},
-		{"11 translations", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{Translations: 11}},
-			[]string{"/options/translations"}},
+		{"prompt and one type", with(func(*accountable.StudioEstimateRequest) {}), nil},
+		{"every type", studioReq("x", accountable.StudioContentTypes...), nil},
+		{"every optional member", with(func(r *accountable.StudioEstimateRequest) {
+			r.VariantCount, r.BrandURL, r.BrandID, r.Platform = ptr(int64(10)), ptr("https://brand.example/about"), ptr("brand-1"), ptr("instagram")
+		}), nil},
+		{"no prompt", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = "" }), []string{"/prompt"}},
+		{"prompt at its maximum", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = strings.Repeat("é", 4000) }), nil},
+		{"prompt too long", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = strings.Repeat("a", 4001) }), []string{"/prompt"}},
+		{"no content types", with(func(r *accountable.StudioEstimateRequest) { r.ContentTypes = nil }), []string{"/contentTypes"}},
+		{"empty content types", with(func(r *accountable.StudioEstimateRequest) { r.ContentTypes = []accountable.StudioContentType{} }),
+			[]string{"/contentTypes"}},
+		{"unknown content type", with(func(r *accountable.StudioEstimateRequest) {
+			r.ContentTypes = []accountable.StudioContentType{"post", "novel"}
+		}),
+			[]string{"/contentTypes/1"}},
+		{"repeated content type", with(func(r *accountable.StudioEstimateRequest) {
+			r.ContentTypes = []accountable.StudioContentType{"post", "story", "post"}
+		}), []string{"/contentTypes/2"}},
+		{"seven content types", with(func(r *accountable.StudioEstimateRequest) {
+			r.ContentTypes = append(slices.Clone(accountable.StudioContentTypes), accountable.StudioPost)
+		}), []string{"/contentTypes", "/contentTypes/6"}},
+		{"zero variants", with(func(r *accountable.StudioEstimateRequest) { r.VariantCount = ptr(int64(0)) }), []string{"/variantCount"}},
+		{"eleven variants", with(func(r *accountable.StudioEstimateRequest) { r.VariantCount = ptr(int64(11)) }), []string{"/variantCount"}},
+		{"brandUrl not a URL", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("brand dot com") }), []string{"/brandUrl"}},
+		{"brandUrl without host", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("https:///about") }), []string{"/brandUrl"}},
+		{"brandUrl of another scheme", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("ftp://brand.example/") }),
+			[]string{"/brandUrl"}},
+		{"brandUrl empty", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("") }), []string{"/brandUrl"}},
+		{"brandId empty", with(func(r *accountable.StudioEstimateRequest) { r.BrandID = ptr("") }), []string{"/brandId"}},
+		{"platform too long", with(func(r *accountable.StudioEstimateRequest) { r.Platform = ptr(strings.Repeat("p", 101)) }), []string{"/platform"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,43 +65,50 @@ func TestStudioEstimateRules(t *testing.T) {
 	}
 }
 
-type line struct {
-	code              accountable.StudioLineItemCode
-	quantity, credits int64
-}
-
 // Estimates worked out by hand from the credit table documented in studio.go.
 func TestStudioEstimate(t *testing.T) {
+	type want struct {
+		brandRequired bool
+		brandCredits  int64
+		brandCx       accountable.StudioBrandComplexity
+		calRounds     int64
+		explRounds    int64
+		compCx        accountable.StudioCompositionComplexity
+		compCredits   int64
+		multiplier    float64
+		outputs       string // type:count×each=subtotal, in the table's order
+		total         int64
+		price         float64
+	}
 	cases := []struct {
-		name  string
-		req   accountable.StudioEstimateRequest
-		units int64
-		lines []line
-		total int64
+		name string
+		req  accountable.StudioEstimateRequest
+		want want
 	}{
-		// 800 words: 8 blocks × 3 = 24, + base 10: subtotal 34.
-		{"blog post at its default length", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost}, 800,
-			[]line{{"base", 1, 10}, {"length", 8, 24}}, 34},
-		// 801 words are 9 blocks.
-		{"a started block counts", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Units: ptr(int64(801))}, 801,
-			[]line{{"base", 1, 10}, {"length", 9, 27}}, 37},
-		// Subtotal 34: research ceil(8.5) = 9, seo ceil(5.1) = 6, 2 revisions of ceil(6.8) = 7, 2 images of 8,
-		// 1 translation ceil(13.6) = 14; 93 so far, rush ceil(46.5) = 47.
-		{"every option", accountable.StudioEstimateRequest{Format: accountable.StudioBlogPost, Options: &accountable.StudioOptions{
-			Research: true, SEO: true, Revisions: 2, Images: 2, Translations: 1, Rush: true}}, 800,
-			[]line{{"base", 1, 10}, {"length", 8, 24}, {"research", 1, 9}, {"seo", 1, 6}, {"revisions", 2, 14}, {"images", 2, 16},
-				{"translations", 1, 14}, {"rush", 1, 47}}, 140},
-		// 5 emails: 6 + 20 = 26; 3 translations of ceil(10.4) = 11.
-		{"email sequence with translations", accountable.StudioEstimateRequest{Format: accountable.StudioEmailSequence, Units: ptr(int64(5)),
-			Options: &accountable.StudioOptions{Translations: 3}}, 5,
-			[]line{{"base", 1, 6}, {"length", 5, 20}, {"translations", 3, 33}}, 59},
-		// 1 post: 2 + 2 = 4; rush ceil(2) = 2.
-		{"one rushed post", accountable.StudioEstimateRequest{Format: accountable.StudioSocialPost, Units: ptr(int64(1)),
-			Options: &accountable.StudioOptions{Rush: true}}, 1,
-			[]line{{"base", 1, 2}, {"length", 1, 2}, {"rush", 1, 2}}, 6},
-		// Zero-valued options add no lines.
-		{"options all off", accountable.StudioEstimateRequest{Format: accountable.StudioVideoScript, Options: &accountable.StudioOptions{}}, 3,
-			[]line{{"base", 1, 10}, {"length", 3, 15}}, 25},
+		// One post: outputs 4; calibration 1 round (5); exploration 1 round (3); basic: 0. Total 12.
+		{"one post", studioReq("A post", accountable.StudioPost),
+			want{false, 0, "simple", 1, 1, "basic", 0, 1, "post:1x4=4", 12, 1.2}},
+		// Video and post, three variants, asked in the other order: outputs post 12 + video 72 = 84;
+		// calibration 5; exploration 3 rounds = 9; 281 characters: standard, ceil(84 × 0.25) = 21. Total 119.
+		{"two types, variants, standard prompt", accountable.StudioEstimateRequest{Prompt: strings.Repeat("b", 281),
+			ContentTypes: []accountable.StudioContentType{"video", "post"}, VariantCount: ptr(int64(3))},
+			want{false, 0, "moderate", 1, 3, "standard", 21, 1.25, "post:3x4=12 video:3x24=72", 119, 11.9}},
+		// A brand to read with four types: complex, 30; calibration 2 rounds (10); exploration 3;
+		// outputs carousel 12 + story 5 + banner 6 + thumbnail 3 = 26; 1001 characters: premium,
+		// ceil(26 × 0.5) = 13. Total 82.
+		{"brand ingestion, premium prompt", accountable.StudioEstimateRequest{Prompt: strings.Repeat("c", 1001),
+			ContentTypes: []accountable.StudioContentType{"thumbnail", "banner", "story", "carousel"}, BrandURL: ptr("https://brand.example")},
+			want{true, 30, "complex", 2, 1, "premium", 13, 1.5, "carousel:1x12=12 story:1x5=5 banner:1x6=6 thumbnail:1x3=3", 82, 8.2}},
+		// brandId alone names a known brand: no ingestion. Two types: moderate (not charged).
+		// Outputs story 10 + banner 12 = 22; calibration 5; exploration 6; 280 characters: basic. Total 33.
+		{"brandId alone", accountable.StudioEstimateRequest{Prompt: strings.Repeat("d", 280),
+			ContentTypes: []accountable.StudioContentType{"story", "banner"}, VariantCount: ptr(int64(2)), BrandID: ptr("brand-1"), Platform: ptr("tiktok")},
+			want{false, 0, "moderate", 1, 2, "basic", 0, 1, "story:2x5=10 banner:2x6=12", 33, 3.3}},
+		// 1000 characters is still standard: outputs 24 × 10 = 240, ceil(240 × 0.25) = 60; a
+		// brand for one type: simple 10; calibration 10; exploration 30. Total 350.
+		{"ten videos with a brand", accountable.StudioEstimateRequest{Prompt: strings.Repeat("e", 1000),
+			ContentTypes: []accountable.StudioContentType{"video"}, VariantCount: ptr(int64(10)), BrandURL: ptr("http://brand.example/x")},
+			want{true, 10, "simple", 2, 10, "standard", 60, 1.25, "video:10x24=240", 350, 35}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -93,65 +119,84 @@ func TestStudioEstimate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []line
-			for _, l := range est.LineItems {
-				got = append(got, line{l.Code, l.Quantity, l.Credits})
+			b := est.Breakdown
+			var outs []string
+			for _, o := range b.Outputs {
+				outs = append(outs, string(o.Type)+":"+itoa(o.Count)+"x"+itoa(o.CreditsEach)+"="+itoa(o.Subtotal))
 			}
-			if !slices.Equal(got, c.lines) || est.TotalCredits != c.total || est.Units != c.units || est.Format != c.req.Format {
-				t.Fatalf("estimate %+v\nlines %v, want %v; total %d, want %d", est, got, c.lines, est.TotalCredits, c.total)
+			got := want{b.BrandIngestion.Required, b.BrandIngestion.Credits, b.BrandIngestion.Complexity, b.Calibration.Rounds,
+				b.Exploration.Rounds, b.Composition.Complexity, b.Composition.Credits, b.Composition.Multiplier, strings.Join(outs, " "),
+				est.TotalCredits, est.EstimatedPrice.Amount}
+			if got != c.want || b.Calibration.Credits != 5*b.Calibration.Rounds || b.Exploration.Credits != 3*b.Exploration.Rounds ||
+				est.EstimatedPrice.Currency != "usd" || est.RequiresAuth || est.ExpiresAt != nil || est.AuthRedirectURL != nil {
+				t.Fatalf("estimate %+v\n got %+v\nwant %+v", est, got, c.want)
 			}
 		})
 	}
 }
 
-// Over every format and a spread of options: each line is quantity × unit_credits, the
-// total is their sum, the id follows the request with its defaults applied, and the same
-// request gives the same estimate.
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// Over every content type and a spread of requests: the total is the sum of the lines,
+// the id follows the request (content types in any order are the same request), and the
+// same request gives the same bytes.
 func TestStudioEstimateInvariants(t *testing.T) {
 	idPattern := regexp.MustCompile(`^est_[a-f0-9]{24}$`)
 	ids := map[string]string{}
-	for _, rate := range accountable.StudioCreditTable {
-		for _, opts := range []*accountable.StudioOptions{nil, {Research: true}, {Revisions: 5, Images: 20, Translations: 10, Rush: true},
-			{SEO: rate.SEO, Rush: true}} {
-			for _, units := range []*int64{nil, ptr(rate.MinUnits), ptr(rate.MaxUnits)} {
-				req := accountable.StudioEstimateRequest{Format: rate.Format, Units: units, Options: opts}
-				if err := req.Validate(); err != nil {
-					t.Fatalf("%+v: %v", req, err)
-				}
-				est, err := req.Estimate()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var sum int64
-				for _, l := range est.LineItems {
-					if l.Credits != l.Quantity*l.UnitCredits || l.Quantity < 1 || l.Description == "" {
-						t.Fatalf("%s: line %+v", rate.Format, l)
-					}
-					sum += l.Credits
-				}
-				if sum != est.TotalCredits || est.ContentSubtotal != est.LineItems[0].Credits+est.LineItems[1].Credits ||
-					!idPattern.MatchString(est.EstimateID) || est.CreditTableVersion != accountable.StudioCreditTableVersion {
-					t.Fatalf("%s: estimate %+v", rate.Format, est)
-				}
-				again, _ := req.Estimate()
-				a, _ := json.Marshal(est)
-				b, _ := json.Marshal(again)
-				if string(a) != string(b) {
-					t.Fatalf("not deterministic:\n%s\n%s", a, b)
-				}
-				key := string(rate.Format) + "/" + string(mustJSON(t, est.Options)) + "/" + strconv.FormatInt(est.Units, 10)
-				if prev, ok := ids[key]; ok && prev != est.EstimateID {
-					t.Fatalf("%s: the same request with its defaults applied has two ids", key)
-				}
-				ids[key] = est.EstimateID
+	for i, ct := range accountable.StudioContentTypes {
+		for _, req := range []accountable.StudioEstimateRequest{
+			studioReq("p", ct),
+			{Prompt: strings.Repeat("q", 500), ContentTypes: accountable.StudioContentTypes[:i+1], VariantCount: ptr(int64(10))},
+			{Prompt: strings.Repeat("r", 4000), ContentTypes: accountable.StudioContentTypes[i:], BrandURL: ptr("https://b.example")},
+		} {
+			if err := req.Validate(); err != nil {
+				t.Fatalf("%+v: %v", req, err)
 			}
+			est, err := req.Estimate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := est.Breakdown
+			sum := b.BrandIngestion.Credits + b.Calibration.Credits + b.Exploration.Credits + b.Composition.Credits
+			for _, o := range b.Outputs {
+				if o.Subtotal != o.Count*o.CreditsEach || o.CreditsEach <= 0 {
+					t.Fatalf("output %+v", o)
+				}
+				sum += o.Subtotal
+			}
+			if sum != est.TotalCredits || !idPattern.MatchString(est.EstimateID) || est.CreditTableVersion != accountable.StudioCreditTableVersion ||
+				len(est.Showcase) == 0 || len(est.Showcase) > 3 {
+				t.Fatalf("estimate %+v", est)
+			}
+			for _, ex := range est.Showcase {
+				if !slices.Contains(req.ContentTypes, ex.ContentType) {
+					t.Fatalf("the estimate of %v shows an example of %s", req.ContentTypes, ex.ContentType)
+				}
+			}
+			// Reversed content types: the same request.
+			rev := req
+			rev.ContentTypes = slices.Clone(req.ContentTypes)
+			slices.Reverse(rev.ContentTypes)
+			again, _ := rev.Estimate()
+			if string(mustJSON(t, est)) != string(mustJSON(t, again)) {
+				t.Fatalf("not deterministic:\n%s\n%s", mustJSON(t, est), mustJSON(t, again))
+			}
+			if prev, ok := ids[est.EstimateID]; ok && prev != string(mustJSON(t, req)) {
+				t.Fatalf("two requests share the id %s", est.EstimateID)
+			}
+			ids[est.EstimateID] = string(mustJSON(t, req))
 		}
 	}
-	// The default length is the same request as that length written out.
-	a, _ := accountable.StudioEstimateRequest{Format: accountable.StudioNewsletter}.Estimate()
-	b, _ := accountable.StudioEstimateRequest{Format: accountable.StudioNewsletter, Units: ptr(int64(600)), Options: &accountable.StudioOptions{}}.Estimate()
-	c, _ := accountable.StudioEstimateRequest{Format: accountable.StudioNewsletter, Units: ptr(int64(700))}.Estimate()
-	if a.EstimateID != b.EstimateID || a.EstimateID == c.EstimateID {
+	// The default variant count is the same request as 1 written out; the platform, which
+	// does not change the price, still makes another request.
+	a, _ := studioReq("p", accountable.StudioPost).Estimate()
+	one := studioReq("p", accountable.StudioPost)
+	one.VariantCount = ptr(int64(1))
+	b, _ := one.Estimate()
+	other := studioReq("p", accountable.StudioPost)
+	other.Platform = ptr("linkedin")
+	c, _ := other.Estimate()
+	if a.EstimateID != b.EstimateID || a.EstimateID == c.EstimateID || a.TotalCredits != c.TotalCredits {
 		t.Fatalf("ids %s %s %s", a.EstimateID, b.EstimateID, c.EstimateID)
 	}
 }
@@ -165,48 +210,90 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// The showcase ships about a dozen valid examples with unique ids; pages are exact slices
-// of it in order.
+// The showcase ships a dozen examples with unique ids covering every content type; the
+// filters select before paging, and pages are exact slices of the selection in order.
 func TestStudioShowcase(t *testing.T) {
-	all, err := accountable.ShowcasePage(1000, 0)
-	if err != nil {
-		t.Fatal(err)
+	page := func(f accountable.StudioShowcaseFilter, limit, offset int) accountable.StudioShowcase {
+		t.Helper()
+		p, err := accountable.ShowcasePage(f, limit, offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	all := page(accountable.StudioShowcaseFilter{}, 1000, 0)
 	if all.Total < 10 || len(all.Examples) != all.Total || all.HasMore {
 		t.Fatalf("showcase: %d of %d, hasMore %v", len(all.Examples), all.Total, all.HasMore)
 	}
-	formats := map[accountable.StudioFormat]bool{}
+	types := map[accountable.StudioContentType]bool{}
 	for _, ex := range all.Examples {
-		est, err := ex.Request.Estimate()
-		if err != nil || ex.TotalCredits != est.TotalCredits || ex.TotalCredits <= 0 || ex.Title == "" || ex.Summary == "" || ex.Tags == nil {
-			t.Fatalf("example %+v: %v", ex, err)
+		if ex.Title == "" || ex.Industry == "" || ex.Style == "" || ex.ThumbnailURL != nil || ex.PreviewURLs == nil || ex.QAScores.Overall <= 0 {
+			t.Fatalf("example %+v", ex)
 		}
-		formats[ex.Format] = true
+		types[ex.ContentType] = true
 	}
-	if len(formats) != len(accountable.StudioCreditTable) {
-		t.Fatalf("the showcase covers %d of %d formats", len(formats), len(accountable.StudioCreditTable))
+	if len(types) != len(accountable.StudioContentTypes) {
+		t.Fatalf("the showcase covers %d of %d content types", len(types), len(accountable.StudioContentTypes))
 	}
 	n := all.Total
 	for _, c := range []struct{ limit, offset, want int }{
 		{5, 0, 5}, {5, 5, 5}, {5, 10, n - 10}, {n, 0, n}, {n - 1, 1, n - 1}, {1, n - 1, 1}, {1, n, 0}, {6, n + 100, 0}, {0, 0, 0},
 	} {
-		page, err := accountable.ShowcasePage(c.limit, c.offset)
-		if err != nil {
-			t.Fatal(err)
+		p := page(accountable.StudioShowcaseFilter{}, c.limit, c.offset)
+		if len(p.Examples) != c.want || p.Total != n || p.HasMore != (c.offset+len(p.Examples) < n) {
+			t.Fatalf("limit %d offset %d: %d examples, total %d, hasMore %v", c.limit, c.offset, len(p.Examples), p.Total, p.HasMore)
 		}
-		if len(page.Examples) != c.want || page.Total != n || page.HasMore != (c.offset+len(page.Examples) < n) {
-			t.Fatalf("limit %d offset %d: %d examples, total %d, hasMore %v", c.limit, c.offset, len(page.Examples), page.Total, page.HasMore)
-		}
-		for i, ex := range page.Examples {
+		for i, ex := range p.Examples {
 			if ex.ID != all.Examples[c.offset+i].ID {
 				t.Fatalf("limit %d offset %d: example %d is %s", c.limit, c.offset, i, ex.ID)
 			}
 		}
 	}
+	// Each filter against the same selection worked out from the whole showcase.
+	video, yes, no := accountable.StudioVideo, true, false
+	for _, c := range []struct {
+		name string
+		f    accountable.StudioShowcaseFilter
+		keep func(accountable.StudioExample) bool
+	}{
+		{"query in a title", accountable.StudioShowcaseFilter{Query: "CAROUSEL"}, func(ex accountable.StudioExample) bool {
+			return strings.Contains(strings.ToLower(ex.Title), "carousel")
+		}},
+		{"query in an industry", accountable.StudioShowcaseFilter{Query: "saa"}, func(ex accountable.StudioExample) bool { return ex.Industry == "SaaS" }},
+		{"query in a style", accountable.StudioShowcaseFilter{Query: "editor"}, func(ex accountable.StudioExample) bool { return ex.Style == "editorial" }},
+		{"content type", accountable.StudioShowcaseFilter{ContentType: &video}, func(ex accountable.StudioExample) bool { return ex.ContentType == video }},
+		{"industry", accountable.StudioShowcaseFilter{Industry: "saas"}, func(ex accountable.StudioExample) bool { return ex.Industry == "SaaS" }},
+		{"industry is whole", accountable.StudioShowcaseFilter{Industry: "saa"}, func(accountable.StudioExample) bool { return false }},
+		{"style", accountable.StudioShowcaseFilter{Style: "Bold"}, func(ex accountable.StudioExample) bool { return ex.Style == "bold" }},
+		{"featured", accountable.StudioShowcaseFilter{Featured: &yes}, func(ex accountable.StudioExample) bool { return ex.Featured }},
+		{"not featured", accountable.StudioShowcaseFilter{Featured: &no}, func(ex accountable.StudioExample) bool { return !ex.Featured }},
+		{"together", accountable.StudioShowcaseFilter{Query: "launch", Industry: "SaaS", Featured: &yes}, func(ex accountable.StudioExample) bool {
+			return ex.Industry == "SaaS" && ex.Featured && strings.Contains(strings.ToLower(ex.Title), "launch")
+		}},
+		{"nothing", accountable.StudioShowcaseFilter{Query: "no such example"}, func(accountable.StudioExample) bool { return false }},
+	} {
+		var want []string
+		for _, ex := range all.Examples {
+			if c.keep(ex) {
+				want = append(want, ex.ID)
+			}
+		}
+		var got []string
+		for _, ex := range page(c.f, 1000, 0).Examples {
+			got = append(got, ex.ID)
+		}
+		p := page(c.f, 1, 1)
+		if !slices.Equal(got, want) || p.Total != len(want) || p.HasMore != (len(want) > 2) || (len(want) > 1) != (len(p.Examples) == 1) {
+			t.Fatalf("%s: %v, want %v; page of 1 at 1: %+v", c.name, got, want, p)
+		}
+		if c.name != "nothing" && c.name != "industry is whole" && len(want) == 0 {
+			t.Fatalf("%s selects nothing: the check cannot fail", c.name)
+		}
+	}
 	// Pages are copies: changing one does not change the next.
-	p, _ := accountable.ShowcasePage(1, 0)
+	p := page(accountable.StudioShowcaseFilter{}, 1, 0)
 	p.Examples[0].Title = "changed"
-	if q, _ := accountable.ShowcasePage(1, 0); q.Examples[0].Title == "changed" {
+	if q := page(accountable.StudioShowcaseFilter{}, 1, 0); q.Examples[0].Title == "changed" {
 		t.Fatal("a page shares the showcase")
 	}
 }

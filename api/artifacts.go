@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -62,16 +61,6 @@ func (s *Server) artifactOperations() []operation {
 				"other claimant gets deduped true, claimed false and the standing claim's expires_at. fingerprint_hash is sha256 of the " +
 				"RFC 8785 canonical JSON of {event_key, source, workspace_id}. Once a claim has expired the next claimant takes it over."},
 			s.claimDedup),
-		op(Operation{ID: "estimateStudio", Method: fiber.MethodPost, Path: "/studio/estimate", Area: "Content Studio",
-			Summary: "Price a piece of content in credits: a deterministic breakdown (line_items, each quantity × unit_credits, and " +
-				"total_credits) from the studio's credit table for the format, its length in the format's unit and the options. The same " +
-				"request always gets the same estimate and estimate_id. Nothing is stored."},
-			s.estimateStudio),
-		op(Operation{ID: "getStudioShowcase", Method: fiber.MethodGet, Path: "/studio/showcase", Area: "Content Studio",
-			Summary: "Examples of what the studio makes, with the request that prices each and its total_credits, in a fixed order; " +
-				"data is {examples, total, hasMore} (offset pagination: limit default " + strconv.Itoa(accountable.DefaultShowcaseLimit) +
-				", max " + strconv.Itoa(accountable.MaxShowcaseLimit) + "; offset default 0; the next page is at offset + limit while hasMore)."},
-			s.getStudioShowcase),
 	}
 }
 
@@ -208,32 +197,4 @@ func (s *Server) listArtifactTypes(c *call, _ *struct{}) ([]accountable.Artifact
 // claimDedup: POST /live/dedup/claim.
 func (s *Server) claimDedup(c *call, in *accountable.ClaimDedup) (accountable.DedupClaimResult, error) {
 	return s.deps.Artifacts.ClaimDedup(c.ctx, c.principal, *in)
-}
-
-// estimateStudio: POST /studio/estimate.
-func (s *Server) estimateStudio(c *call, in *accountable.StudioEstimateRequest) (accountable.StudioEstimate, error) {
-	return in.Estimate()
-}
-
-type showcaseQuery struct {
-	Limit  *int `json:"-" query:"limit" minimum:"1" maximum:"50" description:"Page size (default 6, max 50)."`
-	Offset *int `json:"-" query:"offset" minimum:"0" maximum:"1000000" description:"Examples to skip (default 0)."`
-}
-
-// getStudioShowcase: GET /studio/showcase.
-func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (accountable.StudioShowcase, error) {
-	limit, offset := accountable.DefaultShowcaseLimit, 0
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	if in.Offset != nil {
-		offset = *in.Offset
-	}
-	page, err := accountable.ShowcasePage(limit, offset)
-	if err != nil {
-		return page, err
-	}
-	n := len(page.Examples)
-	c.meta.Count, c.meta.Limit = &n, &limit
-	return page, nil
 }

@@ -124,14 +124,19 @@ var withoutIdempotencyKey = map[string]keylessOperation{
 	},
 }
 
-// sameAnswers checks that every answer is the same 200 with the same data.
+// sameAnswers checks that every answer is the same 200 with the same data (the same body,
+// when it is bare).
 func sameAnswers(t *testing.T, rs []response) {
 	t.Helper()
 	for i, r := range rs {
 		if r.status != http.StatusOK {
 			t.Fatalf("answer %d: %d %s", i, r.status, r.raw)
 		}
-		if a, b := toJSON(rs[0].body["data"]), toJSON(r.body["data"]); a != b {
+		a, b := toJSON(rs[0].body["data"]), toJSON(r.body["data"])
+		if _, enveloped := rs[0].body["data"]; !enveloped { // a bare answer (the studio estimate) is compared whole
+			a, b = string(rs[0].raw), string(r.raw)
+		}
+		if a != b {
 			t.Fatalf("answers 0 and %d differ:\n%s\n%s", i, a, b)
 		}
 	}

@@ -790,6 +790,14 @@ func setScalar(target reflect.Value, s string) error {
 			return errors.New("must be an integer")
 		}
 		target.SetInt(n)
+	case reflect.Bool:
+		// Exactly true or false, as the public clients write a boolean parameter.
+		switch s {
+		case "true", "false":
+			target.SetBool(s == "true")
+		default:
+			return errors.New("must be true or false")
+		}
 	default:
 		return fmt.Errorf("api: unsupported parameter type %s", target.Type())
 	}
