@@ -9,21 +9,21 @@ import (
 )
 
 // studioOperations are the Content Studio area: the estimate, the showcase and the
-// checkout, in the public clients' shapes. The estimate and the showcase answer their
-// bodies bare, without the {data, meta} envelope, because both clients read
-// {estimateId, ...} and {examples, total, hasMore} from the body itself; errors keep the
-// error envelope, which the clients read as error.code.
+// checkout, in the public clients' shapes. Their answers are in the {data, meta} envelope,
+// although both clients read {estimateId, ...} and {examples, total, hasMore} from the body
+// itself: the specification's envelope rule (every success but the workload diagnosis) wins
+// over a client's read, as it does for decisions and artifacts (issue 25).
 func (s *Server) studioOperations() []operation {
 	return []operation{
-		op(Operation{ID: "estimateStudio", Method: fiber.MethodPost, Path: "/studio/estimate", Area: "Content Studio", Bare: true,
+		op(Operation{ID: "estimateStudio", Method: fiber.MethodPost, Path: "/studio/estimate", Area: "Content Studio",
 			Summary: "Price content in credits, as the public clients ask ({prompt, contentTypes, variantCount?, brandUrl?, brandId?, " +
 				"platform?}) and read ({estimateId, breakdown{brandIngestion, calibration, exploration, composition, outputs}, " +
-				"totalCredits, estimatedPrice, expiresAt, showcase, requiresAuth, authRedirectUrl}, bare, camelCase): a deterministic " +
+				"totalCredits, estimatedPrice, expiresAt, showcase, requiresAuth, authRedirectUrl} in data, camelCase): a deterministic " +
 				"breakdown from the studio's credit table (creditTableVersion). The same request always gets the same body and " +
 				"estimateId; expiresAt is null (no clock in the answer); nothing is stored or charged."},
 			s.estimateStudio),
-		op(Operation{ID: "getStudioShowcase", Method: fiber.MethodGet, Path: "/studio/showcase", Area: "Content Studio", Bare: true,
-			Summary: "Examples of what the studio makes, in a fixed order, answered bare as {examples, total, hasMore}. Filters " +
+		op(Operation{ID: "getStudioShowcase", Method: fiber.MethodGet, Path: "/studio/showcase", Area: "Content Studio",
+			Summary: "Examples of what the studio makes, in a fixed order; data is {examples, total, hasMore}. Filters " +
 				"(query: part of the title, industry or style; contentType; industry; style; featured) apply before paging; total " +
 				"counts the matching examples. Offset pagination: limit default " + strconv.Itoa(accountable.DefaultShowcaseLimit) +
 				", max " + strconv.Itoa(accountable.MaxShowcaseLimit) + "; offset default 0; the next page is at offset + limit while hasMore."},
@@ -54,7 +54,7 @@ type showcaseQuery struct {
 }
 
 // getStudioShowcase: GET /studio/showcase.
-func (s *Server) getStudioShowcase(_ *call, in *showcaseQuery) (accountable.StudioShowcase, error) {
+func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (accountable.StudioShowcase, error) {
 	limit, offset := accountable.DefaultShowcaseLimit, 0
 	if in.Limit != nil {
 		limit = *in.Limit
@@ -70,7 +70,13 @@ func (s *Server) getStudioShowcase(_ *call, in *showcaseQuery) (accountable.Stud
 	}
 	f := accountable.StudioShowcaseFilter{Query: text(in.Query), Industry: text(in.Industry), Style: text(in.Style),
 		ContentType: in.ContentType, Featured: in.Featured}
-	return accountable.ShowcasePage(f, limit, offset)
+	page, err := accountable.ShowcasePage(f, limit, offset)
+	if err != nil {
+		return page, err
+	}
+	n := len(page.Examples)
+	c.meta.Count, c.meta.Limit = &n, &limit
+	return page, nil
 }
 
 // checkoutStudio: POST /studio/checkout. It answers what the request is not: a sale.

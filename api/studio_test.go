@@ -84,8 +84,8 @@ func TestStudioCheckoutIsNotOffered(t *testing.T) {
 
 // POST /studio/estimate with exactly the bodies the public clients send (the Python
 // client's create_estimate and the TypeScript createEstimate: prompt and contentTypes,
-// then variantCount, brandUrl, brandId and platform only when given), answered bare in the
-// shape they read. The breakdown is worked out by hand from the credit table (studio.go);
+// then variantCount, brandUrl, brandId and platform only when given), answered in the shape
+// they read, in data. The breakdown is worked out by hand from the credit table (studio.go);
 // the same request gets the same bytes, on both mounts, in any order of its content
 // types; and nothing is written.
 func TestStudioEstimateTakesTheClientsBody(t *testing.T) {
@@ -96,7 +96,7 @@ func TestStudioEstimateTakesTheClientsBody(t *testing.T) {
 	before := workspaceState(t, conn, tables, ten.Principal.WorkspaceID)
 	estimate := func(root string, body any) response {
 		t.Helper()
-		return e.do(request{method: "POST", path: "/studio/estimate", root: root, key: ten.Key, body: body})
+		return inData(t, e.do(request{method: "POST", path: "/studio/estimate", root: root, key: ten.Key, body: body}))
 	}
 
 	// create_estimate("Launch week for our new app", ["carousel", "post"], variant_count=2,
@@ -119,7 +119,7 @@ func TestStudioEstimateTakesTheClientsBody(t *testing.T) {
 		}
 	}
 	id, _ := r.body["estimateId"].(string)
-	if _, enveloped := r.body["data"]; enveloped || r.body["requiresAuth"] != false || !strings.HasPrefix(id, "est_") || len(id) != 28 ||
+	if r.body["requiresAuth"] != false || !strings.HasPrefix(id, "est_") || len(id) != 28 ||
 		r.body["creditTableVersion"] != accountable.StudioCreditTableVersion {
 		t.Fatalf("not the clients' shape: %s", r.raw)
 	}
@@ -219,7 +219,7 @@ func TestStudioEstimateRefusesWhatItCannotPrice(t *testing.T) {
 }
 
 // GET /studio/showcase with the query the public clients build (get_showcase: query,
-// contentType, industry, style, featured=true|false, limit, offset), answered bare as
+// contentType, industry, style, featured=true|false, limit, offset), data is
 // {examples, total, hasMore}: filters select before paging, total counts the selection.
 func TestStudioShowcaseTakesTheClientsQuery(t *testing.T) {
 	e := newEnv(t, nil)
@@ -228,10 +228,7 @@ func TestStudioShowcaseTakesTheClientsQuery(t *testing.T) {
 		t.Helper()
 		r := e.do(request{method: "GET", path: "/studio/showcase", key: key, query: query})
 		expect(t, r, http.StatusOK, "")
-		if _, enveloped := r.body["data"]; enveloped {
-			t.Fatalf("enveloped: %s", r.raw)
-		}
-		return r
+		return inData(t, r)
 	}
 	ids := func(r response) []string {
 		var out []string
@@ -329,4 +326,20 @@ func TestStudioShowcaseTakesTheClientsQuery(t *testing.T) {
 		}
 	}
 	expect(t, e.do(request{method: "GET", path: "/studio/showcase"}), http.StatusUnauthorized, "")
+}
+
+// inData returns a 2xx answer with its body replaced by its data: the studio's answers
+// are in the specification's envelope (data and meta), whose data is the clients' shape.
+// Other answers are returned as they are, for the caller's expect.
+func inData(t *testing.T, r response) response {
+	t.Helper()
+	if r.status < 200 || r.status >= 300 {
+		return r
+	}
+	data, ok := r.body["data"].(map[string]any)
+	if _, meta := r.body["meta"].(map[string]any); !ok || !meta {
+		t.Fatalf("not in the {data, meta} envelope: %s", r.raw)
+	}
+	r.body = data
+	return r
 }
