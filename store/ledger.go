@@ -249,6 +249,7 @@ var aggregateTables = []struct {
 	{accountable.AggregateArtifact, `SELECT id::text, version FROM artifacts WHERE workspace_id = $1`},
 	{accountable.AggregateDedupClaim, `SELECT claim_id::text, 1::bigint FROM dedup_claims WHERE workspace_id = $1`},
 	{accountable.AggregateController, `SELECT domain, NULL::bigint FROM controller_runs WHERE workspace_id = $1 GROUP BY domain`},
+	{accountable.AggregateWebhook, `SELECT id::text, aggregate_version FROM webhooks WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with
