@@ -2,12 +2,75 @@ package store_test
 
 import (
 	"context"
+	"maps"
+	"regexp"
+	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
+
+// TestAggregateTablesCoverEveryVersionedTable fails when a table whose rows carry an
+// aggregate's version (an aggregate_version column, or version as artifacts name it) is
+// not read by ledger verification's aggregateTables (store/ledger.go): removing such an
+// aggregate's events together with its anchored head would then go unnoticed. The tables
+// come from the migrated database's catalog, so a new area's table is checked without
+// anyone having to remember this test.
+func TestAggregateTablesCoverEveryVersionedTable(t *testing.T) {
+	// Tables with such a column whose rows describe no ledger aggregate, and why.
+	notAggregates := map[string]string{
+		"ledger_events":  "the ledger itself: aggregate_version is each event's place in its chain",
+		"ledger_heads":   "the chains' anchored heads, which verification compares with the ledger before it reads aggregateTables",
+		"schema_version": "tern's count of applied migrations",
+	}
+
+	rows, err := storetest.Conn(t).Query(context.Background(), `SELECT table_name::text, column_name::text
+		FROM information_schema.columns
+		WHERE table_schema = current_schema() AND column_name IN ('aggregate_version', 'version')
+		ORDER BY table_name, column_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type versionedColumn struct{ Table, Column string }
+	versioned, err := pgx.CollectRows(rows, pgx.RowToStructByPos[versionedColumn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versioned) == 0 {
+		t.Fatal("the catalog lists no aggregate_version or version column: the query reads the wrong schema")
+	}
+
+	queries := store.AggregateTableQueries()
+	seen := map[string]bool{}
+	for _, c := range versioned {
+		seen[c.Table] = true
+		if _, ok := notAggregates[c.Table]; ok {
+			continue
+		}
+		// An entry covers the table when its query reads the table and returns the column
+		// (NULL as the expected version would compare nothing).
+		readsTable := regexp.MustCompile(`\bFROM\s+` + regexp.QuoteMeta(c.Table) + `\b`)
+		returnsColumn := regexp.MustCompile(`\b` + regexp.QuoteMeta(c.Column) + `\b`)
+		covered := slices.ContainsFunc(queries, func(q string) bool {
+			return readsTable.MatchString(q) && returnsColumn.MatchString(q)
+		})
+		if !covered {
+			t.Errorf("table %s carries an aggregate version (column %s) but no entry of aggregateTables (store/ledger.go) reads "+
+				"that table and returns its %s, so verification never compares its rows with their chains: add an entry "+
+				"returning each row's aggregate id and its %s, or, if its rows describe no ledger aggregate, add the table "+
+				"to notAggregates with the reason", c.Table, c.Column, c.Column, c.Column)
+		}
+	}
+	for _, table := range slices.Sorted(maps.Keys(notAggregates)) {
+		if !seen[table] {
+			t.Errorf("notAggregates names %s, which has no aggregate_version or version column (any more): remove it", table)
+		}
+	}
+}
 
 // webhookFixture is a workspace with two webhook endpoints, one of them deleted.
 type webhookFixture struct {

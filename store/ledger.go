@@ -223,7 +223,9 @@ type chainEnd struct {
 
 // aggregateTables are the rows that describe aggregates, each with the version its chain
 // must have reached (NULL: any). A new aggregate type adds its table here, so that
-// removing its events from the ledger cannot go unnoticed.
+// removing its events from the ledger cannot go unnoticed; a table with an
+// aggregate_version (or version) column missing from this list fails
+// TestAggregateTablesCoverEveryVersionedTable.
 var aggregateTables = []struct {
 	aggregateType string
 	query         string // $1 workspace id; returns the aggregate id and its expected version
