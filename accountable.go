@@ -3,10 +3,7 @@
 // store, api, planner, activities, workflows and worker packages are adapters around it.
 package accountable
 
-import (
-	"context"
-	"strings"
-)
+import "strings"
 
 // APIVersion is the constant meta.apiVersion of every success envelope.
 const APIVersion = "1"
@@ -113,17 +110,4 @@ func (ActorType) Enum() []any {
 type Actor struct {
 	Type ActorType `json:"type"`
 	ID   string    `json:"id"`
-}
-
-type principalKey struct{}
-
-// WithPrincipal returns a context carrying p.
-func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
-
-// PrincipalFrom returns the principal of ctx, if any.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
 }

@@ -75,3 +75,12 @@ const JanitorLock = janitorLock
 
 // ProjectionEventsPredicate is the projections' partial-index predicate.
 const ProjectionEventsPredicate = projectionEvents
+
+// AggregateTableQueries are the queries of aggregateTables.
+func AggregateTableQueries() []string {
+	var out []string
+	for _, t := range aggregateTables {
+		out = append(out, t.query)
+	}
+	return out
+}

@@ -223,7 +223,9 @@ type chainEnd struct {
 
 // aggregateTables are the rows that describe aggregates, each with the version its chain
 // must have reached (NULL: any). A new aggregate type adds its table here, so that
-// removing its events from the ledger cannot go unnoticed.
+// removing its events from the ledger cannot go unnoticed; a table with an
+// aggregate_version (or version) column missing from this list fails
+// TestAggregateTablesCoverEveryVersionedTable.
 var aggregateTables = []struct {
 	aggregateType string
 	query         string // $1 workspace id; returns the aggregate id and its expected version
@@ -249,6 +251,7 @@ var aggregateTables = []struct {
 	{accountable.AggregateArtifact, `SELECT id::text, version FROM artifacts WHERE workspace_id = $1`},
 	{accountable.AggregateDedupClaim, `SELECT claim_id::text, 1::bigint FROM dedup_claims WHERE workspace_id = $1`},
 	{accountable.AggregateController, `SELECT domain, NULL::bigint FROM controller_runs WHERE workspace_id = $1 GROUP BY domain`},
+	{accountable.AggregateWebhook, `SELECT id::text, aggregate_version FROM webhooks WHERE workspace_id = $1`},
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with
