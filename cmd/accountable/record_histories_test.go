@@ -104,10 +104,11 @@ func TestRecordReplayHistories(t *testing.T) {
 		enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
 }
 
-// recordHistory waits for workflow id to start and complete with the result wantResult (its JSON),
-// checks that its history has the events that make it the case it stands for, and writes
-// the history to workflows/testdata/<name>.history.json in the JSON of
-// `temporal workflow show -o json`, which client.HistoryFromJSON reads.
+// recordHistory waits for workflow id to start and complete with the result wantResult (its
+// JSON), checks that its history has the events that make it the case it stands for, and
+// writes the history to workflows/testdata/<name>.history.json in the protojson form of the
+// histories taken with `temporal workflow show -o json` (full enum names, indented), which
+// client.HistoryFromJSON reads.
 func recordHistory(t *testing.T, tc client.Client, id, name, wantResult string, want ...enums.EventType) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
