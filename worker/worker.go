@@ -27,21 +27,39 @@ type Worker struct {
 	w sdkworker.Worker
 }
 
-// New registers every workflow and activity on taskQueue; interceptors observe them
-// (metrics).
+// Workflow is a workflow function the worker registers, under its registered name (the
+// name workflow messages and histories carry).
+type Workflow struct {
+	Name string
+	Func any
+}
+
+// Workflows is every workflow the worker registers. New registers exactly these, and the
+// replay test (replay_test.go) requires a recorded history of each in workflows/testdata:
+// the one list means a workflow added to the worker without a history fails a test.
+func Workflows() []Workflow {
+	return []Workflow{
+		{Name: workflows.LedgerVerificationName, Func: workflows.LedgerVerification},
+		{Name: workflows.ProposalGenerationName, Func: workflows.ProposalGeneration},
+		{Name: workflows.LaunchDispatchName, Func: workflows.LaunchDispatch},
+		{Name: workflows.HandoffSLAName, Func: workflows.HandoffSLA},
+		{Name: workflows.DiscoveryRunName, Func: workflows.DiscoveryRun},
+		{Name: workflows.WebhookDeliveryName, Func: workflows.WebhookDelivery},
+	}
+}
+
+// New registers every workflow (Workflows) and activity on taskQueue; interceptors observe
+// them (metrics).
 func New(c client.Client, taskQueue string, acts Activities, interceptors ...interceptor.WorkerInterceptor) *Worker {
 	w := sdkworker.New(c, taskQueue, sdkworker.Options{Interceptors: interceptors})
-	w.RegisterWorkflowWithOptions(workflows.LedgerVerification, workflow.RegisterOptions{Name: workflows.LedgerVerificationName})
+	for _, wf := range Workflows() {
+		w.RegisterWorkflowWithOptions(wf.Func, workflow.RegisterOptions{Name: wf.Name})
+	}
 	w.RegisterActivity(acts.Ledger)
-	w.RegisterWorkflowWithOptions(workflows.ProposalGeneration, workflow.RegisterOptions{Name: workflows.ProposalGenerationName})
 	w.RegisterActivity(acts.Proposals)
-	w.RegisterWorkflowWithOptions(workflows.LaunchDispatch, workflow.RegisterOptions{Name: workflows.LaunchDispatchName})
 	w.RegisterActivity(acts.Launches)
-	w.RegisterWorkflowWithOptions(workflows.HandoffSLA, workflow.RegisterOptions{Name: workflows.HandoffSLAName})
 	w.RegisterActivity(acts.Handoffs)
-	w.RegisterWorkflowWithOptions(workflows.DiscoveryRun, workflow.RegisterOptions{Name: workflows.DiscoveryRunName})
 	w.RegisterActivity(acts.Discovery)
-	w.RegisterWorkflowWithOptions(workflows.WebhookDelivery, workflow.RegisterOptions{Name: workflows.WebhookDeliveryName})
 	w.RegisterActivity(acts.Webhooks)
 	return &Worker{w: w}
 }
