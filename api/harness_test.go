@@ -125,7 +125,8 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); feed.Run(feedCtx) }()
 	t.Cleanup(func() { stopFeed(); <-feedDone })
-	deps := api.Deps{Feed: feed, Work: db, Ledger: db, Keys: db, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db}
+	deps := api.NewDeps(db, tc)
+	deps.Feed = feed
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}

@@ -206,6 +206,48 @@ type Deps struct {
 	MetricsHandler fiber.Handler
 }
 
+// Stores is everything the API reads and writes through its store interfaces: one
+// *store.DB in the service and in the API tests (their calls of NewDeps check it when
+// they compile, so api need not import store).
+type Stores interface {
+	WorkStore
+	LedgerStore
+	KeyStore
+	Pinger
+	ProposalStore
+	InitiativeStore
+	DecisionStore
+	LaunchStore
+	LifecycleStore
+	ProcessStore
+	HandoffStore
+	DiscoveryStore
+	EpisodeStore
+	ControllerStore
+	ReceiptStore
+	ArtifactStore
+	ProjectionStore
+	WebhookStore
+	SettingsStore
+}
+
+// WorkflowClient is the part of the Temporal client the API uses.
+type WorkflowClient interface {
+	WorkflowEngine
+	WorkflowRunner
+}
+
+// NewDeps binds every store and workflow interface of Deps: the service (cmd) and the API
+// tests both build their Deps here, so that an area's store cannot be wired in one and
+// forgotten in the other (TestNewDepsBindsEveryStore). What differs per process (the key
+// cache, the feed, OAuth, metrics) is set on the result.
+func NewDeps(stores Stores, temporal WorkflowClient) Deps {
+	return Deps{Work: stores, Ledger: stores, Keys: stores, DB: stores, Workflows: temporal, Runner: temporal,
+		Proposals: stores, Initiatives: stores, Decisions: stores, Launches: stores, Lifecycle: stores,
+		Processes: stores, Handoffs: stores, Discovery: stores, Episodes: stores, Controllers: stores,
+		Receipts: stores, Artifacts: stores, Projections: stores, Webhooks: stores, Settings: stores}
+}
+
 // Server is the HTTP API.
 type Server struct {
 	cfg        Config

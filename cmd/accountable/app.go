@@ -157,6 +157,9 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	if err != nil {
 		return nil, fmt.Errorf("reading the session key (made by the migrations: run accountable migrate): %w", err)
 	}
+	deps := api.NewDeps(db, tc)
+	deps.Keys = keys // API keys are read through the cache
+	deps.OAuth, deps.Metrics, deps.Feed, deps.MetricsHandler = authz, m, feed, m.apiHandler(cfg)
 	srv, err := api.NewServer(api.Config{
 		SiteURL: cfg.SiteURL, BodyLimit: cfg.MaxBodyBytes, RateLimit: cfg.RateLimitRPS, RateBurst: cfg.RateLimitBurst,
 		WorkspaceRateLimit: cfg.WorkspaceRateRPS, WorkspaceRateBurst: cfg.WorkspaceRateBurst, RateLimitHold: cfg.RateLimitHold,
@@ -173,8 +176,7 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: cfg.webhookTargets(),
 		WebhookMaxEndpoints: cfg.WebhookMaxEndpoints,
-	}, api.Deps{Work: db, Ledger: db, Keys: keys, DB: db, Workflows: tc, Runner: tc, Proposals: db, Initiatives: db, Decisions: db, Launches: db, Lifecycle: db, Processes: db, Handoffs: db, Discovery: db, Episodes: db, Controllers: db, Receipts: db, Artifacts: db, Projections: db, Webhooks: db, Settings: db, OAuth: authz, Metrics: m,
-		Feed: feed, MetricsHandler: m.apiHandler(cfg)}, log)
+	}, deps, log)
 	if err != nil {
 		return nil, err
 	}
