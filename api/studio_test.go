@@ -336,10 +336,9 @@ func inData(t *testing.T, r response) response {
 	if r.status < 200 || r.status >= 300 {
 		return r
 	}
-	data, ok := r.body["data"].(map[string]any)
-	if _, meta := r.body["meta"].(map[string]any); !ok || !meta {
+	if r.data() == nil || r.meta() == nil {
 		t.Fatalf("not in the {data, meta} envelope: %s", r.raw)
 	}
-	r.body = data
+	r.body = r.data()
 	return r
 }
