@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,16 +34,29 @@ const (
 	maxDraining = 128
 )
 
-// drainListener hands out connections that can be marked to drain when closed.
+// unusedConnGrace is how long a connection that has sent nothing may still send its first
+// request once shutdown has begun; past it, shutdown closes it. fasthttp marks a new
+// connection active before its first byte arrives, so its shutdown would otherwise wait
+// for every connection a client opened and never used (Go's HTTP client dials such spare
+// connections) until the read timeout. Go's net/http counts such a connection as idle
+// after 5 s; one second is the same rule at the pace of a stop.
+const unusedConnGrace = time.Second
+
+// drainListener hands out connections that can be marked to drain when closed, and keeps
+// those that have not sent a byte yet, for shutdown to close.
 type drainListener struct {
 	net.Listener
 	maxBytes int64
 	maxTime  time.Duration
 	slots    chan struct{}
+
+	mu     sync.Mutex
+	unused map[*drainConn]time.Time // accepted, nothing read yet: when accepted
 }
 
 func newDrainListener(ln net.Listener, maxBytes int64, maxTime time.Duration) *drainListener {
-	return &drainListener{Listener: ln, maxBytes: maxBytes, maxTime: maxTime, slots: make(chan struct{}, maxDraining)}
+	return &drainListener{Listener: ln, maxBytes: maxBytes, maxTime: maxTime, slots: make(chan struct{}, maxDraining),
+		unused: map[*drainConn]time.Time{}}
 }
 
 func (l *drainListener) Accept() (net.Conn, error) {
@@ -49,7 +64,44 @@ func (l *drainListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &drainConn{Conn: c, l: l}, nil
+	dc := &drainConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.unused[dc] = time.Now()
+	l.mu.Unlock()
+	return dc, nil
+}
+
+// forget drops c from the unused connections (it has sent something, or is closed).
+func (l *drainListener) forget(c *drainConn) {
+	l.mu.Lock()
+	delete(l.unused, c)
+	l.mu.Unlock()
+}
+
+// closeUnused closes, until ctx ends, every connection that has sent nothing for
+// unusedConnGrace since it was accepted (shutdown runs it while fasthttp waits for open
+// connections).
+func (l *drainListener) closeUnused(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var stale []*drainConn
+		l.mu.Lock()
+		for c, at := range l.unused {
+			if time.Since(at) >= unusedConnGrace {
+				stale = append(stale, c)
+			}
+		}
+		l.mu.Unlock()
+		for _, c := range stale {
+			c.Close() //nolint:errcheck // the connection is abandoned
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // drainConn is a connection that, once marked by drainOnClose, is half-closed and drained
@@ -59,6 +111,15 @@ type drainConn struct {
 	net.Conn
 	l     *drainListener
 	drain atomic.Bool
+	used  atomic.Bool // has read a byte (or is closed): no longer among the listener's unused
+}
+
+func (c *drainConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.used.Load() && c.used.CompareAndSwap(false, true) {
+		c.l.forget(c)
+	}
+	return n, err
 }
 
 func (c *drainConn) drainOnClose() { c.drain.Store(true) }
@@ -72,6 +133,9 @@ func (c *drainConn) SyscallConn() (syscall.RawConn, error) {
 }
 
 func (c *drainConn) Close() error {
+	if c.used.CompareAndSwap(false, true) {
+		c.l.forget(c)
+	}
 	if !c.drain.CompareAndSwap(true, false) {
 		return c.Conn.Close()
 	}

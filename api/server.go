@@ -257,8 +257,9 @@ type Server struct {
 	ops        []operation
 	document   []byte
 	usage      *keyUsage
-	limiter    *buckets // requests per API key
-	workspaces *buckets // requests per workspace
+	listener   atomic.Pointer[drainListener] // set by Serve, for Shutdown
+	limiter    *buckets                      // requests per API key
+	workspaces *buckets                      // requests per workspace
 	// keyRefusals and workspaceRefusals are the prompt refusals of limiter and
 	// workspaces (refuse; nil without RateLimitHold); held counts the refusals being held.
 	keyRefusals       *buckets
@@ -380,13 +381,21 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve serves HTTP on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.usage.start()
-	return s.app.Listener(newDrainListener(ln, s.cfg.OversizeDrainBytes, s.cfg.OversizeDrainTime))
+	dl := newDrainListener(ln, s.cfg.OversizeDrainBytes, s.cfg.OversizeDrainTime)
+	s.listener.Store(dl)
+	return s.app.Listener(dl)
 }
 
 // Shutdown stops accepting requests, waits for those in flight and writes pending
 // last-used times of keys.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopStreams()
+	if dl := s.listener.Load(); dl != nil {
+		// Connections that never sent a request would hold the shutdown until their read timeout.
+		closing, stop := context.WithCancel(ctx)
+		defer stop()
+		go dl.closeUnused(closing)
+	}
 	err := s.app.ShutdownWithContext(ctx)
 	s.usage.stop(ctx)
 	return err

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,5 +213,61 @@ func TestOversizeBodyDrainIsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("closed after %v", d)
+	}
+}
+
+// A connection a client opened and never used (Go's HTTP client dials spare ones) does not
+// hold the shutdown up: fasthttp alone would wait for it until the read timeout (30 s),
+// past the stop's deadline. A connection with a request in flight is still waited for.
+func TestShutdownClosesConnectionsThatNeverSentARequest(t *testing.T) {
+	e := newEnv(t, nil)
+	addr := strings.TrimPrefix(e.base, "http://")
+	unused, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	if res, err := e.client.Get(e.base + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
+	}
+	// A request whose head has begun but not ended: in flight, so waited for until it ends.
+	started, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer started.Close()
+	if _, err := io.WriteString(started, "GET /healthz HTTP/1.1\r\nHost: api.test\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the server has read the first bytes
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	begun := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.server.Shutdown(ctx) }()
+	unused.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	if n, err := unused.Read(make([]byte, 1)); n != 0 || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the unused connection was not closed by the shutdown (read %d, %v)", n, err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("shutdown ended (%v) with a request still in flight", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := io.WriteString(started, "\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(started).ReadString('\n')
+	if err != nil || !strings.Contains(status, " 200 ") {
+		t.Fatalf("the request in flight was not answered: %q, %v", status, err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if took := time.Since(begun); took > 5*time.Second {
+		t.Fatalf("shutdown took %v", took)
 	}
 }
