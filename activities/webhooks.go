@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/webhook"
 )
 
 // WebhookStore is what the webhook activities need.
@@ -42,7 +43,7 @@ type Webhooks struct {
 	Store WebhookStore
 	// Waker wakes idle endpoints; nil: none (the workflow then reads every few seconds).
 	Waker WebhookWaker
-	Key   accountable.WebhookSecretKey
+	Key   webhook.SecretKey
 	// Client sends the deliveries; NewWebhookClient makes one that keeps to the policy.
 	Client *http.Client
 	// Now is the clock of the signatures (time.Now when nil).
@@ -174,7 +175,7 @@ func (a *Webhooks) send(ctx context.Context, url, secret string, t time.Time, d 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "accountable-webhooks/1")
-	req.Header.Set(accountable.WebhookSignatureHeader, accountable.SignWebhook(secret, t, body))
+	req.Header.Set(accountable.WebhookSignatureHeader, webhook.Sign(secret, t, body))
 	req.Header.Set("X-Svc-Delivery-Id", d.DeliveryID)
 	req.Header.Set("X-Svc-Event-Type", d.EventType)
 	res, err := a.Client.Do(req)
@@ -196,7 +197,7 @@ func positionBefore(a, b accountable.StreamPosition) bool {
 // connection refused unless the policy allows the address it resolved to and its port (so
 // a name that resolves to a private or translated address is refused too, whenever it
 // does).
-func NewWebhookClient(policy accountable.WebhookTargetPolicy, timeout time.Duration) *http.Client {
+func NewWebhookClient(policy webhook.TargetPolicy, timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil || !policy.AllowsAddrPort(ap) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
+	"github.com/accountablework/accountable/webhook"
 )
 
 // fakeWebhookStore holds one endpoint and records the attempts.
@@ -64,20 +65,20 @@ func TestWebhookAttemptsDoNotRevealTheNetwork(t *testing.T) {
 	closed.Close() // nothing listens there any more: connection refused
 	answeringPort := mustPort(t, answering.URL)
 
-	key, err := accountable.ParseWebhookSecretKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	key, err := webhook.ParseSecretKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name   string
-		policy accountable.WebhookTargetPolicy
+		policy webhook.TargetPolicy
 		url    string
 		status int // 0: no answer
 	}{
-		{"a loopback address under the default policy", accountable.WebhookTargetPolicy{}, answering.URL + "/in", 0},
-		{"a port outside the allowed ones", accountable.WebhookTargetPolicy{AllowPrivate: true, Ports: []uint16{443}}, answering.URL + "/in", 0},
-		{"a closed port", accountable.WebhookTargetPolicy{AllowPrivate: true}, closedURL, 0},
-		{"an answer", accountable.WebhookTargetPolicy{AllowPrivate: true}, answering.URL + "/in", http.StatusServiceUnavailable},
+		{"a loopback address under the default policy", webhook.TargetPolicy{}, answering.URL + "/in", 0},
+		{"a port outside the allowed ones", webhook.TargetPolicy{AllowPrivate: true, Ports: []uint16{443}}, answering.URL + "/in", 0},
+		{"a closed port", webhook.TargetPolicy{AllowPrivate: true}, closedURL, 0},
+		{"an answer", webhook.TargetPolicy{AllowPrivate: true}, answering.URL + "/in", http.StatusServiceUnavailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store := &fakeWebhookStore{url: c.url, sealed: key.Seal("wh-1", "0123456789abcdef")}

@@ -28,6 +28,7 @@ import (
 	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/worker"
 )
 
@@ -113,12 +114,12 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	planner.use(baseline.NewBaseline())
 	// Webhooks are enabled with a test key, and may reach this machine's test receivers.
 	storetest.NoteSecrets(testWebhookKey) // it keeps webhook secrets and keys the OAuth tokens
-	webhookKey, err := accountable.ParseWebhookSecretKey(testWebhookKey)
+	webhookKey, err := webhook.ParseSecretKey(testWebhookKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := api.Config{SiteURL: "http://api.test", TaskQueue: queue, WebhookSecretKey: webhookKey, SessionKey: testSessionKey,
-		WebhookTargets: accountable.WebhookTargetPolicy{AllowPrivate: true}}
+		WebhookTargets: webhook.TargetPolicy{AllowPrivate: true}}
 	// Live streams are woken by a feed of this env's own, as in a process of the service.
 	feed := store.NewLedgerFeed(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	feedCtx, stopFeed := context.WithCancel(context.Background())
@@ -142,7 +143,7 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
 		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db},
 		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey, Waker: waker,
-			Client: activities.NewWebhookClient(accountable.WebhookTargetPolicy{AllowPrivate: true}, 5*time.Second)}})
+			Client: activities.NewWebhookClient(webhook.TargetPolicy{AllowPrivate: true}, 5*time.Second)}})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

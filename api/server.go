@@ -22,6 +22,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/webhook"
 )
 
 // Config configures the HTTP server.
@@ -99,8 +100,8 @@ type Config struct {
 	// WebhookSecretKey keeps webhook endpoints' secrets (without one, registering an
 	// endpoint is 403); WebhookTargets says which addresses endpoints may have;
 	// WebhookMaxEndpoints how many active ones a workspace may have (0: the default).
-	WebhookSecretKey    accountable.WebhookSecretKey
-	WebhookTargets      accountable.WebhookTargetPolicy
+	WebhookSecretKey    webhook.SecretKey
+	WebhookTargets      webhook.TargetPolicy
 	WebhookMaxEndpoints int
 }
 

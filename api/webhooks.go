@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 	if err := s.cfg.WebhookTargets.CheckURL(in.URL); err != nil {
 		return accountable.WebhookRegistration{}, err
 	}
-	secret := accountable.NewWebhookSecret()
+	secret := webhook.NewSecret()
 	if in.Secret != nil {
 		secret = *in.Secret
 	}

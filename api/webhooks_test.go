@@ -18,6 +18,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -53,7 +54,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := received{delivery: req.Header.Get("X-Svc-Delivery-Id"), signature: req.Header.Get(accountable.WebhookSignatureHeader), body: body}
-	err := accountable.VerifyWebhookSignature(r.secret, rec.signature, body, time.Now().Add(r.skew), accountable.WebhookSignatureTolerance)
+	err := webhook.VerifySignature(r.secret, rec.signature, body, time.Now().Add(r.skew), accountable.WebhookSignatureTolerance)
 	switch {
 	case err != nil:
 		rec.status = http.StatusBadRequest
@@ -338,9 +339,9 @@ func TestWebhookEndpointCap(t *testing.T) {
 // With the default policy, registering an address of a translation or special-purpose
 // range, or a port other than 80 and 443, is refused; with WEBHOOK_PORTS, only its ports.
 func TestWebhookTargetRefusals(t *testing.T) {
-	strict := newEnvRelaying(t, nil, false, func(c *api.Config, _ *api.Deps) { c.WebhookTargets = accountable.WebhookTargetPolicy{} })
+	strict := newEnvRelaying(t, nil, false, func(c *api.Config, _ *api.Deps) { c.WebhookTargets = webhook.TargetPolicy{} })
 	custom := newEnvRelaying(t, strict.db, false, func(c *api.Config, _ *api.Deps) {
-		c.WebhookTargets = accountable.WebhookTargetPolicy{Ports: []uint16{8443}}
+		c.WebhookTargets = webhook.TargetPolicy{Ports: []uint16{8443}}
 	})
 	key := storetest.NewTenant(t, strict.db).Key
 	register := func(e *env, url string) response {

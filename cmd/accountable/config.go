@@ -17,6 +17,7 @@ import (
 	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -95,7 +96,7 @@ type Config struct {
 	// endpoints may have private and loopback addresses, the ports they may use (empty:
 	// the policy's default; WebhookAnyPort: every port), each attempt's timeout, and how
 	// many active endpoints a workspace may have.
-	WebhookSecretKey    accountable.WebhookSecretKey
+	WebhookSecretKey    webhook.SecretKey
 	WebhookAllowPrivate bool
 	WebhookPorts        []uint16
 	WebhookAnyPort      bool
@@ -205,7 +206,7 @@ func LoadConfig() (Config, error) {
 		c.ReceiptSignerKeys = keys
 	}
 	if v := env("WEBHOOK_SECRET_KEY", ""); v != "" {
-		if k, err := accountable.ParseWebhookSecretKey(v); err != nil {
+		if k, err := webhook.ParseSecretKey(v); err != nil {
 			errs = append(errs, "WEBHOOK_SECRET_KEY: "+err.Error())
 		} else {
 			c.WebhookSecretKey = k
@@ -281,8 +282,8 @@ func envDuration(name string, def time.Duration, errs *[]string) time.Duration {
 }
 
 // webhookTargets is the policy of webhook endpoints' addresses and ports.
-func (c Config) webhookTargets() accountable.WebhookTargetPolicy {
-	return accountable.WebhookTargetPolicy{AllowPrivate: c.WebhookAllowPrivate, Ports: c.WebhookPorts, AnyPort: c.WebhookAnyPort}
+func (c Config) webhookTargets() webhook.TargetPolicy {
+	return webhook.TargetPolicy{AllowPrivate: c.WebhookAllowPrivate, Ports: c.WebhookPorts, AnyPort: c.WebhookAnyPort}
 }
 
 // parseWebhookPorts reads WEBHOOK_PORTS: comma-separated ports, or "*" for every port;

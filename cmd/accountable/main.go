@@ -25,6 +25,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/webhook"
 )
 
 const usage = `accountable: the Accountable Work Service
@@ -316,12 +317,12 @@ func devSecret(path string) (string, error) {
 
 // devWebhookKey is the dev webhook secret key (endpoints registered under make run keep
 // working after a restart).
-func devWebhookKey(path string) (accountable.WebhookSecretKey, error) {
+func devWebhookKey(path string) (webhook.SecretKey, error) {
 	raw, err := devSecret(path)
 	if err != nil {
-		return accountable.WebhookSecretKey{}, err
+		return webhook.SecretKey{}, err
 	}
-	return accountable.ParseWebhookSecretKey(raw)
+	return webhook.ParseSecretKey(raw)
 }
 
 // devTokenSecret is the dev OAuth token secret (MCP clients connected under make run stay

@@ -20,6 +20,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/workflows"
 )
 
@@ -49,7 +50,7 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		if accountable.VerifyWebhookSignature(secret, r.Header.Get(accountable.WebhookSignatureHeader), body, time.Now(),
+		if webhook.VerifySignature(secret, r.Header.Get(accountable.WebhookSignatureHeader), body, time.Now(),
 			accountable.WebhookSignatureTolerance) != nil {
 			mu.Unlock()
 			w.WriteHeader(http.StatusBadRequest)
