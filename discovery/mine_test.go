@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,13 @@ func BenchmarkMine(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		discovery.Mine("run", events)
+	}
+}
+
+// The technique every run names (in the root, which cannot import this package) states
+// the case support mining applies.
+func TestTechniqueStatesTheCaseSupport(t *testing.T) {
+	if want := fmt.Sprintf("min case support %d", discovery.MinCaseSupport); !strings.Contains(accountable.DiscoveryTechnique, want) {
+		t.Fatalf("DiscoveryTechnique %q does not say %q", accountable.DiscoveryTechnique, want)
 	}
 }
