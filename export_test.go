@@ -5,6 +5,3 @@ func IsCanonical(raw []byte) bool { return isCanonical(raw, 0, maxCanonDepth) }
 
 // MaxCanonDepth exposes maxCanonDepth to the external tests.
 const MaxCanonDepth = maxCanonDepth
-
-// MetadataIdentifierKey exposes metadataIdentifierKey to the external tests.
-func MetadataIdentifierKey(k string) bool { return metadataIdentifierKey(k) }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/discovery"
 )
 
 // DiscoveryStore is what the discovery activities need.
@@ -43,7 +44,7 @@ const (
 	requestHorizonWait = 30 * time.Second
 )
 
-// MineDiscoveryRun mines the run's sources and records its result (see accountable.Mine).
+// MineDiscoveryRun mines the run's sources and records its result (see discovery.Mine).
 // It heartbeats after every page; a retry (a worker restarted) mines again from the
 // start, which gives the same result. A run already finished is left as it is.
 func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (accountable.DiscoveryStatus, error) {
@@ -56,10 +57,10 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		every = 2 * time.Second
 	}
 	var events []accountable.TraceEvent
-	var ordinary []accountable.CompletedWork // completed work without case metadata, for accountable.InferCases
+	var ordinary []accountable.CompletedWork // completed work without case metadata, for discovery.InferCases
 	counts := accountable.DiscoveryCounts{Observations: len(req.Observations)}
 	if req.Mines(accountable.SourceObservations) {
-		events = accountable.ObservationEvents(req.Observations)
+		events = discovery.ObservationEvents(req.Observations)
 	}
 	final := accountable.DiscoverySucceeded
 	ledger := req.Mines(accountable.SourceWork) || req.Mines(accountable.SourceHandoffs) || req.Mines(accountable.SourceReceipts)
@@ -68,7 +69,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 	// passed it, so that it mines everything committed before it was requested. (The
 	// stream stops below the oldest transaction still open in the cluster; an unrelated
 	// open transaction can hold the newest events back for a moment.)
-	f := accountable.EventFilter{EventTypes: append(slices.Clone(accountable.DiscoveryEventTypes), accountable.EventDiscoveryRunRequested),
+	f := accountable.EventFilter{EventTypes: append(slices.Clone(discovery.EventTypes), accountable.EventDiscoveryRunRequested),
 		Limit: discoveryPage}
 	reached, waitUntil := false, time.Now().Add(requestHorizonWait)
 	for pos := int64(0); ledger; {
@@ -91,7 +92,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		if err != nil {
 			return "", retryable(err)
 		}
-		traced, more := accountable.TraceEventsOf(page.Events, work, pos, req.Mines)
+		traced, more := discovery.TraceEventsOf(page.Events, work, pos, req.Mines)
 		events, ordinary = append(events, traced...), append(ordinary, more...)
 		pos += int64(len(page.Events))
 		counts.EventsRead += len(page.Events) - requests
@@ -139,7 +140,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 	return run.Status, retryable(err)
 }
 
-// mineHeartbeating mines (accountable.MineWork) while heartbeating every 2 s: mining a
+// mineHeartbeating mines (discovery.MineWork) while heartbeating every 2 s: mining a
 // large run's events and inferring the cases of its ordinary work can outlast the
 // heartbeat timeout.
 func mineHeartbeating(ctx context.Context, runID string, events []accountable.TraceEvent, ordinary []accountable.CompletedWork,
@@ -150,7 +151,7 @@ func mineHeartbeating(ctx context.Context, runID string, events []accountable.Tr
 	}
 	done := make(chan result, 1)
 	go func() {
-		cards, cases := accountable.MineWork(runID, events, ordinary)
+		cards, cases := discovery.MineWork(runID, events, ordinary)
 		done <- result{cards, cases}
 	}()
 	tick := time.NewTicker(2 * time.Second)

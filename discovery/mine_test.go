@@ -1,13 +1,15 @@
-package accountable_test
+package discovery_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/discovery"
 )
 
 // trace makes the events of one case passing through stages, a minute apart.
@@ -33,7 +35,7 @@ func TestMineKnownAnswer(t *testing.T) {
 	}
 	events = append(events, trace("odd", t0, "triage", "intake")...)
 	events = append(events, trace("single", t0, "intake")...)
-	cards, cases := accountable.Mine("run-1", events)
+	cards, cases := discovery.Mine("run-1", events)
 	if cases != 10 || len(cards) != 2 {
 		t.Fatalf("%d cases, cards %+v", cases, cards)
 	}
@@ -54,11 +56,11 @@ func TestMineKnownAnswer(t *testing.T) {
 	// other ids.
 	shuffled := append([]accountable.TraceEvent(nil), events...)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	again, _ := accountable.Mine("run-1", shuffled)
+	again, _ := discovery.Mine("run-1", shuffled)
 	if !reflect.DeepEqual(again, cards) {
 		t.Fatalf("not deterministic:\n%+v\n%+v", again, cards)
 	}
-	other, _ := accountable.Mine("run-2", events)
+	other, _ := discovery.Mine("run-2", events)
 	if other[0].ID == fix.ID {
 		t.Fatal("ids do not depend on the run")
 	}
@@ -68,7 +70,7 @@ func TestMineKnownAnswer(t *testing.T) {
 func TestMineBelowSupport(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	events := append(trace("a", t0, "x", "y"), trace("b", t0, "y", "z")...)
-	if cards, cases := accountable.Mine("r", events); len(cards) != 0 || cases != 2 {
+	if cards, cases := discovery.Mine("r", events); len(cards) != 0 || cases != 2 {
 		t.Fatalf("%d cases, cards %+v", cases, cards)
 	}
 }
@@ -84,6 +86,14 @@ func BenchmarkMine(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		accountable.Mine("run", events)
+		discovery.Mine("run", events)
+	}
+}
+
+// The technique every run names (in the root, which cannot import this package) states
+// the case support mining applies.
+func TestTechniqueStatesTheCaseSupport(t *testing.T) {
+	if want := fmt.Sprintf("min case support %d", discovery.MinCaseSupport); !strings.Contains(accountable.DiscoveryTechnique, want) {
+		t.Fatalf("DiscoveryTechnique %q does not say %q", accountable.DiscoveryTechnique, want)
 	}
 }

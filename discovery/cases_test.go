@@ -1,4 +1,4 @@
-package accountable_test
+package discovery_test
 
 import (
 	"fmt"
@@ -9,34 +9,35 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/discovery"
 )
 
 func TestTitleIdentifier(t *testing.T) {
 	for _, c := range []struct {
 		title string
-		want  accountable.TitleID
+		want  discovery.TitleID
 		rest  string
 	}{
-		{"Draft post #12", accountable.TitleID{Key: "post 12", Label: "post #12", Bare: "#12", BareLabel: "#12"}, "Draft post"},
-		{"Review post 12", accountable.TitleID{Key: "post 12", Label: "post 12"}, "Review post"},
-		{"Publish post no. 012", accountable.TitleID{Key: "post 12", Label: "post 012"}, "Publish post"},
-		{"Draft #12", accountable.TitleID{Key: "draft 12", Label: "draft #12", Bare: "#12", BareLabel: "#12"}, "Draft"},
-		{"Post 12: review", accountable.TitleID{Key: "post 12", Label: "post 12"}, "Post review"},
-		{"Fix ABC-123", accountable.TitleID{Key: "ABC-123", Label: "ABC-123"}, "Fix"},
-		{"[OPS-7] Deploy the fix for #3", accountable.TitleID{Key: "OPS-7", Label: "OPS-7"}, "Deploy the fix"},
-		{`Write "Onboarding guide"`, accountable.TitleID{Key: `"onboarding guide"`, Label: `"Onboarding guide"`}, "Write"},
+		{"Draft post #12", discovery.TitleID{Key: "post 12", Label: "post #12", Bare: "#12", BareLabel: "#12"}, "Draft post"},
+		{"Review post 12", discovery.TitleID{Key: "post 12", Label: "post 12"}, "Review post"},
+		{"Publish post no. 012", discovery.TitleID{Key: "post 12", Label: "post 012"}, "Publish post"},
+		{"Draft #12", discovery.TitleID{Key: "draft 12", Label: "draft #12", Bare: "#12", BareLabel: "#12"}, "Draft"},
+		{"Post 12: review", discovery.TitleID{Key: "post 12", Label: "post 12"}, "Post review"},
+		{"Fix ABC-123", discovery.TitleID{Key: "ABC-123", Label: "ABC-123"}, "Fix"},
+		{"[OPS-7] Deploy the fix for #3", discovery.TitleID{Key: "OPS-7", Label: "OPS-7"}, "Deploy the fix"},
+		{`Write "Onboarding guide"`, discovery.TitleID{Key: `"onboarding guide"`, Label: `"Onboarding guide"`}, "Write"},
 		// A number after a word is taken out of the kind of work even when it is not the
 		// identifier (it varies from case to case).
-		{`Review “Onboarding  Guide” for 2 readers`, accountable.TitleID{Key: `"onboarding guide"`, Label: `"Onboarding Guide"`}, "Review for readers"},
+		{`Review “Onboarding  Guide” for 2 readers`, discovery.TitleID{Key: `"onboarding guide"`, Label: `"Onboarding Guide"`}, "Review for readers"},
 		// Two things, or nothing numbered: no identifier.
-		{"Merge ABC-1 into ABC-2", accountable.TitleID{}, "Merge into"},
-		{"Compare #4 with #5", accountable.TitleID{}, "Compare"},
-		{"Upgrade to Go 1.25", accountable.TitleID{}, "Upgrade to Go 1.25"},
-		{"12 things", accountable.TitleID{}, "12 things"},
-		{"Weekly sync", accountable.TitleID{}, "Weekly sync"},
-		{"covid-19 notes", accountable.TitleID{}, "covid-19 notes"},
+		{"Merge ABC-1 into ABC-2", discovery.TitleID{}, "Merge into"},
+		{"Compare #4 with #5", discovery.TitleID{}, "Compare"},
+		{"Upgrade to Go 1.25", discovery.TitleID{}, "Upgrade to Go 1.25"},
+		{"12 things", discovery.TitleID{}, "12 things"},
+		{"Weekly sync", discovery.TitleID{}, "Weekly sync"},
+		{"covid-19 notes", discovery.TitleID{}, "covid-19 notes"},
 	} {
-		got, rest := accountable.TitleIdentifier(c.title)
+		got, rest := discovery.TitleIdentifier(c.title)
 		if got != c.want || rest != c.rest {
 			t.Errorf("TitleIdentifier(%q) = %+v, %q; want %+v, %q", c.title, got, rest, c.want, c.rest)
 		}
@@ -87,11 +88,11 @@ func cardStages(c accountable.ProcessCard) []string {
 // the order the items come in.
 func mineOrdinary(t *testing.T, items []accountable.CompletedWork) ([]accountable.ProcessCard, int) {
 	t.Helper()
-	cards, cases := accountable.MineWork("run-1", nil, items)
+	cards, cases := discovery.MineWork("run-1", nil, items)
 	for range 5 {
 		shuffled := slices.Clone(items)
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		again, n := accountable.MineWork("run-1", nil, shuffled)
+		again, n := discovery.MineWork("run-1", nil, shuffled)
 		if !reflect.DeepEqual(again, cards) || n != cases {
 			t.Fatalf("not deterministic:\n%+v\n%+v", again, cards)
 		}
@@ -220,7 +221,7 @@ func TestInferCasesFromMetadataIdentifiers(t *testing.T) {
 	}
 	for k, want := range map[string]bool{"post_id": true, "ticketKey": true, "order-number": true, "slug": true, "id": true,
 		"agent_id": false, "userId": false, "project_id": false, "run_id": false, "case_id": false, "title": false, "postid": false} {
-		if got := accountable.MetadataIdentifierKey(k); got != want {
+		if got := discovery.MetadataIdentifierKey(k); got != want {
 			t.Errorf("MetadataIdentifierKey(%q) = %v", k, got)
 		}
 	}
@@ -269,7 +270,7 @@ func TestInferCasesKeepsExplicitMetadata(t *testing.T) {
 		items = append(items, c...)
 		explicit = append(explicit, trace(fmt.Sprintf("order-%d", n), inferT0.Add(time.Duration(i)*time.Minute-time.Hour), "pick")...)
 	}
-	for _, e := range accountable.InferCases(items) {
+	for _, e := range discovery.InferCases(items) {
 		if e.Stage == "pack" || e.CaseID != "order-1" && e.CaseID != "order-2" && e.Stage == "publish_post" {
 			t.Fatalf("explicit metadata regrouped: %+v", e)
 		}
@@ -284,8 +285,8 @@ func TestInferCasesKeepsExplicitMetadata(t *testing.T) {
 				Basis: accountable.CaseBasis{Rule: accountable.GroupCaseMetadata, Label: it.CaseID}})
 		}
 	}
-	old, _ := accountable.Mine("run-1", explicit)
-	cards, cases := accountable.MineWork("run-1", explicit, items)
+	old, _ := discovery.Mine("run-1", explicit)
+	cards, cases := discovery.MineWork("run-1", explicit, items)
 	if len(old) != 1 || !slices.Equal(cardStages(old[0]), []string{"pick", "pack"}) || cases != 2 || len(cards) != 1 ||
 		!slices.Equal(cardStages(cards[0]), []string{"pick", "pack", "publish_post"}) {
 		t.Fatalf("old %+v\nnew %d cases %+v", old, cases, cards)
@@ -296,7 +297,7 @@ func TestInferCasesKeepsExplicitMetadata(t *testing.T) {
 	for i := range bare {
 		bare[i].Basis = accountable.CaseBasis{}
 	}
-	plain, _ := accountable.Mine("run-1", bare)
+	plain, _ := discovery.Mine("run-1", bare)
 	if plain[0].ID != old[0].ID || len(plain[0].Grouping) != 0 || !reflect.DeepEqual(old[0].Grouping,
 		[]accountable.CaseGrouping{{Rule: accountable.GroupCaseMetadata, Cases: 2, Evidence: "metadata case_id: order-1, order-2"}}) {
 		t.Fatalf("plain %+v, old %+v", plain, old)
@@ -320,7 +321,7 @@ func TestTraceEventsOfSplitsExplicitFromOrdinaryWork(t *testing.T) {
 		"task-1": {Title: "Draft post #1", CaseID: "order-1", Stage: "pack"},
 		"task-2": {Title: "Draft post #2", CaseID: "order-2"},
 	}
-	traced, ordinary := accountable.TraceEventsOf(events, work, 10, func(accountable.SourceKind) bool { return true })
+	traced, ordinary := discovery.TraceEventsOf(events, work, 10, func(accountable.SourceKind) bool { return true })
 	if len(traced) != 1 || traced[0].CaseID != "order-1" || traced[0].Stage != "pack" || traced[0].Citation.EventID != "ev-1" ||
 		traced[0].Basis != (accountable.CaseBasis{Rule: accountable.GroupCaseMetadata, Label: "order-1"}) {
 		t.Fatalf("traced %+v", traced)
@@ -329,7 +330,7 @@ func TestTraceEventsOfSplitsExplicitFromOrdinaryWork(t *testing.T) {
 		ordinary[0].CorrelationID != "corr-1" || ordinary[0].CaseID != "order-2" || ordinary[0].Seq != 22 {
 		t.Fatalf("ordinary %+v", ordinary)
 	}
-	if traced, ordinary := accountable.TraceEventsOf(events, work, 10, func(k accountable.SourceKind) bool { return k != accountable.SourceWork }); len(traced)+len(ordinary) != 0 {
+	if traced, ordinary := discovery.TraceEventsOf(events, work, 10, func(k accountable.SourceKind) bool { return k != accountable.SourceWork }); len(traced)+len(ordinary) != 0 {
 		t.Fatalf("work not mined, yet %+v %+v", traced, ordinary)
 	}
 }
@@ -344,6 +345,6 @@ func BenchmarkInferCases(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		accountable.MineWork("run", nil, items)
+		discovery.MineWork("run", nil, items)
 	}
 }

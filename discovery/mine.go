@@ -1,0 +1,289 @@
+// Package discovery finds the processes a workspace already follows, from what its ledger
+// shows (handoffs between stages, completed work tagged with its stage, recorded episodes,
+// imported receipts) and from observations a caller supplies. The technique is the
+// process-mining one of trace variants over a directly-follows graph with frequency
+// thresholds (accountable.DiscoveryTechnique names it in every run):
+//
+//  1. Events become traces: each case (a handoff key, a work item's case_id, an episode, an
+//     observation's case_id, or a case of ordinary work InferCases finds) is the sequence of
+//     stages its events passed through, in time order, with immediate repeats collapsed.
+//  2. The directly-follows graph counts, over all traces, how often stage b directly
+//     follows stage a (|a>b|).
+//  3. Every trace variant (distinct stage sequence) of at least two stages seen in at least
+//     MinCaseSupport cases is a candidate process. Its confidence is its share of the cases
+//     in which its first stage occurs, times the weakest dependency of its edges in the
+//     Heuristics Miner's measure (|a>b| - |b>a|) / (|a>b| + |b>a| + 1), clamped to 0..1.
+//
+// The same events give the same candidates, in the same order, with the same ids.
+package discovery
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/accountablework/accountable"
+)
+
+// Mining bounds. Traces are cut at accountable.MaxStagesPerTrace stages, which stays in
+// the root because it bounds an imported receipt's steps too.
+const (
+	MinCaseSupport = 2  // cases a variant needs to be a candidate
+	MaxCandidates  = 50 // candidates a run keeps (the best supported)
+	MaxCitations   = 20 // citations a candidate keeps
+)
+
+// Mine turns events into candidate processes (see the package comment). runID seeds the
+// candidates' ids; the result depends on nothing else.
+func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessCard, int) {
+	byCase := map[string][]accountable.TraceEvent{}
+	for _, e := range events {
+		byCase[e.CaseID] = append(byCase[e.CaseID], e)
+	}
+	cases := make([]string, 0, len(byCase))
+	for c := range byCase {
+		cases = append(cases, c)
+	}
+	sort.Strings(cases)
+	names := map[string]string{}
+	type variant struct {
+		stages    []string
+		cases     []string
+		bases     []accountable.CaseBasis
+		citations []accountable.Citation
+	}
+	variants := map[string]*variant{}
+	follows := map[[2]string]int{}
+	startsIn := map[string]int{} // cases in which a stage occurs
+	for _, c := range cases {
+		evs := byCase[c]
+		sort.SliceStable(evs, func(i, j int) bool {
+			if !evs[i].At.Equal(evs[j].At) {
+				return evs[i].At.Before(evs[j].At)
+			}
+			return evs[i].Seq < evs[j].Seq
+		})
+		var trace []string
+		var cites []accountable.Citation
+		var basis accountable.CaseBasis // the case's strongest
+		for _, e := range evs {
+			if e.Basis.Rule != "" && (basis.Rule == "" || rank(e.Basis.Rule) < rank(basis.Rule)) {
+				basis = e.Basis
+			}
+			if e.StageName != "" && names[e.Stage] == "" {
+				names[e.Stage] = e.StageName
+			}
+			if len(trace) > 0 && trace[len(trace)-1] == e.Stage {
+				continue
+			}
+			if len(trace) == accountable.MaxStagesPerTrace {
+				break
+			}
+			trace = append(trace, e.Stage)
+			cites = append(cites, e.Citation)
+		}
+		seen := map[string]bool{}
+		for i, s := range trace {
+			if !seen[s] {
+				startsIn[s]++
+				seen[s] = true
+			}
+			if i > 0 {
+				follows[[2]string{trace[i-1], s}]++
+			}
+		}
+		key := strings.Join(trace, "\x00")
+		v := variants[key]
+		if v == nil {
+			v = &variant{stages: trace}
+			variants[key] = v
+		}
+		v.cases = append(v.cases, c)
+		v.bases = append(v.bases, basis)
+		for _, ct := range cites {
+			if len(v.citations) < MaxCitations {
+				v.citations = append(v.citations, ct)
+			}
+		}
+	}
+	var cards []accountable.ProcessCard
+	for key, v := range variants {
+		if len(v.stages) < 2 || len(v.cases) < MinCaseSupport {
+			continue
+		}
+		dep := 1.0
+		for i := 1; i < len(v.stages); i++ {
+			ab, ba := float64(follows[[2]string{v.stages[i-1], v.stages[i]}]), float64(follows[[2]string{v.stages[i], v.stages[i-1]}])
+			dep = math.Min(dep, (ab-ba)/(ab+ba+1))
+		}
+		share := float64(len(v.cases)) / float64(startsIn[v.stages[0]])
+		conf := math.Round(math.Max(0, math.Min(1, share*dep))*1000) / 1000
+		stages := make([]accountable.CandidateStage, len(v.stages))
+		for i, s := range v.stages {
+			n := names[s]
+			if n == "" {
+				n = stageName(s)
+			}
+			stages[i] = accountable.CandidateStage{Key: s, Name: n}
+		}
+		sum := sha256.Sum256([]byte(runID + "\x00" + key))
+		h := hex.EncodeToString(sum[:16])
+		id := h[0:8] + "-" + h[8:12] + "-8" + h[13:16] + "-" + "8" + h[17:20] + "-" + h[20:32] // RFC 9562 version 8 (custom)
+		cards = append(cards, accountable.ProcessCard{ID: id, Name: stages[0].Name + " → " + stages[len(stages)-1].Name,
+			Purpose: fmt.Sprintf("Observed in %d cases: %s.", len(v.cases), joinStageNames(stages)),
+			Stages:  stages, Confidence: conf, Support: len(v.cases), Grouping: groupingOf(v.bases), Citations: v.citations,
+			Limitations: []string{"Mined from the order of events alone: stages, not their intent; confirm before relying on it."}})
+	}
+	sort.Slice(cards, func(i, j int) bool {
+		if cards[i].Support != cards[j].Support {
+			return cards[i].Support > cards[j].Support
+		}
+		return joinStageKeys(cards[i].Stages) < joinStageKeys(cards[j].Stages)
+	})
+	if len(cards) > MaxCandidates {
+		cards = cards[:MaxCandidates]
+	}
+	return cards, len(cases)
+}
+
+func joinStageNames(s []accountable.CandidateStage) string {
+	out := make([]string, len(s))
+	for i, st := range s {
+		out[i] = st.Name
+	}
+	return strings.Join(out, " → ")
+}
+
+func joinStageKeys(s []accountable.CandidateStage) string {
+	out := make([]string, len(s))
+	for i, st := range s {
+		out[i] = st.Key
+	}
+	return strings.Join(out, "\x00")
+}
+
+// stageName makes a readable name of a stage key: "code_review" → "Code review".
+func stageName(key string) string {
+	s := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == '.' {
+			return ' '
+		}
+		return r
+	}, key)
+	r := []rune(strings.TrimSpace(s))
+	if len(r) == 0 {
+		return key
+	}
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
+
+// EventTypes are the ledger event types discovery mines (TraceEventsOf reads them).
+var EventTypes = []string{accountable.EventHandoffProposed, accountable.EventWorkCompleted, accountable.EventEpisodeRecorded, accountable.EventReceiptImported}
+
+// TraceEventsOf makes the mining events of ledger events: a proposed handoff is its from
+// stage then its to stage in the case of its handoff key; a completed work item whose
+// metadata names its case and stage (work, by task id) is that stage in its case; a
+// recorded episode is its stages in its own case; an imported receipt is its steps
+// (actions by type, human interventions, the verification verdict) in the case of the
+// request it served (ReceiptImported.Trace). Every other completed work item (with its
+// facts) is returned for InferCases, which needs them all. pos numbers the events in
+// stream order (the tie-break of events at one instant).
+func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
+	var out []accountable.TraceEvent
+	var ordinary []accountable.CompletedWork
+	for i, e := range events {
+		seq := (pos + int64(i)) * 2
+		cite := accountable.Citation{Kind: "ledger_event", EventID: e.ID}
+		switch e.EventType {
+		case accountable.EventHandoffProposed:
+			if !kinds(accountable.SourceHandoffs) {
+				continue
+			}
+			var h accountable.Handoff
+			if err := json.Unmarshal(e.Payload, &h); err != nil || h.HandoffKey == "" {
+				continue
+			}
+			cite.CaseID = h.HandoffKey
+			at := h.CreatedAt.Time
+			basis := accountable.CaseBasis{Rule: accountable.GroupHandoffKey, Label: h.HandoffKey}
+			out = append(out, accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.FromStageKey, At: at, Seq: seq, Citation: cite, Basis: basis},
+				accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.ToStageKey, At: at, Seq: seq + 1, Citation: cite, Basis: basis})
+		case accountable.EventEpisodeRecorded:
+			if !kinds(accountable.SourceLedger) {
+				continue
+			}
+			var ep accountable.Episode
+			if err := json.Unmarshal(e.Payload, &ep); err != nil {
+				continue
+			}
+			out = append(out, accountable.EpisodeTrace(ep, e.ID, pos+int64(i))...)
+		case accountable.EventWorkCompleted:
+			if !kinds(accountable.SourceWork) {
+				continue
+			}
+			f, ok := work[e.AggregateID]
+			if !ok {
+				continue
+			}
+			if !f.Explicit() {
+				var p struct {
+					CommandID *string `json:"command_id"`
+				}
+				_ = json.Unmarshal(e.Payload, &p) // only the completing command's id is read
+				ordinary = append(ordinary, accountable.CompletedWork{TaskID: e.AggregateID, EventID: e.ID, At: e.OccurredAt.Time, Seq: seq,
+					CommandID: deref(p.CommandID), CausationID: deref(e.CausationID), CorrelationID: deref(e.CorrelationID), WorkFacts: f})
+				continue
+			}
+			cite.CaseID = f.CaseID
+			out = append(out, accountable.TraceEvent{CaseID: f.CaseID, Stage: f.Stage, StageName: f.StageName, At: e.OccurredAt.Time, Seq: seq, Citation: cite,
+				Basis: accountable.CaseBasis{Rule: accountable.GroupCaseMetadata, Label: f.CaseID}})
+		case accountable.EventReceiptImported:
+			if !kinds(accountable.SourceReceipts) {
+				continue
+			}
+			var r accountable.ReceiptImported
+			if err := json.Unmarshal(e.Payload, &r); err != nil || r.CaseID == "" {
+				continue
+			}
+			out = append(out, r.Trace(e.ID, pos+int64(i))...)
+		}
+	}
+	return out, ordinary
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// MineWork mines events together with the cases InferCases finds in ordinary work.
+func MineWork(runID string, events []accountable.TraceEvent, ordinary []accountable.CompletedWork) ([]accountable.ProcessCard, int) {
+	inferred := InferCases(ordinary)
+	if len(inferred) == 0 {
+		return Mine(runID, events)
+	}
+	all := make([]accountable.TraceEvent, 0, len(events)+len(inferred))
+	return Mine(runID, append(append(all, events...), inferred...))
+}
+
+// ObservationEvents makes the mining events of supplied observations.
+func ObservationEvents(obs []accountable.Observation) []accountable.TraceEvent {
+	out := make([]accountable.TraceEvent, len(obs))
+	for i, o := range obs {
+		name := ""
+		if o.StageName != nil {
+			name = *o.StageName
+		}
+		out[i] = accountable.TraceEvent{CaseID: "observed:" + o.CaseID, Stage: o.Stage, StageName: name, At: o.At.Time, Seq: int64(i),
+			Citation: accountable.Citation{Kind: "observation", CaseID: o.CaseID}, Basis: accountable.CaseBasis{Rule: accountable.GroupObservation, Label: o.CaseID}}
+	}
+	return out
+}
