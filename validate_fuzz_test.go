@@ -37,8 +37,6 @@ var validators = []func() interface{ Validate() error }{
 	func() interface{ Validate() error } { return new(accountable.RegisterWebhook) },
 	func() interface{ Validate() error } { return new(accountable.RevisionInput) },
 	func() interface{ Validate() error } { return new(accountable.StartLedgerVerification) },
-	func() interface{ Validate() error } { return new(accountable.StudioEstimateRequest) },
-	func() interface{ Validate() error } { return new(accountable.WorkloadRequest) },
 }
 
 // Every command's Validate, over whatever a JSON body decodes to: it never panics, it

@@ -6,12 +6,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workload"
 )
 
 // The Workload diagnosis area: GET /doctor/workload (what the diagnosis takes and how it
 // scores) and POST /doctor/workload (the diagnosis), both account-free and answered
 // without the {data, meta} envelope. The rules live in the root package
-// (accountable.Diagnose); nothing is stored.
+// (workload.Diagnose); nothing is stored.
 //
 // Failures are not the error envelope but the specification's {error{code, message,
 // issues}, ok:false, valid:false} (Operation.Failure), with the status of the catalogue:
@@ -21,7 +22,7 @@ import (
 // for a body over the size limit, 415 for a body not sent as JSON. Every refusal of a
 // request is 400: a request is invalid for the schema or not, there is no 422 here.
 // issues lists each problem with the JSON Pointer of the member and a stable code
-// (accountable.WorkloadIssue*); refusals that are not about members carry none.
+// (workload.WorkloadIssue*); refusals that are not about members carry none.
 
 const doctorArea = "Workload diagnosis"
 
@@ -34,9 +35,9 @@ type WorkloadFailure struct {
 
 // WorkloadFailureError is what went wrong: a catalogued code, a message and the issues.
 type WorkloadFailureError struct {
-	Code    string                      `json:"code" minLength:"1"`
-	Message string                      `json:"message" minLength:"1"`
-	Issues  []accountable.WorkloadIssue `json:"issues" maxItems:"100" nullable:"false"`
+	Code    string                   `json:"code" minLength:"1"`
+	Message string                   `json:"message" minLength:"1"`
+	Issues  []workload.WorkloadIssue `json:"issues" maxItems:"100" nullable:"false"`
 }
 
 // doctorOperations are the Workload diagnosis area.
@@ -59,16 +60,16 @@ func (s *Server) doctorOperations() []operation {
 }
 
 // getWorkloadDiagnosisInfo: GET /doctor/workload (account-free).
-func (s *Server) getWorkloadDiagnosisInfo(c *call, _ *struct{}) (accountable.WorkloadDiagnosisInfo, error) {
-	info := accountable.WorkloadInfo()
+func (s *Server) getWorkloadDiagnosisInfo(c *call, _ *struct{}) (workload.WorkloadDiagnosisInfo, error) {
+	info := workload.WorkloadInfo()
 	info.Diagnose = "POST " + s.cfg.SiteURL + V1Root + "/doctor/workload"
 	return info, nil
 }
 
 // diagnoseWorkload: POST /doctor/workload (account-free). The review URL of the approval
 // handoff is made absolute under the service's site URL.
-func (s *Server) diagnoseWorkload(c *call, in *accountable.WorkloadRequest) (accountable.WorkloadDiagnosis, error) {
-	d := accountable.Diagnose(*in)
+func (s *Server) diagnoseWorkload(c *call, in *workload.WorkloadRequest) (workload.WorkloadDiagnosis, error) {
+	d := workload.Diagnose(*in)
 	if d.ApprovalHandoff.URL != "" {
 		d.ApprovalHandoff.URL = s.cfg.SiteURL + d.ApprovalHandoff.URL
 	}
@@ -76,31 +77,31 @@ func (s *Server) diagnoseWorkload(c *call, in *accountable.WorkloadRequest) (acc
 }
 
 // workloadFailure is the failure body of e: its code and message, and its issues with
-// codes. The issues of the rules come coded (accountable.WorkloadIssue); those of a body
+// codes. The issues of the rules come coded (workload.WorkloadIssue); those of a body
 // that did not decode are coded here: a member the schema does not have, or a value of
 // the wrong type; a body that is not JSON is one issue at the document ("").
 func workloadFailure(e accountable.Error, _ int) WorkloadFailure {
-	issues := []accountable.WorkloadIssue{}
+	issues := []workload.WorkloadIssue{}
 	switch is := e.Details["issues"].(type) {
-	case []accountable.WorkloadIssue:
+	case []workload.WorkloadIssue:
 		issues = append(issues, is...)
 	case accountable.Issues:
 		for _, i := range is {
-			code := accountable.WorkloadIssueInvalidType
+			code := workload.WorkloadIssueInvalidType
 			switch {
 			case i.Message == msgUnknownMember:
-				code = accountable.WorkloadIssueUnknownMember
+				code = workload.WorkloadIssueUnknownMember
 			case !strings.HasPrefix(i.Message, "must be") && i.Message != "has the wrong type":
-				code = accountable.WorkloadIssueInvalid
+				code = workload.WorkloadIssueInvalid
 			}
-			issues = append(issues, accountable.WorkloadIssue{Path: i.Path, Code: code, Message: i.Message})
+			issues = append(issues, workload.WorkloadIssue{Path: i.Path, Code: code, Message: i.Message})
 		}
 	}
 	if e.Code == accountable.ECodeInvalidJSON {
-		issues = append(issues, accountable.WorkloadIssue{Path: "", Code: accountable.WorkloadIssueInvalidJSON, Message: e.Message})
+		issues = append(issues, workload.WorkloadIssue{Path: "", Code: workload.WorkloadIssueInvalidJSON, Message: e.Message})
 	}
-	if len(issues) > accountable.WorkloadIssuesMax {
-		issues = issues[:accountable.WorkloadIssuesMax]
+	if len(issues) > workload.WorkloadIssuesMax {
+		issues = issues[:workload.WorkloadIssuesMax]
 	}
 	return WorkloadFailure{Error: WorkloadFailureError{Code: e.Code, Message: e.Message, Issues: issues}}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/workload"
 )
 
 // workloadBody is a valid request that crosses every boundary: its members in the order
@@ -35,22 +36,22 @@ func TestWorkloadDiagnosisAnswersBare(t *testing.T) {
 
 	r := e.do(request{method: "GET", path: "/doctor/workload"})
 	expect(t, r, http.StatusOK, "")
-	if r.body["schema_version"] != accountable.WorkloadSchemaVersion || r.body["data"] != nil ||
+	if r.body["schema_version"] != workload.WorkloadSchemaVersion || r.body["data"] != nil ||
 		r.body["diagnose"] != "POST http://api.test/api/v1/doctor/workload" {
 		t.Fatalf("metadata: %.400s", r.raw)
 	}
 	rules := r.body["scoring"].(map[string]any)["rules"].([]any)
-	if len(rules) != len(accountable.WorkloadScoringRules()) {
+	if len(rules) != len(workload.WorkloadScoringRules()) {
 		t.Fatalf("%d rules served", len(rules))
 	}
 
 	first := e.do(request{method: "POST", path: "/doctor/workload", body: workloadBody})
 	expect(t, first, http.StatusOK, "")
-	var req accountable.WorkloadRequest
+	var req workload.WorkloadRequest
 	if err := json.Unmarshal([]byte(workloadBody), &req); err != nil {
 		t.Fatal(err)
 	}
-	want := accountable.Diagnose(req)
+	want := workload.Diagnose(req)
 	if first.body["diagnosis_id"] != want.DiagnosisID || first.body["data"] != nil || first.body["meta"] != nil {
 		t.Fatalf("diagnosis: %.400s", first.raw)
 	}
@@ -59,8 +60,8 @@ func TestWorkloadDiagnosisAnswersBare(t *testing.T) {
 		t.Fatalf("recommendation: %v", rec)
 	}
 	handoff := first.body["approval_handoff"].(map[string]any)
-	if handoff["kind"] != "browser_review" || handoff["url"] != "http://api.test"+accountable.WorkloadReviewPath+"#"+want.DiagnosisID ||
-		accountable.WorkloadReviewPath != api.V1Root+"/doctor/workload" {
+	if handoff["kind"] != "browser_review" || handoff["url"] != "http://api.test"+workload.WorkloadReviewPath+"#"+want.DiagnosisID ||
+		workload.WorkloadReviewPath != api.V1Root+"/doctor/workload" {
 		t.Fatalf("handoff: %v", handoff)
 	}
 	if strings.Contains(string(first.raw), "Release bot") || strings.Contains(string(first.raw), "weekly release") {
@@ -271,7 +272,7 @@ func TestWorkloadDiagnosisDocument(t *testing.T) {
 	if p := schemas["WorkloadDiagnosis"].(map[string]any)["properties"].(map[string]any)["diagnosis_id"].(map[string]any); p["pattern"] != "^wdg_[a-f0-9]{24}$" {
 		t.Fatalf("diagnosis_id: %v", p)
 	}
-	if !regexp.MustCompile(`^wdg_[a-f0-9]{24}$`).MatchString(accountable.Diagnose(accountable.WorkloadRequest{}).DiagnosisID) {
+	if !regexp.MustCompile(`^wdg_[a-f0-9]{24}$`).MatchString(workload.Diagnose(workload.WorkloadRequest{}).DiagnosisID) {
 		t.Fatal("id")
 	}
 }

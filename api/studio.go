@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workload"
 )
 
 // studioOperations are the Content Studio area: the estimate, the showcase and the
@@ -25,8 +26,8 @@ func (s *Server) studioOperations() []operation {
 		op(Operation{ID: "getStudioShowcase", Method: fiber.MethodGet, Path: "/studio/showcase", Area: "Content Studio",
 			Summary: "Examples of what the studio makes, in a fixed order; data is {examples, total, hasMore}. Filters " +
 				"(query: part of the title, industry or style; contentType; industry; style; featured) apply before paging; total " +
-				"counts the matching examples. Offset pagination: limit default " + strconv.Itoa(accountable.DefaultShowcaseLimit) +
-				", max " + strconv.Itoa(accountable.MaxShowcaseLimit) + "; offset default 0; the next page is at offset + limit while hasMore."},
+				"counts the matching examples. Offset pagination: limit default " + strconv.Itoa(workload.DefaultShowcaseLimit) +
+				", max " + strconv.Itoa(workload.MaxShowcaseLimit) + "; offset default 0; the next page is at offset + limit while hasMore."},
 			s.getStudioShowcase),
 		op(Operation{ID: "checkoutStudio", Method: fiber.MethodPost, Path: "/studio/checkout", Area: "Content Studio",
 			NotOffered: true, Errors: []string{accountable.ECodeNotOffered},
@@ -39,23 +40,23 @@ func (s *Server) studioOperations() []operation {
 }
 
 // estimateStudio: POST /studio/estimate.
-func (s *Server) estimateStudio(_ *call, in *accountable.StudioEstimateRequest) (accountable.StudioEstimate, error) {
+func (s *Server) estimateStudio(_ *call, in *workload.StudioEstimateRequest) (workload.StudioEstimate, error) {
 	return in.Estimate()
 }
 
 type showcaseQuery struct {
-	Query       *string                        `json:"-" query:"query" maxLength:"200" description:"Only examples whose title, industry or style contains this (case-insensitive)."`
-	ContentType *accountable.StudioContentType `json:"-" query:"contentType" description:"Only examples of this content type."`
-	Industry    *string                        `json:"-" query:"industry" maxLength:"100" description:"Only examples of this industry (case-insensitive)."`
-	Style       *string                        `json:"-" query:"style" maxLength:"100" description:"Only examples of this style (case-insensitive)."`
-	Featured    *bool                          `json:"-" query:"featured" description:"true: only featured examples; false: only the others."`
-	Limit       *int                           `json:"-" query:"limit" minimum:"1" maximum:"50" description:"Page size (default 6, max 50)."`
-	Offset      *int                           `json:"-" query:"offset" minimum:"0" maximum:"1000000" description:"Matching examples to skip (default 0)."`
+	Query       *string                     `json:"-" query:"query" maxLength:"200" description:"Only examples whose title, industry or style contains this (case-insensitive)."`
+	ContentType *workload.StudioContentType `json:"-" query:"contentType" description:"Only examples of this content type."`
+	Industry    *string                     `json:"-" query:"industry" maxLength:"100" description:"Only examples of this industry (case-insensitive)."`
+	Style       *string                     `json:"-" query:"style" maxLength:"100" description:"Only examples of this style (case-insensitive)."`
+	Featured    *bool                       `json:"-" query:"featured" description:"true: only featured examples; false: only the others."`
+	Limit       *int                        `json:"-" query:"limit" minimum:"1" maximum:"50" description:"Page size (default 6, max 50)."`
+	Offset      *int                        `json:"-" query:"offset" minimum:"0" maximum:"1000000" description:"Matching examples to skip (default 0)."`
 }
 
 // getStudioShowcase: GET /studio/showcase.
-func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (accountable.StudioShowcase, error) {
-	limit, offset := accountable.DefaultShowcaseLimit, 0
+func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (workload.StudioShowcase, error) {
+	limit, offset := workload.DefaultShowcaseLimit, 0
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
@@ -68,9 +69,9 @@ func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (accountable.Stud
 		}
 		return *s
 	}
-	f := accountable.StudioShowcaseFilter{Query: text(in.Query), Industry: text(in.Industry), Style: text(in.Style),
+	f := workload.StudioShowcaseFilter{Query: text(in.Query), Industry: text(in.Industry), Style: text(in.Style),
 		ContentType: in.ContentType, Featured: in.Featured}
-	page, err := accountable.ShowcasePage(f, limit, offset)
+	page, err := workload.ShowcasePage(f, limit, offset)
 	if err != nil {
 		return page, err
 	}
@@ -80,6 +81,6 @@ func (s *Server) getStudioShowcase(c *call, in *showcaseQuery) (accountable.Stud
 }
 
 // checkoutStudio: POST /studio/checkout. It answers what the request is not: a sale.
-func (s *Server) checkoutStudio(*call, *accountable.StudioCheckoutRequest) (struct{}, error) {
-	return struct{}{}, accountable.ErrCheckoutNotOffered
+func (s *Server) checkoutStudio(*call, *workload.StudioCheckoutRequest) (struct{}, error) {
+	return struct{}{}, workload.ErrCheckoutNotOffered
 }

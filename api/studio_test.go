@@ -12,6 +12,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/workload"
 )
 
 // POST /studio/checkout, which the public clients call to buy an estimate ({estimateId}):
@@ -85,7 +86,7 @@ func TestStudioCheckoutIsNotOffered(t *testing.T) {
 // POST /studio/estimate with exactly the bodies the public clients send (the Python
 // client's create_estimate and the TypeScript createEstimate: prompt and contentTypes,
 // then variantCount, brandUrl, brandId and platform only when given), answered in the shape
-// they read, in data. The breakdown is worked out by hand from the credit table (studio.go);
+// they read, in data. The breakdown is worked out by hand from the credit table (workload/studio.go);
 // the same request gets the same bytes, on both mounts, in any order of its content
 // types; and nothing is written.
 func TestStudioEstimateTakesTheClientsBody(t *testing.T) {
@@ -120,7 +121,7 @@ func TestStudioEstimateTakesTheClientsBody(t *testing.T) {
 	}
 	id, _ := r.body["estimateId"].(string)
 	if r.body["requiresAuth"] != false || !strings.HasPrefix(id, "est_") || len(id) != 28 ||
-		r.body["creditTableVersion"] != accountable.StudioCreditTableVersion {
+		r.body["creditTableVersion"] != workload.StudioCreditTableVersion {
 		t.Fatalf("not the clients' shape: %s", r.raw)
 	}
 	shown := r.body["showcase"].([]any)
@@ -190,7 +191,7 @@ func TestStudioEstimateRefusesWhatItCannotPrice(t *testing.T) {
 	}{
 		{"no prompt", with("prompt", nil), "/prompt"},
 		{"empty prompt", with("prompt", ""), "/prompt"},
-		{"prompt too long", with("prompt", strings.Repeat("a", accountable.MaxStudioPromptLength+1)), "/prompt"},
+		{"prompt too long", with("prompt", strings.Repeat("a", workload.MaxStudioPromptLength+1)), "/prompt"},
 		{"prompt not a string", with("prompt", 7), "/prompt"},
 		{"no content types", with("contentTypes", nil), "/contentTypes"},
 		{"empty content types", with("contentTypes", []any{}), "/contentTypes"},
@@ -199,7 +200,7 @@ func TestStudioEstimateRefusesWhatItCannotPrice(t *testing.T) {
 		{"seven content types", with("contentTypes", []any{"carousel", "post", "story", "video", "banner", "thumbnail", "post"}), "/contentTypes"},
 		{"content types not an array", with("contentTypes", "post"), "/contentTypes"},
 		{"zero variants", with("variantCount", 0), "/variantCount"},
-		{"too many variants", with("variantCount", accountable.MaxStudioVariants+1), "/variantCount"},
+		{"too many variants", with("variantCount", workload.MaxStudioVariants+1), "/variantCount"},
 		{"fractional variants", with("variantCount", 1.5), "/variantCount"},
 		{"brandUrl not a URL", with("brandUrl", "our brand"), "/brandUrl"},
 		{"brandUrl of another scheme", with("brandUrl", "javascript:alert(1)"), "/brandUrl"},
@@ -237,11 +238,11 @@ func TestStudioShowcaseTakesTheClientsQuery(t *testing.T) {
 		}
 		return out
 	}
-	everything, _ := accountable.ShowcasePage(accountable.StudioShowcaseFilter{}, accountable.MaxShowcaseLimit, 0)
+	everything, _ := workload.ShowcasePage(workload.StudioShowcaseFilter{}, workload.MaxShowcaseLimit, 0)
 	n := everything.Total
 
 	first := showcase("")
-	if len(ids(first)) != accountable.DefaultShowcaseLimit || first.body["total"] != float64(n) || first.body["hasMore"] != true {
+	if len(ids(first)) != workload.DefaultShowcaseLimit || first.body["total"] != float64(n) || first.body["hasMore"] != true {
 		t.Fatalf("first page %s", first.raw)
 	}
 	ex := first.body["examples"].([]any)[0].(map[string]any)
@@ -278,21 +279,21 @@ func TestStudioShowcaseTakesTheClientsQuery(t *testing.T) {
 	// The filters, as the clients write them, against the selection worked out here.
 	for _, c := range []struct {
 		query string
-		keep  func(accountable.StudioExample) bool
+		keep  func(workload.StudioExample) bool
 	}{
-		{"query=carousel", func(x accountable.StudioExample) bool { return strings.Contains(strings.ToLower(x.Title), "carousel") }},
-		{"query=Warm", func(x accountable.StudioExample) bool { return x.Style == "warm" }},
-		{"query=WEEK", func(x accountable.StudioExample) bool { return strings.Contains(strings.ToLower(x.Title), "week") }},
-		{"query=food%20%26%20bev", func(x accountable.StudioExample) bool { return x.Industry == "Food & beverage" }},
-		{"contentType=video", func(x accountable.StudioExample) bool { return x.ContentType == accountable.StudioVideo }},
-		{"industry=SaaS", func(x accountable.StudioExample) bool { return x.Industry == "SaaS" }},
-		{"industry=saas&contentType=video", func(x accountable.StudioExample) bool {
-			return x.Industry == "SaaS" && x.ContentType == accountable.StudioVideo
+		{"query=carousel", func(x workload.StudioExample) bool { return strings.Contains(strings.ToLower(x.Title), "carousel") }},
+		{"query=Warm", func(x workload.StudioExample) bool { return x.Style == "warm" }},
+		{"query=WEEK", func(x workload.StudioExample) bool { return strings.Contains(strings.ToLower(x.Title), "week") }},
+		{"query=food%20%26%20bev", func(x workload.StudioExample) bool { return x.Industry == "Food & beverage" }},
+		{"contentType=video", func(x workload.StudioExample) bool { return x.ContentType == workload.StudioVideo }},
+		{"industry=SaaS", func(x workload.StudioExample) bool { return x.Industry == "SaaS" }},
+		{"industry=saas&contentType=video", func(x workload.StudioExample) bool {
+			return x.Industry == "SaaS" && x.ContentType == workload.StudioVideo
 		}},
-		{"style=bold", func(x accountable.StudioExample) bool { return x.Style == "bold" }},
-		{"featured=true", func(x accountable.StudioExample) bool { return x.Featured }},
-		{"featured=false", func(x accountable.StudioExample) bool { return !x.Featured }},
-		{"featured=true&style=warm", func(x accountable.StudioExample) bool { return x.Featured && x.Style == "warm" }},
+		{"style=bold", func(x workload.StudioExample) bool { return x.Style == "bold" }},
+		{"featured=true", func(x workload.StudioExample) bool { return x.Featured }},
+		{"featured=false", func(x workload.StudioExample) bool { return !x.Featured }},
+		{"featured=true&style=warm", func(x workload.StudioExample) bool { return x.Featured && x.Style == "warm" }},
 	} {
 		var want []string
 		for _, x := range everything.Examples {

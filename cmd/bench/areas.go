@@ -21,8 +21,8 @@ import (
 // the same aggregate query and encoding its buckets.
 
 // doctorFixture is the workload the diagnosis line posts (three systems, six actions;
-// the root package's BenchmarkDiagnose diagnoses it too).
-const doctorFixture = "testdata/workload/release-notes-agent.json"
+// package workload's BenchmarkDiagnose diagnoses it too).
+const doctorFixture = "workload/testdata/release-notes-agent.json"
 
 // receiptFixture is the receipt the validation line posts: the shared Codex fixture.
 const receiptFixture = "testdata/agent-work-receipt/fixtures/codex.json"

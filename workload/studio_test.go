@@ -1,4 +1,4 @@
-package accountable_test
+package workload_test
 
 import (
 	"encoding/json"
@@ -8,53 +8,68 @@ import (
 	"testing"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workload"
 )
 
-func studioReq(prompt string, types ...accountable.StudioContentType) accountable.StudioEstimateRequest {
-	return accountable.StudioEstimateRequest{Prompt: prompt, ContentTypes: types}
+func ptr[T any](v T) *T { return &v }
+
+// issuePaths are the paths of a validation error's issues, as the root's tests read them.
+func issuePaths(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, is := range err.(*accountable.Error).Details["issues"].(accountable.Issues) {
+		out = append(out, is.Path)
+	}
+	return out
+}
+
+func studioReq(prompt string, types ...workload.StudioContentType) workload.StudioEstimateRequest {
+	return workload.StudioEstimateRequest{Prompt: prompt, ContentTypes: types}
 }
 
 func TestStudioEstimateRules(t *testing.T) {
-	with := func(f func(*accountable.StudioEstimateRequest)) accountable.StudioEstimateRequest {
-		r := studioReq("Launch week posts", accountable.StudioPost)
+	with := func(f func(*workload.StudioEstimateRequest)) workload.StudioEstimateRequest {
+		r := studioReq("Launch week posts", workload.StudioPost)
 		f(&r)
 		return r
 	}
 	cases := []struct {
 		name string
-		req  accountable.StudioEstimateRequest
+		req  workload.StudioEstimateRequest
 		want []string
 	}{
-		{"prompt and one type", with(func(*accountable.StudioEstimateRequest) {}), nil},
-		{"every type", studioReq("x", accountable.StudioContentTypes...), nil},
-		{"every optional member", with(func(r *accountable.StudioEstimateRequest) {
+		{"prompt and one type", with(func(*workload.StudioEstimateRequest) {}), nil},
+		{"every type", studioReq("x", workload.StudioContentTypes...), nil},
+		{"every optional member", with(func(r *workload.StudioEstimateRequest) {
 			r.VariantCount, r.BrandURL, r.BrandID, r.Platform = ptr(int64(10)), ptr("https://brand.example/about"), ptr("brand-1"), ptr("instagram")
 		}), nil},
-		{"no prompt", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = "" }), []string{"/prompt"}},
-		{"prompt at its maximum", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = strings.Repeat("é", 4000) }), nil},
-		{"prompt too long", with(func(r *accountable.StudioEstimateRequest) { r.Prompt = strings.Repeat("a", 4001) }), []string{"/prompt"}},
-		{"no content types", with(func(r *accountable.StudioEstimateRequest) { r.ContentTypes = nil }), []string{"/contentTypes"}},
-		{"empty content types", with(func(r *accountable.StudioEstimateRequest) { r.ContentTypes = []accountable.StudioContentType{} }),
+		{"no prompt", with(func(r *workload.StudioEstimateRequest) { r.Prompt = "" }), []string{"/prompt"}},
+		{"prompt at its maximum", with(func(r *workload.StudioEstimateRequest) { r.Prompt = strings.Repeat("é", 4000) }), nil},
+		{"prompt too long", with(func(r *workload.StudioEstimateRequest) { r.Prompt = strings.Repeat("a", 4001) }), []string{"/prompt"}},
+		{"no content types", with(func(r *workload.StudioEstimateRequest) { r.ContentTypes = nil }), []string{"/contentTypes"}},
+		{"empty content types", with(func(r *workload.StudioEstimateRequest) { r.ContentTypes = []workload.StudioContentType{} }),
 			[]string{"/contentTypes"}},
-		{"unknown content type", with(func(r *accountable.StudioEstimateRequest) {
-			r.ContentTypes = []accountable.StudioContentType{"post", "novel"}
+		{"unknown content type", with(func(r *workload.StudioEstimateRequest) {
+			r.ContentTypes = []workload.StudioContentType{"post", "novel"}
 		}),
 			[]string{"/contentTypes/1"}},
-		{"repeated content type", with(func(r *accountable.StudioEstimateRequest) {
-			r.ContentTypes = []accountable.StudioContentType{"post", "story", "post"}
+		{"repeated content type", with(func(r *workload.StudioEstimateRequest) {
+			r.ContentTypes = []workload.StudioContentType{"post", "story", "post"}
 		}), []string{"/contentTypes/2"}},
-		{"seven content types", with(func(r *accountable.StudioEstimateRequest) {
-			r.ContentTypes = append(slices.Clone(accountable.StudioContentTypes), accountable.StudioPost)
+		{"seven content types", with(func(r *workload.StudioEstimateRequest) {
+			r.ContentTypes = append(slices.Clone(workload.StudioContentTypes), workload.StudioPost)
 		}), []string{"/contentTypes", "/contentTypes/6"}},
-		{"zero variants", with(func(r *accountable.StudioEstimateRequest) { r.VariantCount = ptr(int64(0)) }), []string{"/variantCount"}},
-		{"eleven variants", with(func(r *accountable.StudioEstimateRequest) { r.VariantCount = ptr(int64(11)) }), []string{"/variantCount"}},
-		{"brandUrl not a URL", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("brand dot com") }), []string{"/brandUrl"}},
-		{"brandUrl without host", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("https:///about") }), []string{"/brandUrl"}},
-		{"brandUrl of another scheme", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("ftp://brand.example/") }),
+		{"zero variants", with(func(r *workload.StudioEstimateRequest) { r.VariantCount = ptr(int64(0)) }), []string{"/variantCount"}},
+		{"eleven variants", with(func(r *workload.StudioEstimateRequest) { r.VariantCount = ptr(int64(11)) }), []string{"/variantCount"}},
+		{"brandUrl not a URL", with(func(r *workload.StudioEstimateRequest) { r.BrandURL = ptr("brand dot com") }), []string{"/brandUrl"}},
+		{"brandUrl without host", with(func(r *workload.StudioEstimateRequest) { r.BrandURL = ptr("https:///about") }), []string{"/brandUrl"}},
+		{"brandUrl of another scheme", with(func(r *workload.StudioEstimateRequest) { r.BrandURL = ptr("ftp://brand.example/") }),
 			[]string{"/brandUrl"}},
-		{"brandUrl empty", with(func(r *accountable.StudioEstimateRequest) { r.BrandURL = ptr("") }), []string{"/brandUrl"}},
-		{"brandId empty", with(func(r *accountable.StudioEstimateRequest) { r.BrandID = ptr("") }), []string{"/brandId"}},
-		{"platform too long", with(func(r *accountable.StudioEstimateRequest) { r.Platform = ptr(strings.Repeat("p", 101)) }), []string{"/platform"}},
+		{"brandUrl empty", with(func(r *workload.StudioEstimateRequest) { r.BrandURL = ptr("") }), []string{"/brandUrl"}},
+		{"brandId empty", with(func(r *workload.StudioEstimateRequest) { r.BrandID = ptr("") }), []string{"/brandId"}},
+		{"platform too long", with(func(r *workload.StudioEstimateRequest) { r.Platform = ptr(strings.Repeat("p", 101)) }), []string{"/platform"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,10 +85,10 @@ func TestStudioEstimate(t *testing.T) {
 	type want struct {
 		brandRequired bool
 		brandCredits  int64
-		brandCx       accountable.StudioBrandComplexity
+		brandCx       workload.StudioBrandComplexity
 		calRounds     int64
 		explRounds    int64
-		compCx        accountable.StudioCompositionComplexity
+		compCx        workload.StudioCompositionComplexity
 		compCredits   int64
 		multiplier    float64
 		outputs       string // type:count×each=subtotal, in the table's order
@@ -82,32 +97,32 @@ func TestStudioEstimate(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		req  accountable.StudioEstimateRequest
+		req  workload.StudioEstimateRequest
 		want want
 	}{
 		// One post: outputs 4; calibration 1 round (5); exploration 1 round (3); basic: 0. Total 12.
-		{"one post", studioReq("A post", accountable.StudioPost),
+		{"one post", studioReq("A post", workload.StudioPost),
 			want{false, 0, "simple", 1, 1, "basic", 0, 1, "post:1x4=4", 12, 1.2}},
 		// Video and post, three variants, asked in the other order: outputs post 12 + video 72 = 84;
 		// calibration 5; exploration 3 rounds = 9; 281 characters: standard, ceil(84 × 0.25) = 21. Total 119.
-		{"two types, variants, standard prompt", accountable.StudioEstimateRequest{Prompt: strings.Repeat("b", 281),
-			ContentTypes: []accountable.StudioContentType{"video", "post"}, VariantCount: ptr(int64(3))},
+		{"two types, variants, standard prompt", workload.StudioEstimateRequest{Prompt: strings.Repeat("b", 281),
+			ContentTypes: []workload.StudioContentType{"video", "post"}, VariantCount: ptr(int64(3))},
 			want{false, 0, "moderate", 1, 3, "standard", 21, 1.25, "post:3x4=12 video:3x24=72", 119, 11.9}},
 		// A brand to read with four types: complex, 30; calibration 2 rounds (10); exploration 3;
 		// outputs carousel 12 + story 5 + banner 6 + thumbnail 3 = 26; 1001 characters: premium,
 		// ceil(26 × 0.5) = 13. Total 82.
-		{"brand ingestion, premium prompt", accountable.StudioEstimateRequest{Prompt: strings.Repeat("c", 1001),
-			ContentTypes: []accountable.StudioContentType{"thumbnail", "banner", "story", "carousel"}, BrandURL: ptr("https://brand.example")},
+		{"brand ingestion, premium prompt", workload.StudioEstimateRequest{Prompt: strings.Repeat("c", 1001),
+			ContentTypes: []workload.StudioContentType{"thumbnail", "banner", "story", "carousel"}, BrandURL: ptr("https://brand.example")},
 			want{true, 30, "complex", 2, 1, "premium", 13, 1.5, "carousel:1x12=12 story:1x5=5 banner:1x6=6 thumbnail:1x3=3", 82, 8.2}},
 		// brandId alone names a known brand: no ingestion. Two types: moderate (not charged).
 		// Outputs story 10 + banner 12 = 22; calibration 5; exploration 6; 280 characters: basic. Total 33.
-		{"brandId alone", accountable.StudioEstimateRequest{Prompt: strings.Repeat("d", 280),
-			ContentTypes: []accountable.StudioContentType{"story", "banner"}, VariantCount: ptr(int64(2)), BrandID: ptr("brand-1"), Platform: ptr("tiktok")},
+		{"brandId alone", workload.StudioEstimateRequest{Prompt: strings.Repeat("d", 280),
+			ContentTypes: []workload.StudioContentType{"story", "banner"}, VariantCount: ptr(int64(2)), BrandID: ptr("brand-1"), Platform: ptr("tiktok")},
 			want{false, 0, "moderate", 1, 2, "basic", 0, 1, "story:2x5=10 banner:2x6=12", 33, 3.3}},
 		// 1000 characters is still standard: outputs 24 × 10 = 240, ceil(240 × 0.25) = 60; a
 		// brand for one type: simple 10; calibration 10; exploration 30. Total 350.
-		{"ten videos with a brand", accountable.StudioEstimateRequest{Prompt: strings.Repeat("e", 1000),
-			ContentTypes: []accountable.StudioContentType{"video"}, VariantCount: ptr(int64(10)), BrandURL: ptr("http://brand.example/x")},
+		{"ten videos with a brand", workload.StudioEstimateRequest{Prompt: strings.Repeat("e", 1000),
+			ContentTypes: []workload.StudioContentType{"video"}, VariantCount: ptr(int64(10)), BrandURL: ptr("http://brand.example/x")},
 			want{true, 10, "simple", 2, 10, "standard", 60, 1.25, "video:10x24=240", 350, 35}},
 	}
 	for _, c := range cases {
@@ -143,11 +158,11 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 func TestStudioEstimateInvariants(t *testing.T) {
 	idPattern := regexp.MustCompile(`^est_[a-f0-9]{24}$`)
 	ids := map[string]string{}
-	for i, ct := range accountable.StudioContentTypes {
-		for _, req := range []accountable.StudioEstimateRequest{
+	for i, ct := range workload.StudioContentTypes {
+		for _, req := range []workload.StudioEstimateRequest{
 			studioReq("p", ct),
-			{Prompt: strings.Repeat("q", 500), ContentTypes: accountable.StudioContentTypes[:i+1], VariantCount: ptr(int64(10))},
-			{Prompt: strings.Repeat("r", 4000), ContentTypes: accountable.StudioContentTypes[i:], BrandURL: ptr("https://b.example")},
+			{Prompt: strings.Repeat("q", 500), ContentTypes: workload.StudioContentTypes[:i+1], VariantCount: ptr(int64(10))},
+			{Prompt: strings.Repeat("r", 4000), ContentTypes: workload.StudioContentTypes[i:], BrandURL: ptr("https://b.example")},
 		} {
 			if err := req.Validate(); err != nil {
 				t.Fatalf("%+v: %v", req, err)
@@ -164,7 +179,7 @@ func TestStudioEstimateInvariants(t *testing.T) {
 				}
 				sum += o.Subtotal
 			}
-			if sum != est.TotalCredits || !idPattern.MatchString(est.EstimateID) || est.CreditTableVersion != accountable.StudioCreditTableVersion ||
+			if sum != est.TotalCredits || !idPattern.MatchString(est.EstimateID) || est.CreditTableVersion != workload.StudioCreditTableVersion ||
 				len(est.Showcase) == 0 || len(est.Showcase) > 3 {
 				t.Fatalf("estimate %+v", est)
 			}
@@ -189,11 +204,11 @@ func TestStudioEstimateInvariants(t *testing.T) {
 	}
 	// The default variant count is the same request as 1 written out; the platform, which
 	// does not change the price, still makes another request.
-	a, _ := studioReq("p", accountable.StudioPost).Estimate()
-	one := studioReq("p", accountable.StudioPost)
+	a, _ := studioReq("p", workload.StudioPost).Estimate()
+	one := studioReq("p", workload.StudioPost)
 	one.VariantCount = ptr(int64(1))
 	b, _ := one.Estimate()
-	other := studioReq("p", accountable.StudioPost)
+	other := studioReq("p", workload.StudioPost)
 	other.Platform = ptr("linkedin")
 	c, _ := other.Estimate()
 	if a.EstimateID != b.EstimateID || a.EstimateID == c.EstimateID || a.TotalCredits != c.TotalCredits {
@@ -213,33 +228,33 @@ func mustJSON(t *testing.T, v any) []byte {
 // The showcase ships a dozen examples with unique ids covering every content type; the
 // filters select before paging, and pages are exact slices of the selection in order.
 func TestStudioShowcase(t *testing.T) {
-	page := func(f accountable.StudioShowcaseFilter, limit, offset int) accountable.StudioShowcase {
+	page := func(f workload.StudioShowcaseFilter, limit, offset int) workload.StudioShowcase {
 		t.Helper()
-		p, err := accountable.ShowcasePage(f, limit, offset)
+		p, err := workload.ShowcasePage(f, limit, offset)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	all := page(accountable.StudioShowcaseFilter{}, 1000, 0)
+	all := page(workload.StudioShowcaseFilter{}, 1000, 0)
 	if all.Total < 10 || len(all.Examples) != all.Total || all.HasMore {
 		t.Fatalf("showcase: %d of %d, hasMore %v", len(all.Examples), all.Total, all.HasMore)
 	}
-	types := map[accountable.StudioContentType]bool{}
+	types := map[workload.StudioContentType]bool{}
 	for _, ex := range all.Examples {
 		if ex.Title == "" || ex.Industry == "" || ex.Style == "" || ex.ThumbnailURL != nil || ex.PreviewURLs == nil || ex.QAScores.Overall <= 0 {
 			t.Fatalf("example %+v", ex)
 		}
 		types[ex.ContentType] = true
 	}
-	if len(types) != len(accountable.StudioContentTypes) {
-		t.Fatalf("the showcase covers %d of %d content types", len(types), len(accountable.StudioContentTypes))
+	if len(types) != len(workload.StudioContentTypes) {
+		t.Fatalf("the showcase covers %d of %d content types", len(types), len(workload.StudioContentTypes))
 	}
 	n := all.Total
 	for _, c := range []struct{ limit, offset, want int }{
 		{5, 0, 5}, {5, 5, 5}, {5, 10, n - 10}, {n, 0, n}, {n - 1, 1, n - 1}, {1, n - 1, 1}, {1, n, 0}, {6, n + 100, 0}, {0, 0, 0},
 	} {
-		p := page(accountable.StudioShowcaseFilter{}, c.limit, c.offset)
+		p := page(workload.StudioShowcaseFilter{}, c.limit, c.offset)
 		if len(p.Examples) != c.want || p.Total != n || p.HasMore != (c.offset+len(p.Examples) < n) {
 			t.Fatalf("limit %d offset %d: %d examples, total %d, hasMore %v", c.limit, c.offset, len(p.Examples), p.Total, p.HasMore)
 		}
@@ -250,27 +265,27 @@ func TestStudioShowcase(t *testing.T) {
 		}
 	}
 	// Each filter against the same selection worked out from the whole showcase.
-	video, yes, no := accountable.StudioVideo, true, false
+	video, yes, no := workload.StudioVideo, true, false
 	for _, c := range []struct {
 		name string
-		f    accountable.StudioShowcaseFilter
-		keep func(accountable.StudioExample) bool
+		f    workload.StudioShowcaseFilter
+		keep func(workload.StudioExample) bool
 	}{
-		{"query in a title", accountable.StudioShowcaseFilter{Query: "CAROUSEL"}, func(ex accountable.StudioExample) bool {
+		{"query in a title", workload.StudioShowcaseFilter{Query: "CAROUSEL"}, func(ex workload.StudioExample) bool {
 			return strings.Contains(strings.ToLower(ex.Title), "carousel")
 		}},
-		{"query in an industry", accountable.StudioShowcaseFilter{Query: "saa"}, func(ex accountable.StudioExample) bool { return ex.Industry == "SaaS" }},
-		{"query in a style", accountable.StudioShowcaseFilter{Query: "editor"}, func(ex accountable.StudioExample) bool { return ex.Style == "editorial" }},
-		{"content type", accountable.StudioShowcaseFilter{ContentType: &video}, func(ex accountable.StudioExample) bool { return ex.ContentType == video }},
-		{"industry", accountable.StudioShowcaseFilter{Industry: "saas"}, func(ex accountable.StudioExample) bool { return ex.Industry == "SaaS" }},
-		{"industry is whole", accountable.StudioShowcaseFilter{Industry: "saa"}, func(accountable.StudioExample) bool { return false }},
-		{"style", accountable.StudioShowcaseFilter{Style: "Bold"}, func(ex accountable.StudioExample) bool { return ex.Style == "bold" }},
-		{"featured", accountable.StudioShowcaseFilter{Featured: &yes}, func(ex accountable.StudioExample) bool { return ex.Featured }},
-		{"not featured", accountable.StudioShowcaseFilter{Featured: &no}, func(ex accountable.StudioExample) bool { return !ex.Featured }},
-		{"together", accountable.StudioShowcaseFilter{Query: "launch", Industry: "SaaS", Featured: &yes}, func(ex accountable.StudioExample) bool {
+		{"query in an industry", workload.StudioShowcaseFilter{Query: "saa"}, func(ex workload.StudioExample) bool { return ex.Industry == "SaaS" }},
+		{"query in a style", workload.StudioShowcaseFilter{Query: "editor"}, func(ex workload.StudioExample) bool { return ex.Style == "editorial" }},
+		{"content type", workload.StudioShowcaseFilter{ContentType: &video}, func(ex workload.StudioExample) bool { return ex.ContentType == video }},
+		{"industry", workload.StudioShowcaseFilter{Industry: "saas"}, func(ex workload.StudioExample) bool { return ex.Industry == "SaaS" }},
+		{"industry is whole", workload.StudioShowcaseFilter{Industry: "saa"}, func(workload.StudioExample) bool { return false }},
+		{"style", workload.StudioShowcaseFilter{Style: "Bold"}, func(ex workload.StudioExample) bool { return ex.Style == "bold" }},
+		{"featured", workload.StudioShowcaseFilter{Featured: &yes}, func(ex workload.StudioExample) bool { return ex.Featured }},
+		{"not featured", workload.StudioShowcaseFilter{Featured: &no}, func(ex workload.StudioExample) bool { return !ex.Featured }},
+		{"together", workload.StudioShowcaseFilter{Query: "launch", Industry: "SaaS", Featured: &yes}, func(ex workload.StudioExample) bool {
 			return ex.Industry == "SaaS" && ex.Featured && strings.Contains(strings.ToLower(ex.Title), "launch")
 		}},
-		{"nothing", accountable.StudioShowcaseFilter{Query: "no such example"}, func(accountable.StudioExample) bool { return false }},
+		{"nothing", workload.StudioShowcaseFilter{Query: "no such example"}, func(workload.StudioExample) bool { return false }},
 	} {
 		var want []string
 		for _, ex := range all.Examples {
@@ -291,9 +306,9 @@ func TestStudioShowcase(t *testing.T) {
 		}
 	}
 	// Pages are copies: changing one does not change the next.
-	p := page(accountable.StudioShowcaseFilter{}, 1, 0)
+	p := page(workload.StudioShowcaseFilter{}, 1, 0)
 	p.Examples[0].Title = "changed"
-	if q := page(accountable.StudioShowcaseFilter{}, 1, 0); q.Examples[0].Title == "changed" {
+	if q := page(workload.StudioShowcaseFilter{}, 1, 0); q.Examples[0].Title == "changed" {
 		t.Fatal("a page shares the showcase")
 	}
 }

@@ -1,21 +1,21 @@
-package accountable_test
+package workload_test
 
 import (
 	"encoding/json"
 	"os"
 	"testing"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/workload"
 )
 
 // BenchmarkDiagnose is the domain's share of POST /doctor/workload, for profiling, on the
 // workload make bench's doctor line posts.
 func BenchmarkDiagnose(b *testing.B) {
-	raw, err := os.ReadFile("testdata/workload/release-notes-agent.json") // the bench's doctor line's
+	raw, err := os.ReadFile("testdata/release-notes-agent.json") // the bench's doctor line's
 	if err != nil {
 		b.Fatal(err)
 	}
-	var r accountable.WorkloadRequest
+	var r workload.WorkloadRequest
 	if err := json.Unmarshal(raw, &r); err != nil {
 		b.Fatal(err)
 	}
@@ -29,15 +29,15 @@ func BenchmarkDiagnose(b *testing.B) {
 	})
 	b.Run("diagnose", func(b *testing.B) {
 		for b.Loop() {
-			accountable.Diagnose(r)
+			workload.Diagnose(r)
 		}
 	})
 	b.Run("id", func(b *testing.B) {
 		for b.Loop() {
-			accountable.WorkloadDiagnosisID(r)
+			workload.WorkloadDiagnosisID(r)
 		}
 	})
-	d := accountable.Diagnose(r)
+	d := workload.Diagnose(r)
 	b.Run("encode", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := json.Marshal(d); err != nil {

@@ -1,4 +1,4 @@
-package accountable
+package workload
 
 import (
 	_ "embed"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/accountablework/accountable"
 )
 
 // Content Studio prices content before it is made, in the shape the public clients of the
@@ -63,7 +65,7 @@ const (
 var StudioContentTypes = []StudioContentType{StudioCarousel, StudioPost, StudioStory, StudioVideo, StudioBanner, StudioThumbnail}
 
 // Enum lists the content types.
-func (StudioContentType) Enum() []any { return EnumStrings(StudioContentTypes...) }
+func (StudioContentType) Enum() []any { return accountable.EnumStrings(StudioContentTypes...) }
 
 // studioOutputCredits are the credits of one piece of each content type.
 var studioOutputCredits = map[StudioContentType]int64{
@@ -82,7 +84,7 @@ const (
 
 // Enum lists the brand ingestion complexities.
 func (StudioBrandComplexity) Enum() []any {
-	return EnumStrings(StudioBrandSimple, StudioBrandModerate, StudioBrandComplex)
+	return accountable.EnumStrings(StudioBrandSimple, StudioBrandModerate, StudioBrandComplex)
 }
 
 // StudioCompositionComplexity is how much composing the prompt asks for.
@@ -97,7 +99,7 @@ const (
 
 // Enum lists the composition complexities.
 func (StudioCompositionComplexity) Enum() []any {
-	return EnumStrings(StudioCompositionBasic, StudioCompositionStandard, StudioCompositionPremium)
+	return accountable.EnumStrings(StudioCompositionBasic, StudioCompositionStandard, StudioCompositionPremium)
 }
 
 // StudioCurrency is the currency of an estimated price: only usd, as the clients read it.
@@ -107,7 +109,7 @@ type StudioCurrency string
 const StudioUSD StudioCurrency = "usd"
 
 // Enum lists the currencies.
-func (StudioCurrency) Enum() []any { return EnumStrings(StudioUSD) }
+func (StudioCurrency) Enum() []any { return accountable.EnumStrings(StudioUSD) }
 
 // The rest of the credit table (see above).
 const (
@@ -138,7 +140,7 @@ type StudioEstimateRequest struct {
 // Validate checks the request: its fields, each content type at most once, and brandUrl an
 // http or https address with a host.
 func (r StudioEstimateRequest) Validate() error {
-	is := CheckFields(r)
+	is := accountable.CheckFields(r)
 	seen := map[StudioContentType]int{}
 	for i, t := range r.ContentTypes {
 		if j, dup := seen[t]; dup {
@@ -147,7 +149,7 @@ func (r StudioEstimateRequest) Validate() error {
 		}
 		seen[t] = i
 	}
-	if r.BrandURL != nil && !slices.ContainsFunc(is, func(i Issue) bool { return i.Path == "/brandUrl" }) && !validBrandURL(*r.BrandURL) {
+	if r.BrandURL != nil && !slices.ContainsFunc(is, func(i accountable.Issue) bool { return i.Path == "/brandUrl" }) && !validBrandURL(*r.BrandURL) {
 		is.Add("/brandUrl", "must be an http or https URL with a host")
 	}
 	return is.Err()
@@ -214,7 +216,7 @@ type StudioEstimate struct {
 	Breakdown          StudioCostBreakdown `json:"breakdown"`
 	TotalCredits       int64               `json:"totalCredits" minimum:"0"`
 	EstimatedPrice     StudioPrice         `json:"estimatedPrice"`
-	ExpiresAt          *Time               `json:"expiresAt" description:"Always null: an estimate does not expire by the clock; it holds while creditTableVersion is the credit table's."`
+	ExpiresAt          *accountable.Time   `json:"expiresAt" description:"Always null: an estimate does not expire by the clock; it holds while creditTableVersion is the credit table's."`
 	Showcase           []StudioExample     `json:"showcase" maxItems:"3" description:"Up to 3 showcase examples of the content types asked for, featured ones first."`
 	RequiresAuth       bool                `json:"requiresAuth" description:"Always false: the caller is already authenticated."`
 	AuthRedirectURL    *string             `json:"authRedirectUrl" description:"Always null (requiresAuth is false)."`
@@ -268,7 +270,7 @@ func (r StudioEstimateRequest) Estimate() (StudioEstimate, error) {
 	b.Composition.Multiplier = float64(percent) / 100
 	b.Composition.Credits = ceilPercent(outputs, percent-100)
 	total := b.BrandIngestion.Credits + b.Calibration.Credits + b.Exploration.Credits + b.Composition.Credits + outputs
-	digest, err := CanonicalDigest(struct {
+	digest, err := accountable.CanonicalDigest(struct {
 		Table        string              `json:"creditTableVersion"`
 		Prompt       string              `json:"prompt"`
 		ContentTypes []StudioContentType `json:"contentTypes"`
@@ -372,7 +374,7 @@ func parseShowcase(raw []byte) ([]StudioExample, error) {
 			return nil, fmt.Errorf("accountable: studio showcase example %d: missing or repeated id %q", i, ex.ID)
 		}
 		seen[ex.ID] = true
-		if err := CheckFields(ex).Err(); err != nil {
+		if err := accountable.CheckFields(ex).Err(); err != nil {
 			return nil, fmt.Errorf("accountable: studio showcase %s: %w", ex.ID, err)
 		}
 		if ex.PreviewURLs == nil {
@@ -433,5 +435,5 @@ type StudioCheckoutRequest struct {
 }
 
 // ErrCheckoutNotOffered is the answer of every checkout: 501 not_offered.
-var ErrCheckoutNotOffered = &Error{Code: ECodeNotOffered, Message: "Checkout is not offered here: this is a self-hosted " +
+var ErrCheckoutNotOffered = &accountable.Error{Code: accountable.ECodeNotOffered, Message: "Checkout is not offered here: this is a self-hosted " +
 	"Accountable Work Service, which sells nothing. Estimates (POST /studio/estimate) are for planning; nothing was charged or changed."}

@@ -1,4 +1,4 @@
-package accountable
+package workload
 
 import (
 	"strings"

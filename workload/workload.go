@@ -1,4 +1,9 @@
-package accountable
+// Package workload holds the account-free engines that size a piece of work before it is
+// run: the workload diagnosis and its scoring rules (workload.go, POST /doctor/workload)
+// and Content Studio's credit estimate and showcase (studio.go, /studio/*). Both are pure
+// functions of their request over fixed tables; they use the root package's validation,
+// canonical JSON and error vocabulary and store nothing.
+package workload
 
 import (
 	"fmt"
@@ -7,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/accountablework/accountable"
 )
 
 // Workload diagnosis (GET|POST /doctor/workload, account-free): a workload described in
@@ -86,7 +93,7 @@ const (
 var workloadTimeHorizons = []WorkloadTimeHorizon{HorizonSingleTurn, HorizonSingleSession, HorizonMultiDay, HorizonRecurring, HorizonContinuous}
 
 // Enum lists the time horizons.
-func (WorkloadTimeHorizon) Enum() []any { return EnumStrings(workloadTimeHorizons...) }
+func (WorkloadTimeHorizon) Enum() []any { return accountable.EnumStrings(workloadTimeHorizons...) }
 
 // WorkloadCoordination is how the workload's agents work together.
 type WorkloadCoordination string
@@ -102,7 +109,7 @@ const (
 var workloadCoordinations = []WorkloadCoordination{CoordinationNone, CoordinationHandoff, CoordinationParallel, CoordinationHierarchical}
 
 // Enum lists the coordinations.
-func (WorkloadCoordination) Enum() []any { return EnumStrings(workloadCoordinations...) }
+func (WorkloadCoordination) Enum() []any { return accountable.EnumStrings(workloadCoordinations...) }
 
 // WorkloadSystemCategory is the kind of a system the workload uses.
 type WorkloadSystemCategory string
@@ -128,7 +135,7 @@ var workloadCategories = []WorkloadSystemCategory{CategoryCodeRepository, Catego
 	CategoryLocalFiles, CategoryIdentity, CategoryOther}
 
 // Enum lists the categories.
-func (WorkloadSystemCategory) Enum() []any { return EnumStrings(workloadCategories...) }
+func (WorkloadSystemCategory) Enum() []any { return accountable.EnumStrings(workloadCategories...) }
 
 // WorkloadAccess is a level of access to a system, ordered read < write < admin.
 type WorkloadAccess string
@@ -143,7 +150,7 @@ const (
 var workloadAccesses = []WorkloadAccess{AccessRead, AccessWrite, AccessAdmin}
 
 // Enum lists the access levels.
-func (WorkloadAccess) Enum() []any { return EnumStrings(workloadAccesses...) }
+func (WorkloadAccess) Enum() []any { return accountable.EnumStrings(workloadAccesses...) }
 
 // Rank orders access levels: read 1, write 2, admin 3 (0 for anything else).
 func (a WorkloadAccess) Rank() int { return slices.Index(workloadAccesses, a) + 1 }
@@ -162,7 +169,7 @@ const (
 var workloadSideEffects = []WorkloadSideEffect{SideEffectNone, SideEffectReversible, SideEffectExternal, SideEffectIrreversible}
 
 // Enum lists the side effects.
-func (WorkloadSideEffect) Enum() []any { return EnumStrings(workloadSideEffects...) }
+func (WorkloadSideEffect) Enum() []any { return accountable.EnumStrings(workloadSideEffects...) }
 
 // WorkloadDataClass is the most sensitive data a system holds for the workload.
 type WorkloadDataClass string
@@ -178,7 +185,7 @@ const (
 var workloadDataClasses = []WorkloadDataClass{DataPublic, DataInternal, DataConfidential, DataRegulated}
 
 // Enum lists the data classes.
-func (WorkloadDataClass) Enum() []any { return EnumStrings(workloadDataClasses...) }
+func (WorkloadDataClass) Enum() []any { return accountable.EnumStrings(workloadDataClasses...) }
 
 // WorkloadAction is something the workload's agents are allowed to do.
 type WorkloadAction string
@@ -203,7 +210,7 @@ var workloadActions = []WorkloadAction{ActionResearch, ActionDraft, ActionReadIn
 	ActionChangePermissions, ActionDeleteData}
 
 // Enum lists the actions.
-func (WorkloadAction) Enum() []any { return EnumStrings(workloadActions...) }
+func (WorkloadAction) Enum() []any { return accountable.EnumStrings(workloadActions...) }
 
 // WorkloadApprovalPolicy is when people approve the workload's actions today.
 type WorkloadApprovalPolicy string
@@ -221,7 +228,9 @@ var workloadApprovalPolicies = []WorkloadApprovalPolicy{ApprovalNotApplicable, A
 	ApprovalExceptionsOnly, ApprovalUndefined}
 
 // Enum lists the approval policies.
-func (WorkloadApprovalPolicy) Enum() []any { return EnumStrings(workloadApprovalPolicies...) }
+func (WorkloadApprovalPolicy) Enum() []any {
+	return accountable.EnumStrings(workloadApprovalPolicies...)
+}
 
 // WorkloadBudgetControl is how the workload's spending is limited.
 type WorkloadBudgetControl string
@@ -238,7 +247,7 @@ const (
 var workloadBudgetControls = []WorkloadBudgetControl{BudgetNotApplicable, BudgetFixedLimit, BudgetDynamicLimit, BudgetUnbounded, BudgetUndefined}
 
 // Enum lists the budget controls.
-func (WorkloadBudgetControl) Enum() []any { return EnumStrings(workloadBudgetControls...) }
+func (WorkloadBudgetControl) Enum() []any { return accountable.EnumStrings(workloadBudgetControls...) }
 
 // WorkloadEvidence is what evidence the workload leaves of its outcome.
 type WorkloadEvidence string
@@ -254,7 +263,7 @@ const (
 var workloadEvidences = []WorkloadEvidence{EvidenceNone, EvidenceActivityLog, EvidenceArtifact, EvidenceVerifiedOutcome}
 
 // Enum lists the evidence levels.
-func (WorkloadEvidence) Enum() []any { return EnumStrings(workloadEvidences...) }
+func (WorkloadEvidence) Enum() []any { return accountable.EnumStrings(workloadEvidences...) }
 
 // WorkloadAcceptance is who accepts the workload's outcome.
 type WorkloadAcceptance string
@@ -270,7 +279,7 @@ const (
 var workloadAcceptances = []WorkloadAcceptance{AcceptanceNone, AcceptanceAgent, AcceptanceHuman, AcceptanceDownstreamSystem}
 
 // Enum lists the acceptances.
-func (WorkloadAcceptance) Enum() []any { return EnumStrings(workloadAcceptances...) }
+func (WorkloadAcceptance) Enum() []any { return accountable.EnumStrings(workloadAcceptances...) }
 
 // WorkloadConsequence is what is at stake when the outcome is wrong.
 type WorkloadConsequence string
@@ -286,7 +295,7 @@ const (
 var workloadConsequences = []WorkloadConsequence{ConsequenceLow, ConsequenceModerate, ConsequenceHigh, ConsequenceRegulated}
 
 // Enum lists the consequences.
-func (WorkloadConsequence) Enum() []any { return EnumStrings(workloadConsequences...) }
+func (WorkloadConsequence) Enum() []any { return accountable.EnumStrings(workloadConsequences...) }
 
 // WorkloadRetention is how long the workload's records are kept.
 type WorkloadRetention string
@@ -302,7 +311,7 @@ const (
 var workloadRetentions = []WorkloadRetention{RetentionNone, RetentionShortTerm, RetentionLongTerm, RetentionRegulated}
 
 // Enum lists the retentions.
-func (WorkloadRetention) Enum() []any { return EnumStrings(workloadRetentions...) }
+func (WorkloadRetention) Enum() []any { return accountable.EnumStrings(workloadRetentions...) }
 
 // WorkloadRequest is the body of POST /doctor/workload. Every member is required.
 type WorkloadRequest struct {
@@ -382,7 +391,7 @@ func (is *workloadIssues) add(path, code, format string, args ...any) {
 
 // WorkloadValidationError returns the validation_failed error of issues: sorted by path
 // (then code), at most WorkloadIssuesMax, in details.issues.
-func WorkloadValidationError(issues []WorkloadIssue) *Error {
+func WorkloadValidationError(issues []WorkloadIssue) *accountable.Error {
 	issues = slices.Clone(issues)
 	sort.SliceStable(issues, func(i, j int) bool {
 		if issues[i].Path != issues[j].Path {
@@ -397,7 +406,7 @@ func WorkloadValidationError(issues []WorkloadIssue) *Error {
 	if len(issues) == 1 {
 		msg = "The workload diagnosis request is invalid: " + issues[0].Path + ": " + issues[0].Message
 	}
-	return &Error{Code: ECodeValidationFailed, Message: workloadClip(msg), Details: map[string]any{"issues": issues}}
+	return &accountable.Error{Code: accountable.ECodeValidationFailed, Message: workloadClip(msg), Details: map[string]any{"issues": issues}}
 }
 
 // Validate checks the request against the schema and its rules; the error is a
@@ -534,7 +543,7 @@ const (
 var workloadBoundaryStates = []WorkloadBoundaryState{BoundaryAbsent, BoundaryPresent, BoundaryCritical}
 
 // Enum lists the boundary states.
-func (WorkloadBoundaryState) Enum() []any { return EnumStrings(workloadBoundaryStates...) }
+func (WorkloadBoundaryState) Enum() []any { return accountable.EnumStrings(workloadBoundaryStates...) }
 
 // WorkloadVerdict says whether the workload needs the service.
 type WorkloadVerdict string
@@ -549,7 +558,7 @@ const (
 var workloadVerdicts = []WorkloadVerdict{VerdictNeeded, VerdictConditional, VerdictNotNeeded}
 
 // Enum lists the verdicts.
-func (WorkloadVerdict) Enum() []any { return EnumStrings(workloadVerdicts...) }
+func (WorkloadVerdict) Enum() []any { return accountable.EnumStrings(workloadVerdicts...) }
 
 // WorkloadMode is what to install for the workload.
 type WorkloadMode string
@@ -564,7 +573,7 @@ const (
 var workloadModes = []WorkloadMode{ModeNone, ModeReceiptOnly, ModeGovernedWorkspace}
 
 // Enum lists the modes.
-func (WorkloadMode) Enum() []any { return EnumStrings(workloadModes...) }
+func (WorkloadMode) Enum() []any { return accountable.EnumStrings(workloadModes...) }
 
 // WorkloadSeverity is how bad a risk is.
 type WorkloadSeverity string
@@ -580,7 +589,7 @@ const (
 var workloadSeverities = []WorkloadSeverity{SeverityLow, SeverityMedium, SeverityHigh, SeverityCritical}
 
 // Enum lists the severities.
-func (WorkloadSeverity) Enum() []any { return EnumStrings(workloadSeverities...) }
+func (WorkloadSeverity) Enum() []any { return accountable.EnumStrings(workloadSeverities...) }
 
 // WorkloadOwnerRole is who makes a human approval.
 type WorkloadOwnerRole string
@@ -599,7 +608,7 @@ const (
 var workloadOwnerRoles = []WorkloadOwnerRole{OwnerWorkload, OwnerSystem, OwnerCode, OwnerCommunications, OwnerBudget, OwnerIdentityAdmin, OwnerData}
 
 // Enum lists the owner roles.
-func (WorkloadOwnerRole) Enum() []any { return EnumStrings(workloadOwnerRoles...) }
+func (WorkloadOwnerRole) Enum() []any { return accountable.EnumStrings(workloadOwnerRoles...) }
 
 // WorkloadApprovalTiming is when a human approval is made.
 type WorkloadApprovalTiming string
@@ -615,7 +624,9 @@ const (
 var workloadApprovalTimings = []WorkloadApprovalTiming{TimingBeforeInstallation, TimingBeforeFirstUse, TimingPerAction, TimingWhenThresholdExceeded}
 
 // Enum lists the approval timings.
-func (WorkloadApprovalTiming) Enum() []any { return EnumStrings(workloadApprovalTimings...) }
+func (WorkloadApprovalTiming) Enum() []any {
+	return accountable.EnumStrings(workloadApprovalTimings...)
+}
 
 // WorkloadHandoffKind is how the approvals reach their owners.
 type WorkloadHandoffKind string
@@ -629,7 +640,7 @@ const (
 var workloadHandoffKinds = []WorkloadHandoffKind{HandoffNone, HandoffBrowserReview}
 
 // Enum lists the handoff kinds.
-func (WorkloadHandoffKind) Enum() []any { return EnumStrings(workloadHandoffKinds...) }
+func (WorkloadHandoffKind) Enum() []any { return accountable.EnumStrings(workloadHandoffKinds...) }
 
 // WorkloadDiagnosis is the result of POST /doctor/workload (answered without envelope).
 type WorkloadDiagnosis struct {
@@ -831,11 +842,11 @@ func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory)
 // WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
 // the SHA-256 of its canonical JSON.
 func WorkloadDiagnosisID(r WorkloadRequest) string {
-	b, err := CanonicalJSON(r)
+	b, err := accountable.CanonicalJSON(r)
 	if err != nil {
 		panic(fmt.Sprintf("accountable: a workload request has no canonical JSON: %v", err)) // strings, integers and arrays only
 	}
-	return "wdg_" + Digest(b)[len("sha256:"):][:24]
+	return "wdg_" + accountable.Digest(b)[len("sha256:"):][:24]
 }
 
 // workloadFacts are what the rules read of a valid request, computed once.
