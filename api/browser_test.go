@@ -19,7 +19,7 @@ import (
 // scripts/chromium.sh): sign in, create a key, read it from the page, use it against the
 // API, revoke it, and see the API answer 401; then revoke the key a member made in their
 // own workspace, which acts in this one too. SCREENSHOT writes the page with its new key
-// to that file (the README's picture: SCREENSHOT=docs/settings-api-keys.png).
+// to that file (docs/auth.md's picture: SCREENSHOT=docs/settings-api-keys.png).
 func TestSettingsPageInChromium(t *testing.T) {
 	e := newEnv(t, nil)
 	ten := newPerson(t, e)

@@ -22,7 +22,7 @@ import (
 	"github.com/accountablework/accountable/workflows"
 )
 
-// receiver is a webhook receiver as the README shows one: it verifies the signature over
+// receiver is a webhook receiver as docs/events.md shows one: it verifies the signature over
 // the raw body and refuses a stale timestamp; failNext makes it answer 500 that many times.
 type receiver struct {
 	t      *testing.T

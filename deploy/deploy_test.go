@@ -115,7 +115,7 @@ func TestComposeFileMatchesComposeSpecification(t *testing.T) {
 }
 
 // composePromises returns what the project breaks of the promises docker-compose.yml's
-// comments (and README.md's Deployment section) make.
+// comments (and docs/deployment.md) make.
 func composePromises(root string, p *types.Project) []string {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }

@@ -58,8 +58,9 @@ func burnTransactionIDs(t *testing.T, url string, n int) {
 }
 
 // restore dumps the database of fromOwnerURL and restores it into the (empty) database of
-// toOwnerURL the way the README says: pg_dump, pg_restore without owners and privileges,
-// then `accountable migrate` (store.Migrate), which grants the service role its privileges.
+// toOwnerURL the way docs/architecture.md (Backup and restore) says: pg_dump, pg_restore
+// without owners and privileges, then `accountable migrate` (store.Migrate), which grants
+// the service role its privileges.
 func restore(t *testing.T, fromOwnerURL, toOwnerURL, toServiceURL string) {
 	t.Helper()
 	dump := filepath.Join(t.TempDir(), "accountable.dump")

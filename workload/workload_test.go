@@ -195,7 +195,7 @@ func resources(want ...string) wlCheck {
 	}
 }
 
-// wlRules are the scoring table, one row per rule (README: Workload diagnosis).
+// wlRules are the scoring table, one row per rule (docs/workload.md, Scoring rules).
 var wlRules = []struct {
 	rule   string
 	mods   []wlMod
