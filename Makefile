@@ -19,7 +19,7 @@ test:
 		go test -race -count=1 -timeout 30m ./...; scripts/logsecrets.sh "$$ACCOUNTABLE_TEST_LOGS"'
 
 # make bench: the service beside the machine's own limits (pgbench, a bare Fiber + pgx server),
-# measured in one run; writes docs/benchmarks.md. See README.md.
+# measured in one run; writes docs/benchmarks.md. See docs/development.md.
 bench: build
 	@go build -o .data/bin/bench ./cmd/bench
 	@scripts/stack.sh .data/bin/bench run

@@ -48,7 +48,7 @@ func (s *Server) doctorOperations() []operation {
 			Public: true, Bare: true, Failure: failure,
 			Summary: "What the workload diagnosis takes and how it scores: schema version, enumerations, bounds, scoring rules.",
 			Description: "Account-free. The scoring rules are the ones POST /doctor/workload applies, each with its id " +
-				"(the README's Workload diagnosis table lists the same rules)."}, s.getWorkloadDiagnosisInfo),
+				"(docs/workload.md lists the same rules)."}, s.getWorkloadDiagnosisInfo),
 		op(Operation{ID: "diagnoseWorkload", Method: fiber.MethodPost, Path: "/doctor/workload", Area: doctorArea,
 			Public: true, Bare: true, ClosedBody: true, Failure: failure,
 			Summary: "Scores a workload across time, agents, systems, authority and accountability.",

@@ -715,7 +715,7 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		t.Fatalf("%s answers a list: add a line to listedBy in api/isolation_test.go naming the fixture of a resource it lists "+
 			"(or to unownedLists saying why there is none)", op)
 	case !isList && named:
-		t.Fatalf("%s is in listedBy, but its data is not an array (a list's data is the array: README, API overview)", op)
+		t.Fatalf("%s is in listedBy, but its data is not an array (a list's data is the array: docs/api.md, Lists)", op)
 	case named:
 		listed = fixtures[name](o)
 	}

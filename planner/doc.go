@@ -29,7 +29,7 @@ var (
 const TokensPerAgentHour = 25_000
 
 // TierUSDPerMillionTokens prices the agents' tokens by model tier, for the expected budget
-// of a workstream (an estimate, stated in README.md).
+// of a workstream (an estimate, stated in docs/architecture.md).
 var TierUSDPerMillionTokens = map[accountable.ModelTier]float64{
 	accountable.ModelTierStandard:  2,
 	accountable.ModelTierBalanced:  6,

@@ -329,7 +329,7 @@ func overlayExplicit(in accountable.ProposeInitiative, e accountable.ExplicitWor
 type ModelPrice struct{ In, Out float64 }
 
 // ModelPrices is the price table of generation receipts (OpenAI's list prices for
-// standard processing; README.md states the date). A model is priced by the longest entry
+// standard processing; docs/architecture.md states the date). A model is priced by the longest entry
 // its name starts with; a model not in the table (a local server's) costs 0.
 var ModelPrices = map[string]ModelPrice{
 	"gpt-4o-mini":  {0.15, 0.60},

@@ -27,7 +27,7 @@ var readOnlyTables = []string{"schema_version", "service_secrets"}
 
 // errPrivilegedServiceRole refuses a service role that could rewrite the ledger.
 var errPrivilegedServiceRole = errors.New("store: the service role is a superuser or may bypass row security; " +
-	"give the service a plain role in DATABASE_URL (see README, Database roles)")
+	"give the service a plain role in DATABASE_URL (see docs/architecture.md, Database roles)")
 
 // ensureServiceRole creates the service role named by service (a connection config) when
 // it does not exist and grants it the service's privileges on the schema conn migrated.

@@ -159,7 +159,7 @@ func LoadConfig() (Config, error) {
 	}
 	c.SiteURL = strings.TrimRight(env("SITE_URL", "http://"+c.HTTPAddr), "/")
 	// Without DATABASE_URL both roles are the private cluster's; with it alone, the
-	// migrations run as the service's role too (one role; the README says what that costs).
+	// migrations run as the service's role too (one role; docs/architecture.md, Database roles, says what that costs).
 	migrationDefault := DefaultMigrationDatabaseURL
 	if _, ok := os.LookupEnv("DATABASE_URL"); ok && os.Getenv("DATABASE_URL") != "" {
 		migrationDefault = c.DatabaseURL

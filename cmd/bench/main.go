@@ -5,7 +5,7 @@
 //	                 provides DATABASE_URL and TEMPORAL_ADDRESS)
 //	bench baseline   the bare Fiber + pgx server the reads are compared with (run starts it)
 //
-// Settings come from BENCH_* environment variables (see settings.go and README.md).
+// Settings come from BENCH_* environment variables (see settings.go and docs/development.md).
 package main
 
 import (
