@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 BIN := .data/bin/accountable
 
-.PHONY: run test soak build vet fmt bench clean-data
+.PHONY: run test soak build vet lint fmt bench clean-data
 
 build:
 	@mkdir -p .data/bin
@@ -14,7 +14,7 @@ run: build
 	@scripts/stack.sh $(BIN) dev --bootstrap
 
 test:
-	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; export CHROMIUM_PATH=$$(scripts/chromium.sh); \
+	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; scripts/lint.sh; export CHROMIUM_PATH=$$(scripts/chromium.sh); \
 		export ACCOUNTABLE_TEST_LOGS=$$PWD/.data/test-logs; rm -rf "$$ACCOUNTABLE_TEST_LOGS"; \
 		go test -race -count=1 -timeout 30m ./...; scripts/logsecrets.sh "$$ACCOUNTABLE_TEST_LOGS"'
 
@@ -43,6 +43,10 @@ soak:
 
 vet:
 	go vet ./...
+
+# golangci-lint, pinned in scripts/lint.sh and configured by .golangci.yml (make test runs it too).
+lint:
+	@scripts/lint.sh
 
 fmt:
 	gofmt -w .

@@ -43,7 +43,7 @@ const SessionKeyLength = 32
 // NewSessionToken returns a new session token tagged under key and the SHA-256 kept of it.
 func NewSessionToken(key []byte) (token string, hash []byte) {
 	b := make([]byte, 32)
-	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(b) // never fails (crypto/rand)
 	random := base64.RawURLEncoding.EncodeToString(b)
 	token = random + "." + sessionTag(key, random)
 	return token, HashSessionToken(token)
@@ -73,6 +73,6 @@ func HashSessionToken(token string) []byte {
 // NewCSRFToken returns a session's CSRF token.
 func NewCSRFToken() string {
 	b := make([]byte, 32)
-	rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(b) // never fails (crypto/rand)
 	return base64.RawURLEncoding.EncodeToString(b)
 }

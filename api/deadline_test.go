@@ -51,7 +51,7 @@ func holdLock(t *testing.T, lockSQL, taskID string) (release func()) {
 	release = func() {
 		if !released {
 			released = true
-			tx.Rollback(ctx) //nolint:errcheck
+			tx.Rollback(ctx) //nolint:errcheck // the transaction only held a lock
 		}
 	}
 	t.Cleanup(release)

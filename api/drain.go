@@ -94,7 +94,7 @@ func (l *drainListener) closeUnused(ctx context.Context) {
 		}
 		l.mu.Unlock()
 		for _, c := range stale {
-			c.Close() //nolint:errcheck // the connection is abandoned
+			c.Close() // the connection is abandoned: nothing to do with its error
 		}
 		select {
 		case <-ctx.Done():
@@ -151,7 +151,7 @@ func (c *drainConn) Close() error {
 	}
 	if c.Conn.SetReadDeadline(time.Now().Add(c.l.maxTime)) == nil {
 		// Ends at the client's close (EOF), the bound or the deadline.
-		io.CopyN(io.Discard, c.Conn, c.l.maxBytes) //nolint:errcheck
+		io.CopyN(io.Discard, c.Conn, c.l.maxBytes) //nolint:errcheck // ends at the client's close (EOF), the bound or the deadline
 	}
 	return c.Conn.Close()
 }

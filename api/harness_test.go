@@ -178,7 +178,7 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck
+		srv.Shutdown(ctx) //nolint:errcheck // the test is over; a slow stop is not its failure
 		mu.Lock()
 		defer mu.Unlock()
 		storetest.KeepLog(t, "api", logs.Bytes()) // for the secrets check of the suite's logs

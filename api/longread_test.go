@@ -304,7 +304,7 @@ func TestLongReadsOfAWorkspaceQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck
+	defer tx.Rollback(ctx) //nolint:errcheck // a read-only transaction
 	if _, err := tx.Exec(ctx, `LOCK TABLE ledger_heads IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}

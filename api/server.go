@@ -308,7 +308,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	}
 	if len(cfg.SessionKey) == 0 {
 		cfg.SessionKey = make([]byte, accountable.SessionKeyLength)
-		rand.Read(cfg.SessionKey) //nolint:errcheck // never fails (crypto/rand)
+		rand.Read(cfg.SessionKey) // never fails (crypto/rand)
 	}
 	if cfg.PasswordGate == nil {
 		cfg.PasswordGate = passwords.NewGate(0, 0, 0)

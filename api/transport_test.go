@@ -34,7 +34,7 @@ func (e *env) dialSmallSendBuffer(deadline time.Duration) net.Conn {
 		conn.Close()
 		e.t.Fatal(err)
 	}
-	conn.SetDeadline(time.Now().Add(deadline)) //nolint:errcheck
+	conn.SetDeadline(time.Now().Add(deadline)) //nolint:errcheck // a fresh TCP connection; the deadline only bounds the test
 	return conn
 }
 
@@ -187,7 +187,7 @@ func TestOversizeBodyDrainIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(20 * time.Second)) //nolint:errcheck
+	conn.SetDeadline(time.Now().Add(20 * time.Second)) //nolint:errcheck // a fresh TCP connection; the deadline only bounds the test
 	start := time.Now()
 	if _, err := io.WriteString(conn, requestHead(tenant.Key, fmt.Sprintf("Content-Length: %d\r\n", 3<<20))); err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestShutdownClosesConnectionsThatNeverSentARequest(t *testing.T) {
 	begun := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- e.server.Shutdown(ctx) }()
-	unused.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	unused.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck // a fresh TCP connection; the deadline only bounds the test
 	if n, err := unused.Read(make([]byte, 1)); n != 0 || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the unused connection was not closed by the shutdown (read %d, %v)", n, err)
 	}

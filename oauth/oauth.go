@@ -292,7 +292,7 @@ func (s *Server) RegisterClient(ctx context.Context, reg accountable.ClientRegis
 	var secret string
 	if c.TokenEndpointAuthMethod != accountable.ClientAuthNone {
 		b := make([]byte, 32)
-		rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+		rand.Read(b) // never fails (crypto/rand)
 		secret = base64.RawURLEncoding.EncodeToString(b)
 		hash, err := s.fosite.GetSecretsHasher(ctx).Hash(ctx, []byte(secret))
 		if err != nil {

@@ -55,7 +55,7 @@ func Hash(password string) (string, error) {
 		return "", err
 	}
 	salt := make([]byte, saltLen)
-	rand.Read(salt) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(salt) // never fails (crypto/rand)
 	key := argon2.IDKey([]byte(password), salt, passes, memoryKiB, lanes, keyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, memoryKiB, passes, lanes,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil

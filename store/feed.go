@@ -53,7 +53,7 @@ const maxNotifyPayload = 7900
 // the commands of this process wake their workspace's subscribers.
 func NewLedgerFeed(db *DB, log *slog.Logger) *LedgerFeed {
 	tag := make([]byte, 8)
-	rand.Read(tag) //nolint:errcheck // never fails (crypto/rand)
+	rand.Read(tag) // never fails (crypto/rand)
 	f := &LedgerFeed{db: db, log: log, self: hex.EncodeToString(tag), subs: map[string]map[chan struct{}]struct{}{},
 		pending: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 	db.onAppended = f.appended

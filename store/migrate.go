@@ -64,7 +64,7 @@ func Migrate(ctx context.Context, mc MigrateConfig) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
 		return mapError(err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the lock also ends with the session
 	m, err := migrate.NewMigrator(ctx, conn, "public.schema_version")
 	if err != nil {
 		return fmt.Errorf("store: migrator: %w", err)

@@ -23,7 +23,7 @@ func wantDenied(t *testing.T, conn *pgx.Conn, sql string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck
+	defer tx.Rollback(ctx) //nolint:errcheck // a read-only transaction
 	_, err = tx.Exec(ctx, sql)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
@@ -96,8 +96,8 @@ func TestMigrateCreatesAndGrantsTheServiceRole(t *testing.T) {
 			return
 		}
 		defer c.Close(context.Background())
-		c.Exec(context.Background(), `DROP OWNED BY `+pgx.Identifier{role}.Sanitize())       //nolint:errcheck
-		c.Exec(context.Background(), `DROP ROLE IF EXISTS `+pgx.Identifier{role}.Sanitize()) //nolint:errcheck
+		c.Exec(context.Background(), `DROP OWNED BY `+pgx.Identifier{role}.Sanitize())       //nolint:errcheck // clean-up of a role the test may not have made
+		c.Exec(context.Background(), `DROP ROLE IF EXISTS `+pgx.Identifier{role}.Sanitize()) //nolint:errcheck // clean-up of a role the test may not have made
 	})
 	cfg, err := pgx.ParseConfig(serviceURL)
 	if err != nil {

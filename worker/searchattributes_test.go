@@ -36,7 +36,7 @@ func TestEnsureSearchAttributesRegistersWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c.OperatorService().DeleteNamespace(context.Background(), &operatorservice.DeleteNamespaceRequest{Namespace: ns}) //nolint:errcheck
+		c.OperatorService().DeleteNamespace(context.Background(), &operatorservice.DeleteNamespaceRequest{Namespace: ns}) //nolint:errcheck // clean-up; the dev server is discarded anyway
 	})
 	list := func() map[string]bool {
 		res, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})

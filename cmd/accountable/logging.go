@@ -57,7 +57,7 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 func (b *logBuffer) Flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.w.Flush() //nolint:errcheck // nowhere to report a failing log
+	b.w.Flush() // nowhere to report a failing log
 }
 
 // Close writes out what has gathered and stops the periodic flush.

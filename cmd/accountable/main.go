@@ -305,7 +305,7 @@ func devSecret(path string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		b := make([]byte, 32)
-		rand.Read(b) //nolint:errcheck // never fails (crypto/rand)
+		rand.Read(b) // never fails (crypto/rand)
 		raw = []byte(base64.StdEncoding.EncodeToString(b) + "\n")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return "", err

@@ -118,7 +118,7 @@ func (b *bench) growthLine() error {
 	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM ledger_events WHERE workspace_id = $1`, b.growth.WorkspaceID).Scan(&have); err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(11, 1000000)) //nolint:gosec // the order of completions, not a secret
+	rng := rand.New(rand.NewPCG(11, 1000000)) // the order of completions, not a secret
 	for i, target := range b.s.GrowthEvents {
 		if err := b.ctx.Err(); err != nil {
 			return err

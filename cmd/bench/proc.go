@@ -72,7 +72,7 @@ func (p *proc) stop() {
 		select {
 		case <-p.done:
 		case <-time.After(20 * time.Second):
-			p.cmd.Process.Kill() //nolint:errcheck
+			p.cmd.Process.Kill() //nolint:errcheck // it may have exited already
 			<-p.done
 		}
 	}

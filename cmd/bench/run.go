@@ -440,7 +440,7 @@ func (b *bench) addToPool(id, token string) {
 
 // get fetches a small resource from the service (set-up, not measured).
 func get(u string) ([]byte, error) {
-	resp, err := http.Get(u) //nolint:gosec,noctx // loopback, set-up only
+	resp, err := http.Get(u) // loopback, set-up only
 	if err != nil {
 		return nil, err
 	}

@@ -52,8 +52,8 @@ func (p *Proxy) serve(ln net.Listener) {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }() //nolint:errcheck
-			go func() { io.Copy(c, up); c.Close() }()  //nolint:errcheck
+			go func() { io.Copy(up, c); up.Close() }() //nolint:errcheck // a copy ends when either side closes
+			go func() { io.Copy(c, up); c.Close() }()  //nolint:errcheck // a copy ends when either side closes
 		}
 	}()
 }
