@@ -158,7 +158,7 @@ func (e *canonEncoder) dynamicObject(m map[string]any) error {
 	for name := range m {
 		names = append(names, name)
 	}
-	slices.SortFunc(names, compareUTF16)
+	slices.SortFunc(names, CompareUTF16)
 	e.buf = append(e.buf, '{')
 	for i, name := range names {
 		if i > 0 {
@@ -389,7 +389,7 @@ func (e *canonEncoder) mapValue(v reflect.Value) error {
 	for i, k := range keys {
 		names[i], order[i] = k.String(), i
 	}
-	slices.SortFunc(order, func(a, b int) int { return compareUTF16(names[a], names[b]) })
+	slices.SortFunc(order, func(a, b int) int { return CompareUTF16(names[a], names[b]) })
 	if err := e.enter(); err != nil {
 		return err
 	}
@@ -566,7 +566,7 @@ func canonFieldsOf(t reflect.Type) ([]canonField, error) {
 		f.quotedName = q.buf
 		fields = append(fields, f)
 	}
-	slices.SortFunc(fields, func(a, b canonField) int { return compareUTF16(a.name, b.name) })
+	slices.SortFunc(fields, func(a, b canonField) int { return CompareUTF16(a.name, b.name) })
 	canonFieldCache.Store(t, fields)
 	return fields, nil
 }
@@ -582,10 +582,10 @@ func hasOption(opts, want string) bool {
 	return false
 }
 
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts member names.
+// CompareUTF16 orders strings by their UTF-16 code units, as RFC 8785 sorts member names.
 // It differs from byte order only between supplementary characters (surrogate pairs,
 // 0xD800-0xDFFF) and characters 0xE000-0xFFFF.
-func compareUTF16(a, b string) int {
+func CompareUTF16(a, b string) int {
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)
@@ -906,7 +906,7 @@ func (c *canonChecker) object(depth int) bool {
 		if !ok || escaped { // an escaped name: compare decoded names the long way
 			return false
 		}
-		if !first && compareUTF16(prev, name) >= 0 {
+		if !first && CompareUTF16(prev, name) >= 0 {
 			return false
 		}
 		prev, first = name, false

@@ -193,7 +193,7 @@ func canonicalReceipt(doc map[string]any) (content, whole []byte, err error) {
 	for name := range doc {
 		names = append(names, name)
 	}
-	slices.SortFunc(names, compareUTF16)
+	slices.SortFunc(names, CompareUTF16)
 	content, whole = []byte{'{'}, []byte{'{'}
 	for _, name := range names {
 		key, err := CanonicalJSON(name)
