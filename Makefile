@@ -35,7 +35,7 @@ soak:
 		EXACTLY_ONCE_REQUESTS=$${SOAK_EXACTLY_ONCE_REQUESTS:-1000} go test -count=3 -timeout 1h -run "^TestExactlyOnceUnderConcurrency$$|^TestControllerFirstRunsRace$$" ./api; \
 		PARTITION_SOAK_EVENTS=$${SOAK_PARTITION_EVENTS:-10000000} go test -count=1 -timeout 1h -run "^TestPartitionedLedgerDoesNotSlowWithSize$$" -v ./store; \
 		OAUTH_FUZZ_REQUESTS=$${SOAK_OAUTH_REQUESTS:-100000} go test -count=1 -timeout 1h -run "^TestOAuthAndMCPRefuseHostileInput$$" ./api; \
-		for pkg in . ./api ./api/receiptschema ./workload; do \
+		for pkg in . ./api ./receipt ./receipt/schema ./workload; do \
 			for f in $$(go test -list "^Fuzz" $$pkg | grep "^Fuzz"); do \
 				echo "fuzzing $$f in $$pkg"; go test -run "^$$" -fuzz "^$$f$$" -fuzztime $${SOAK_FUZZTIME:-1m} $$pkg; \
 			done; \

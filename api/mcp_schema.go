@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 // A tool's schemas are read from the operation's entry in the API description, the
@@ -127,8 +127,8 @@ func (d apiDescription) toolInput(t mcpTool, o *operation) (map[string]any, mcpA
 				props, _ := d.resolve(body)["properties"].(map[string]any)
 				body = props[o.DocumentMember]
 			}
-			add(mcpDocument, argDocument, withDescription(body, "The "+accountable.ReceiptSchemaVersion+" document itself, as a JSON object "+
-				"(its JSON Schema, draft 2020-12, is "+accountable.ReceiptSchemaURL+").", true), true)
+			add(mcpDocument, argDocument, withDescription(body, "The "+receipt.ReceiptSchemaVersion+" document itself, as a JSON object "+
+				"(its JSON Schema, draft 2020-12, is "+receipt.ReceiptSchemaURL+").", true), true)
 		} else {
 			s := d.resolve(body)
 			members, _ := s["properties"].(map[string]any)

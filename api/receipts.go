@@ -9,18 +9,19 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/api/receiptschema"
+	"github.com/accountablework/accountable/receipt"
+	receiptschema "github.com/accountablework/accountable/receipt/schema"
 )
 
 // ReceiptStore is what the Receipt import area needs.
 type ReceiptStore interface {
-	ImportReceipt(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ImportReceipt) (accountable.ReceiptImport, bool, error)
+	ImportReceipt(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in receipt.ImportReceipt) (receipt.ReceiptImport, bool, error)
 }
 
 // The Receipt validation and Receipt import areas: Agent Work Receipts
 // (agent-work-receipt/v0.1) checked account-free, and imported into a workspace as
-// producer-reported claims. The rules are the root package's (receipt.go and beside it);
-// the schema stage is api/receiptschema's.
+// producer-reported claims. The rules are package receipt's; the schema stage is
+// receipt/schema's.
 
 const (
 	opImportReceipt = "importReceipt"
@@ -35,15 +36,15 @@ const receiptMember = "receipt"
 // operation, the receipt member of the import's.
 var receiptDocumentSchema = map[string]any{
 	"type": "object",
-	"description": "An Agent Work Receipt document (" + accountable.ReceiptSchemaVersion + "), as a JSON object. Its JSON " +
-		"Schema (draft 2020-12) is " + accountable.ReceiptSchemaURL + "; GET " + V1Root + receiptsPath + "/validate says what " +
+	"description": "An Agent Work Receipt document (" + receipt.ReceiptSchemaVersion + "), as a JSON object. Its JSON " +
+		"Schema (draft 2020-12) is " + receipt.ReceiptSchemaURL + "; GET " + V1Root + receiptsPath + "/validate says what " +
 		"else is checked.",
 }
 
 // receiptArea serves the two areas with one validator, whose schema is compiled once.
 type receiptArea struct {
 	s         *Server
-	validator accountable.ReceiptValidator
+	validator receipt.ReceiptValidator
 }
 
 // receiptOperations are the Receipt validation and Receipt import areas.
@@ -52,7 +53,7 @@ func (s *Server) receiptOperations() []operation {
 	if err != nil { // the schema is embedded in the binary: only a broken build gets here
 		panic(fmt.Sprintf("api: the receipt schema: %v", err))
 	}
-	a := &receiptArea{s: s, validator: accountable.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
+	a := &receiptArea{s: s, validator: receipt.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
 	return []operation{
 		op(Operation{ID: "describeReceiptValidation", Method: fiber.MethodGet, Path: receiptsPath + "/validate", Area: "Receipt validation",
 			Public: true, Bare: true,
@@ -145,27 +146,27 @@ var receiptPersistence = ReceiptPersistence{Stored: false, ImportRequiresAuthent
 
 // describe: GET /agent-work-receipts/validate (account-free).
 func (a *receiptArea) describe(c *call, _ *struct{}) (ReceiptValidationInfo, error) {
-	semantic := make([]ReceiptRule, 0, len(accountable.ReceiptSemanticRules))
-	for _, code := range slices.Sorted(maps.Keys(accountable.ReceiptSemanticRules)) {
-		semantic = append(semantic, ReceiptRule{Code: code, Description: accountable.ReceiptSemanticRules[code]})
+	semantic := make([]ReceiptRule, 0, len(receipt.ReceiptSemanticRules))
+	for _, code := range slices.Sorted(maps.Keys(receipt.ReceiptSemanticRules)) {
+		semantic = append(semantic, ReceiptRule{Code: code, Description: receipt.ReceiptSemanticRules[code]})
 	}
 	keys := a.validator.Keys.IDs()
 	root := a.s.cfg.SiteURL + V1Root
 	return ReceiptValidationInfo{
-		SchemaVersion: accountable.ReceiptSchemaVersion, SchemaURL: accountable.ReceiptSchemaURL,
+		SchemaVersion: receipt.ReceiptSchemaVersion, SchemaURL: receipt.ReceiptSchemaURL,
 		JSONSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
-		Limits: ReceiptLimits{MaxBytes: a.validator.MaxBytes, MaxDepth: accountable.MaxReceiptDepth, MaxNodes: accountable.MaxReceiptNodes,
-			MaxIssues: accountable.MaxReceiptIssues},
+		Limits: ReceiptLimits{MaxBytes: a.validator.MaxBytes, MaxDepth: receipt.MaxReceiptDepth, MaxNodes: receipt.MaxReceiptNodes,
+			MaxIssues: receipt.MaxReceiptIssues},
 		Stages: []ReceiptStage{
 			{Stage: "input", Description: "One streaming pass over the JSON text before anything is decoded; it stops at the first problem.",
 				Codes: []ReceiptRule{
-					{accountable.ReceiptInputSize, "The document is larger than max_bytes."},
-					{accountable.ReceiptInputJSON, "The body is not one well-formed JSON value (or is empty)."},
-					{accountable.ReceiptInputUnicode, "Invalid UTF-8, an unpaired UTF-16 surrogate escape, or U+0000 (which a stored receipt cannot carry)."},
-					{accountable.ReceiptInputNumber, "A number beyond the range of an IEEE-754 double (I-JSON)."},
-					{accountable.ReceiptInputDepth, "Objects and arrays nested deeper than max_depth."},
-					{accountable.ReceiptInputNodes, "More values than max_nodes."},
-					{accountable.ReceiptInputDuplicateMember, "An object names a member twice (after escapes are decoded); the path is the repeat's."},
+					{receipt.ReceiptInputSize, "The document is larger than max_bytes."},
+					{receipt.ReceiptInputJSON, "The body is not one well-formed JSON value (or is empty)."},
+					{receipt.ReceiptInputUnicode, "Invalid UTF-8, an unpaired UTF-16 surrogate escape, or U+0000 (which a stored receipt cannot carry)."},
+					{receipt.ReceiptInputNumber, "A number beyond the range of an IEEE-754 double (I-JSON)."},
+					{receipt.ReceiptInputDepth, "Objects and arrays nested deeper than max_depth."},
+					{receipt.ReceiptInputNodes, "More values than max_nodes."},
+					{receipt.ReceiptInputDuplicateMember, "An object names a member twice (after escapes are decoded); the path is the repeat's."},
 				}},
 			{Stage: "schema", Description: "The format's JSON Schema (draft 2020-12), formats asserted (date-time, uri-reference). Each " +
 				"leaf cause is an issue schema.<keyword> at the JSON Pointer of the value (of the member itself for required and " +
@@ -176,12 +177,12 @@ func (a *receiptArea) describe(c *call, _ *struct{}) (ReceiptValidationInfo, err
 			{Stage: "semantic", Description: "The rules the schema cannot say.", Codes: semantic},
 			{Stage: "integrity", Description: "Reported beside a valid receipt (integrity), never an issue.", Codes: []ReceiptRule{}},
 		},
-		Integrity: ReceiptIntegrityInfo{AffectsValidity: false, Canonicalization: accountable.ReceiptCanonicalization,
-			HashScope: accountable.ReceiptHashScope, SignatureProfile: accountable.ReceiptSignatureProfile, SignatureAlgorithm: "ed25519",
+		Integrity: ReceiptIntegrityInfo{AffectsValidity: false, Canonicalization: receipt.ReceiptCanonicalization,
+			HashScope: receipt.ReceiptHashScope, SignatureProfile: receipt.ReceiptSignatureProfile, SignatureAlgorithm: "ed25519",
 			TrustedKeyIDs:      append([]string{}, keys...),
-			ContentHashStates:  enumStrings(accountable.ContentHashState("").Enum()),
-			CryptographicState: enumStrings(accountable.CryptographicState("").Enum()),
-			TrustStates:        enumStrings(accountable.TrustState("").Enum()),
+			ContentHashStates:  enumStrings(receipt.ContentHashState("").Enum()),
+			CryptographicState: enumStrings(receipt.CryptographicState("").Enum()),
+			TrustStates:        enumStrings(receipt.TrustState("").Enum()),
 			Description: "content_hash: SHA-256 of the RFC 8785 canonical JSON of the receipt without its integrity member, " +
 				"against the declared one. signatures: Ed25519 over the canonical agent-work-receipt-signature/v0.1 payload " +
 				"(the declared content hash and the signature's protected header); verified only with a key of trusted_key_ids " +
@@ -211,22 +212,22 @@ func enumStrings(values []any) []string {
 // integrity and persistence for a valid receipt (200), issues, issue_count and
 // issues_truncated for an invalid one (422).
 type ReceiptValidationResult struct {
-	OK              bool                          `json:"ok"`
-	Valid           bool                          `json:"valid"`
-	SchemaVersion   string                        `json:"schema_version"`
-	SchemaURL       string                        `json:"schema_url" format:"uri"`
-	Receipt         *accountable.ReceiptSummary   `json:"receipt,omitzero"`
-	Integrity       *accountable.ReceiptIntegrity `json:"integrity,omitzero"`
-	Persistence     *ReceiptPersistence           `json:"persistence,omitzero"`
-	Issues          []accountable.ReceiptIssue    `json:"issues,omitzero" maxItems:"100"`
-	IssueCount      *int                          `json:"issue_count,omitzero" minimum:"1"`
-	IssuesTruncated *bool                         `json:"issues_truncated,omitzero"`
+	OK              bool                      `json:"ok"`
+	Valid           bool                      `json:"valid"`
+	SchemaVersion   string                    `json:"schema_version"`
+	SchemaURL       string                    `json:"schema_url" format:"uri"`
+	Receipt         *receipt.ReceiptSummary   `json:"receipt,omitzero"`
+	Integrity       *receipt.ReceiptIntegrity `json:"integrity,omitzero"`
+	Persistence     *ReceiptPersistence       `json:"persistence,omitzero"`
+	Issues          []receipt.ReceiptIssue    `json:"issues,omitzero" maxItems:"100"`
+	IssueCount      *int                      `json:"issue_count,omitzero" minimum:"1"`
+	IssuesTruncated *bool                     `json:"issues_truncated,omitzero"`
 }
 
 // validate: POST /agent-work-receipts/validate (account-free).
 func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, error) {
 	res := a.validator.Validate(c.document())
-	out := ReceiptValidationResult{SchemaVersion: accountable.ReceiptSchemaVersion, SchemaURL: accountable.ReceiptSchemaURL}
+	out := ReceiptValidationResult{SchemaVersion: receipt.ReceiptSchemaVersion, SchemaURL: receipt.ReceiptSchemaURL}
 	if !res.Valid() {
 		count, truncated := res.IssueCount, res.Truncated()
 		out.Issues, out.IssueCount, out.IssuesTruncated = res.Issues, &count, &truncated
@@ -240,17 +241,17 @@ func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, e
 
 // importReceipt: POST /agent-work-receipts. The document is validated as a bare one is;
 // its issues' paths point into the body, where it is the member receipt.
-func (a *receiptArea) importReceipt(c *call, _ *struct{}) (accountable.ReceiptImport, error) {
+func (a *receiptArea) importReceipt(c *call, _ *struct{}) (receipt.ReceiptImport, error) {
 	res := a.validator.Validate(c.document())
 	if !res.Valid() {
 		for i := range res.Issues {
 			res.Issues[i].Path = "/" + receiptMember + res.Issues[i].Path
 		}
 		first := res.Issues[0]
-		return accountable.ReceiptImport{}, accountable.Errorf(accountable.ECodeReceiptInvalid,
-			"The receipt is not a valid %s document (%d issue(s); details.issues lists them): %s: %s", accountable.ReceiptSchemaVersion,
+		return receipt.ReceiptImport{}, accountable.Errorf(accountable.ECodeReceiptInvalid,
+			"The receipt is not a valid %s document (%d issue(s); details.issues lists them): %s: %s", receipt.ReceiptSchemaVersion,
 			res.IssueCount, first.Path, first.Message).WithDetails(map[string]any{
-			"schema_version": accountable.ReceiptSchemaVersion, "schema_url": accountable.ReceiptSchemaURL,
+			"schema_version": receipt.ReceiptSchemaVersion, "schema_url": receipt.ReceiptSchemaURL,
 			"issues": res.Issues, "issue_count": res.IssueCount, "issues_truncated": res.Truncated()})
 	}
 	cmd := res.ImportCommand()

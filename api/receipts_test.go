@@ -19,6 +19,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/receipt"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -80,7 +81,7 @@ func TestReceiptValidationDescribesItself(t *testing.T) {
 	r := e.do(request{method: "GET", path: "/agent-work-receipts/validate"})
 	expect(t, r, http.StatusOK, "")
 	limits := r.body["limits"].(map[string]any)
-	if r.body["schema_version"] != accountable.ReceiptSchemaVersion || r.body["schema_url"] != accountable.ReceiptSchemaURL ||
+	if r.body["schema_version"] != receipt.ReceiptSchemaVersion || r.body["schema_url"] != receipt.ReceiptSchemaURL ||
 		limits["max_bytes"] != float64(1<<20) || limits["max_depth"] != 64.0 || limits["max_nodes"] != 50000.0 || limits["max_issues"] != 100.0 {
 		t.Fatalf("info %s", r.raw)
 	}
@@ -91,7 +92,7 @@ func TestReceiptValidationDescribesItself(t *testing.T) {
 	}
 	semantic := stages[2].(map[string]any)["codes"].([]any)
 	integrity := r.body["integrity"].(map[string]any)
-	if !slices.Equal(names, []string{"input", "schema", "semantic", "integrity"}) || len(semantic) != len(accountable.ReceiptSemanticRules) ||
+	if !slices.Equal(names, []string{"input", "schema", "semantic", "integrity"}) || len(semantic) != len(receipt.ReceiptSemanticRules) ||
 		integrity["affects_validity"] != false || len(integrity["trusted_key_ids"].([]any)) != 0 ||
 		r.body["validate"].(map[string]any)["path"] != "http://api.test/api/v1/agent-work-receipts/validate" ||
 		r.body["import"].(map[string]any)["authentication"] != "bearer" || r.body["persistence"].(map[string]any)["stored"] != false {
@@ -128,7 +129,7 @@ func TestReceiptValidationFixtures(t *testing.T) {
 				expect(t, r, http.StatusOK, "")
 				s := r.body["receipt"].(map[string]any)
 				p := r.body["persistence"].(map[string]any)
-				if r.body["ok"] != true || r.body["valid"] != true || r.body["schema_version"] != accountable.ReceiptSchemaVersion ||
+				if r.body["ok"] != true || r.body["valid"] != true || r.body["schema_version"] != receipt.ReceiptSchemaVersion ||
 					s["receipt_id"] != c.receiptID || s["actor_id"] != c.actor || s["runtime"] != c.runtime ||
 					s["producer_reported_outcome_status"] != "succeeded" || s["producer_reported_verification_status"] != "passed" ||
 					s["evidence_count"] != c.evidence || s["human_intervention_count"] != c.interventions ||
@@ -229,7 +230,7 @@ func TestReceiptValidationOfHostileBodies(t *testing.T) {
 func TestReceiptSignaturesWithConfiguredKeys(t *testing.T) {
 	pub, _ := base64.RawURLEncoding.DecodeString("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo") // the conformance vectors' key
 	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) {
-		c.ReceiptSignerKeys = accountable.ReceiptSignerKeys{"rfc8032-test-key-1": ed25519.PublicKey(pub)}
+		c.ReceiptSignerKeys = receipt.ReceiptSignerKeys{"rfc8032-test-key-1": ed25519.PublicKey(pub)}
 	})
 	r := e.do(request{method: "GET", path: "/agent-work-receipts/validate"})
 	if ids := r.body["integrity"].(map[string]any)["trusted_key_ids"].([]any); len(ids) != 1 || ids[0] != "rfc8032-test-key-1" {
@@ -241,7 +242,7 @@ func TestReceiptSignaturesWithConfiguredKeys(t *testing.T) {
 		return r.body["integrity"].(map[string]any)["signatures"].([]any)[0].(map[string]any)
 	}
 	if s := signature(receiptFixture(t, "claude-code.json")); s["cryptographic_state"] != "verified" || s["trust_state"] != "trusted" ||
-		s["key_id"] != "rfc8032-test-key-1" || s["profile"] != accountable.ReceiptSignatureProfile {
+		s["key_id"] != "rfc8032-test-key-1" || s["profile"] != receipt.ReceiptSignatureProfile {
 		t.Fatalf("signature %v", s)
 	}
 	// A tampered document still validates, and says what its integrity no longer proves.
@@ -304,7 +305,7 @@ func TestReceiptImport(t *testing.T) {
 	id, _ := d["receipt_id"].(string)
 	importedAt, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d["imported_at"]))
 	if d["ok"] != true || !accountable.ValidUUID(id) || d["external_receipt_id"] != "awr:codex:run-2026-07-19-001" ||
-		d["schema_version"] != accountable.ReceiptSchemaVersion || d["idempotent"] != false || first.meta()["workspaceId"] != ws ||
+		d["schema_version"] != receipt.ReceiptSchemaVersion || d["idempotent"] != false || first.meta()["workspaceId"] != ws ||
 		!slices.Equal(keysOf(d), []string{"external_receipt_id", "idempotent", "imported_at", "ok", "receipt_id", "schema_version"}) ||
 		err != nil || importedAt.Before(before.Add(-time.Second)) || importedAt.After(time.Now().Add(time.Second)) {
 		t.Fatalf("import %s", first.raw)
@@ -360,8 +361,8 @@ func TestReceiptImport(t *testing.T) {
 	r := importReceipt(e, key, "", invalid)
 	expect(t, r, http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
 	details := r.errorObj()["details"].(map[string]any)
-	if details["issue_count"] != 2.0 || details["issues_truncated"] != false || details["schema_version"] != accountable.ReceiptSchemaVersion ||
-		details["issues"].([]any)[0].(map[string]any)["code"] != accountable.ReceiptUnknownEvidenceID ||
+	if details["issue_count"] != 2.0 || details["issues_truncated"] != false || details["schema_version"] != receipt.ReceiptSchemaVersion ||
+		details["issues"].([]any)[0].(map[string]any)["code"] != receipt.ReceiptUnknownEvidenceID ||
 		!slices.Equal(issuePaths(r), []string{"/receipt/verification/checks/0/evidence_ids/0", "/receipt/verification/evidence_ids/0"}) ||
 		!strings.Contains(r.errorObj()["message"].(string), ": /receipt/verification/checks/0/evidence_ids/0: ") {
 		t.Fatalf("invalid %s", r.raw)
@@ -374,7 +375,7 @@ func TestReceiptImport(t *testing.T) {
 	r = importReceipt(e, key, "", []byte(`{"a":1,"\u0061":2}`))
 	expect(t, r, http.StatusUnprocessableEntity, accountable.ECodeReceiptInvalid)
 	if paths := issuePaths(r); !slices.Equal(paths, []string{"/receipt/a"}) ||
-		r.errorObj()["details"].(map[string]any)["issues"].([]any)[0].(map[string]any)["code"] != accountable.ReceiptInputDuplicateMember {
+		r.errorObj()["details"].(map[string]any)["issues"].([]any)[0].(map[string]any)["code"] != receipt.ReceiptInputDuplicateMember {
 		t.Fatalf("a duplicate member in the document: %s", r.raw)
 	}
 	expect(t, importReceipt(e, "", "", codex), http.StatusUnauthorized, "")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/receipt"
 	"github.com/accountablework/accountable/webhook"
 )
 
@@ -96,7 +97,7 @@ type Config struct {
 	// ReceiptSignerKeys are the Ed25519 public keys of the receipt signers the service
 	// trusts, by key_id: receipt signatures are verified with them (the others are
 	// reported not_checked).
-	ReceiptSignerKeys accountable.ReceiptSignerKeys
+	ReceiptSignerKeys receipt.ReceiptSignerKeys
 	// WebhookSecretKey keeps webhook endpoints' secrets (without one, registering an
 	// endpoint is 403); WebhookTargets says which addresses endpoints may have;
 	// WebhookMaxEndpoints how many active ones a workspace may have (0: the default).

@@ -28,6 +28,7 @@ import (
 	"unicode"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 // Mining bounds. Traces are cut at accountable.MaxStagesPerTrace stages, which stays in
@@ -191,7 +192,7 @@ var EventTypes = []string{accountable.EventHandoffProposed, accountable.EventWor
 // metadata names its case and stage (work, by task id) is that stage in its case; a
 // recorded episode is its stages in its own case; an imported receipt is its steps
 // (actions by type, human interventions, the verification verdict) in the case of the
-// request it served (ReceiptImported.Trace). Every other completed work item (with its
+// request it served (receipt.ReceiptImported.Trace). Every other completed work item (with its
 // facts) is returned for InferCases, which needs them all. pos numbers the events in
 // stream order (the tie-break of events at one instant).
 func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
@@ -247,7 +248,7 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if !kinds(accountable.SourceReceipts) {
 				continue
 			}
-			var r accountable.ReceiptImported
+			var r receipt.ReceiptImported
 			if err := json.Unmarshal(e.Payload, &r); err != nil || r.CaseID == "" {
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 // importedReceipt is a receipt the workspace has imported under an external receipt_id.
@@ -31,14 +32,14 @@ func findImportedReceipt(ctx context.Context, q querier, workspaceID, externalID
 // that import (idempotent, with its imported_at) when it was the same document, else 409
 // idempotency_key_reused (a receipt_id names one document; an amended receipt takes a new
 // receipt_id).
-func answerExisting(in accountable.ImportReceipt, r importedReceipt) (accountable.ReceiptImport, error) {
+func answerExisting(in receipt.ImportReceipt, r importedReceipt) (receipt.ReceiptImport, error) {
 	if r.digest != in.Digest {
-		return accountable.ReceiptImport{}, accountable.Errorf(accountable.ECodeIdempotencyKeyReused,
+		return receipt.ReceiptImport{}, accountable.Errorf(accountable.ECodeIdempotencyKeyReused,
 			"A different document with receipt_id %q was imported into this workspace before (as receipt %s); a receipt_id names "+
 				"one document: issue the amended receipt under a new receipt_id.", in.Receipt.ReceiptID, r.id).
 			WithDetails(map[string]any{"external_receipt_id": in.Receipt.ReceiptID, "receipt_id": r.id})
 	}
-	return accountable.ReceiptImport{OK: true, ReceiptID: r.id, ExternalReceiptID: in.Receipt.ReceiptID,
+	return receipt.ReceiptImport{OK: true, ReceiptID: r.id, ExternalReceiptID: in.Receipt.ReceiptID,
 		SchemaVersion: in.Receipt.SchemaVersion, Idempotent: true, ImportedAt: r.importedAt}, nil
 }
 
@@ -52,26 +53,26 @@ func answerExisting(in accountable.ImportReceipt, r importedReceipt) (accountabl
 // receipt_id's unique constraint, whose violation runCommand retries, and the retry finds
 // the winner.
 func (db *DB) ImportReceipt(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
-	in accountable.ImportReceipt) (accountable.ReceiptImport, bool, error) {
+	in receipt.ImportReceipt) (receipt.ReceiptImport, bool, error) {
 	r := in.Receipt
 	if found, ok, err := findImportedReceipt(ctx, db.pool, p.WorkspaceID, r.ReceiptID); err != nil {
-		return accountable.ReceiptImport{}, false, mapError(err)
+		return receipt.ReceiptImport{}, false, mapError(err)
 	} else if ok {
 		res, err := answerExisting(in, found)
 		return res, err == nil, err
 	}
-	cmd := commandOf[accountable.ReceiptImport](p, idem, accountable.Causation{})
-	cmd.run = func(ctx context.Context, tx *tx) (accountable.ReceiptImport, error) {
+	cmd := commandOf[receipt.ReceiptImport](p, idem, accountable.Causation{})
+	cmd.run = func(ctx context.Context, tx *tx) (receipt.ReceiptImport, error) {
 		if found, ok, err := findImportedReceipt(ctx, tx, p.WorkspaceID, r.ReceiptID); err != nil || ok {
 			if err != nil {
-				return accountable.ReceiptImport{}, err
+				return receipt.ReceiptImport{}, err
 			}
 			return answerExisting(in, found)
 		}
 		id := uuid.Must(uuid.NewV7()).String()
 		payload := in.Imported(id)
 		if _, err := tx.Append(aggregate(accountable.AggregateReceipt, id), accountable.EventReceiptImported, payload); err != nil {
-			return accountable.ReceiptImport{}, err
+			return receipt.ReceiptImport{}, err
 		}
 		var runtime *string
 		if r.Actor.Runtime != nil {
@@ -85,7 +86,7 @@ func (db *DB) ImportReceipt(ctx context.Context, p accountable.Principal, idem *
 			p.WorkspaceID, id, r.ReceiptID, r.SchemaVersion, in.Digest, r.Actor.Type, r.Actor.ID, runtime, r.Outcome.Status,
 			r.Verification.Status, string(in.Integrity.ContentHash.State), r.Cost.Currency, r.Cost.Total, ts.StartedAt, ts.CompletedAt,
 			ts.IssuedAt, tx.Now(), string(in.Document))
-		return accountable.ReceiptImport{OK: true, ReceiptID: id, ExternalReceiptID: r.ReceiptID, SchemaVersion: r.SchemaVersion,
+		return receipt.ReceiptImport{OK: true, ReceiptID: id, ExternalReceiptID: r.ReceiptID, SchemaVersion: r.SchemaVersion,
 			ImportedAt: accountable.TimeOf(tx.Now())}, nil
 	}
 	return runCommand(ctx, db, cmd)

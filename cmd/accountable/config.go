@@ -16,6 +16,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
+	"github.com/accountablework/accountable/receipt"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/workflows"
@@ -90,7 +91,7 @@ type Config struct {
 	ProposalsPerMinute int
 	// ReceiptSignerKeys are the Ed25519 keys of the receipt signers the service trusts
 	// (RECEIPT_SIGNER_KEYS: comma-separated key_id=<base64url public key>).
-	ReceiptSignerKeys accountable.ReceiptSignerKeys
+	ReceiptSignerKeys receipt.ReceiptSignerKeys
 	// Webhooks: the key that keeps endpoints' secrets (WEBHOOK_SECRET_KEY, 32 bytes in
 	// base64; `accountable dev --bootstrap` makes one in .data when unset), whether
 	// endpoints may have private and loopback addresses, the ports they may use (empty:
@@ -200,7 +201,7 @@ func LoadConfig() (Config, error) {
 	c.LaunchRunTimeout = envDuration("LAUNCH_RUN_TIMEOUT", workflows.DefaultRunTimeout, &errs)
 	c.DatabaseLockTimeout = envDuration("DATABASE_LOCK_TIMEOUT", 3*time.Second, &errs)
 	c.DatabaseStatementTimeout = envDuration("DATABASE_STATEMENT_TIMEOUT", 30*time.Second, &errs)
-	if keys, err := accountable.ParseReceiptSignerKeys(env("RECEIPT_SIGNER_KEYS", "")); err != nil {
+	if keys, err := receipt.ParseReceiptSignerKeys(env("RECEIPT_SIGNER_KEYS", "")); err != nil {
 		errs = append(errs, "RECEIPT_SIGNER_KEYS: "+err.Error())
 	} else {
 		c.ReceiptSignerKeys = keys

@@ -1,9 +1,9 @@
-package receiptschema_test
+package schema_test
 
 import (
 	"testing"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 // BenchmarkValidateReceipt is one validation of the Codex fixture (the bench's validate
@@ -20,10 +20,10 @@ func BenchmarkValidateReceipt(b *testing.B) {
 	})
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
-			accountable.DecodeReceiptJSON(raw, 1<<20)
+			receipt.DecodeReceiptJSON(raw, 1<<20)
 		}
 	})
-	doc, _ := accountable.DecodeReceiptJSON(raw, 1<<20)
+	doc, _ := receipt.DecodeReceiptJSON(raw, 1<<20)
 	b.Run("schema", func(b *testing.B) {
 		for b.Loop() {
 			v.Schema.CheckReceipt(doc)

@@ -1,4 +1,4 @@
-package accountable_test
+package receipt_test
 
 import (
 	"bytes"
@@ -18,10 +18,12 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
-// The format's own test data (testdata/agent-work-receipt/SOURCE.md).
-const receiptTestdata = "testdata/agent-work-receipt"
+// The format's own test data (testdata/agent-work-receipt/SOURCE.md at the module root,
+// which the API's tests and the bench read too).
+var receiptTestdata = filepath.Join("..", "testdata", "agent-work-receipt")
 
 func readReceiptFile(t testing.TB, name string) []byte {
 	t.Helper()
@@ -96,11 +98,11 @@ func encode(t testing.TB, v any) []byte {
 	return b
 }
 
-// The validator without its schema stage (the schema is api/receiptschema's): the input,
+// The validator without its schema stage (the schema is receipt/schema's): the input,
 // semantic and integrity stages.
-var stagesWithoutSchema = accountable.ReceiptValidator{MaxBytes: 1 << 20}
+var stagesWithoutSchema = receipt.ReceiptValidator{MaxBytes: 1 << 20}
 
-func codesOf(issues []accountable.ReceiptIssue) []string {
+func codesOf(issues []receipt.ReceiptIssue) []string {
 	out := make([]string, len(issues))
 	for i, is := range issues {
 		out[i] = is.Path + " " + is.Code
@@ -116,54 +118,54 @@ func TestScanReceiptJSONLimits(t *testing.T) {
 	values := func(n int) string { // an array of n-1 values: n values with the array
 		return "[" + strings.TrimSuffix(strings.Repeat("0,", n-1), ",") + "]"
 	}
-	deepPath := "/" + strings.TrimSuffix(strings.Repeat("a/", accountable.MaxReceiptDepth), "/")
+	deepPath := "/" + strings.TrimSuffix(strings.Repeat("a/", receipt.MaxReceiptDepth), "/")
 	for _, c := range []struct {
 		name, body, path, code string
 		max                    int
 	}{
 		{name: "size at the limit", body: `{"a":"x"}`, max: 9},
-		{name: "size over the limit", body: `{"a":"xy"}`, max: 9, path: "", code: accountable.ReceiptInputSize},
-		{name: "empty", body: "", code: accountable.ReceiptInputJSON},
-		{name: "blank", body: " \n\t", code: accountable.ReceiptInputJSON},
-		{name: "not JSON", body: `{"a":}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "unterminated", body: `{"a":[1,2`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "a member without a value", body: `{"a" 1}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "trailing data", body: `{} x`, code: accountable.ReceiptInputJSON},
-		{name: "two values", body: `{} {}`, code: accountable.ReceiptInputJSON},
+		{name: "size over the limit", body: `{"a":"xy"}`, max: 9, path: "", code: receipt.ReceiptInputSize},
+		{name: "empty", body: "", code: receipt.ReceiptInputJSON},
+		{name: "blank", body: " \n\t", code: receipt.ReceiptInputJSON},
+		{name: "not JSON", body: `{"a":}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "unterminated", body: `{"a":[1,2`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "a member without a value", body: `{"a" 1}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "trailing data", body: `{} x`, code: receipt.ReceiptInputJSON},
+		{name: "two values", body: `{} {}`, code: receipt.ReceiptInputJSON},
 		{name: "a scalar document", body: `"x"`},
-		{name: "invalid UTF-8", body: "{\"a\":\"\xff\"}", code: accountable.ReceiptInputUnicode},
-		{name: "a lone high surrogate", body: `{"a":["ok","x\ud800y"]}`, path: "/a/1", code: accountable.ReceiptInputUnicode},
-		{name: "a lone low surrogate", body: `{"a":"\udc00"}`, path: "/a", code: accountable.ReceiptInputUnicode},
-		{name: "a high surrogate at the end", body: `{"a":"x\ud83d"}`, path: "/a", code: accountable.ReceiptInputUnicode},
-		{name: "two high surrogates", body: `{"a":"\ud83d\ud83d"}`, path: "/a", code: accountable.ReceiptInputUnicode},
-		{name: "a surrogate in a member name", body: `{"a":{"\ud800":1}}`, path: "/a", code: accountable.ReceiptInputUnicode},
+		{name: "invalid UTF-8", body: "{\"a\":\"\xff\"}", code: receipt.ReceiptInputUnicode},
+		{name: "a lone high surrogate", body: `{"a":["ok","x\ud800y"]}`, path: "/a/1", code: receipt.ReceiptInputUnicode},
+		{name: "a lone low surrogate", body: `{"a":"\udc00"}`, path: "/a", code: receipt.ReceiptInputUnicode},
+		{name: "a high surrogate at the end", body: `{"a":"x\ud83d"}`, path: "/a", code: receipt.ReceiptInputUnicode},
+		{name: "two high surrogates", body: `{"a":"\ud83d\ud83d"}`, path: "/a", code: receipt.ReceiptInputUnicode},
+		{name: "a surrogate in a member name", body: `{"a":{"\ud800":1}}`, path: "/a", code: receipt.ReceiptInputUnicode},
 		{name: "a surrogate pair", body: `{"a":"\ud83d\ude00","b":"\\ud800"}`},
-		{name: "U+0000", body: `{"a":{"b":"x\u0000"}}`, path: "/a/b", code: accountable.ReceiptInputUnicode},
-		{name: "a number beyond a double", body: `{"a":[1e400]}`, path: "/a/0", code: accountable.ReceiptInputNumber},
-		{name: "a negative number beyond a double", body: `{"a":-1e309}`, path: "/a", code: accountable.ReceiptInputNumber},
+		{name: "U+0000", body: `{"a":{"b":"x\u0000"}}`, path: "/a/b", code: receipt.ReceiptInputUnicode},
+		{name: "a number beyond a double", body: `{"a":[1e400]}`, path: "/a/0", code: receipt.ReceiptInputNumber},
+		{name: "a negative number beyond a double", body: `{"a":-1e309}`, path: "/a", code: receipt.ReceiptInputNumber},
 		{name: "an underflow rounds to zero", body: `{"a":1e-400}`},
-		{name: "depth at the limit", body: nested(accountable.MaxReceiptDepth)},
-		{name: "depth over the limit", body: nested(accountable.MaxReceiptDepth + 1), path: deepPath, code: accountable.ReceiptInputDepth},
-		{name: "arrays over the depth limit", body: nestedArrays(accountable.MaxReceiptDepth + 1),
-			path: strings.Repeat("/0", accountable.MaxReceiptDepth), code: accountable.ReceiptInputDepth},
-		{name: "nodes at the limit", body: values(accountable.MaxReceiptNodes)},
-		{name: "nodes over the limit", body: values(accountable.MaxReceiptNodes + 1), path: "/" + strconv.Itoa(accountable.MaxReceiptNodes-1),
-			code: accountable.ReceiptInputNodes},
-		{name: "a duplicate member", body: `{"a":1,"b":{"c":1,"c":2}}`, path: "/b/c", code: accountable.ReceiptInputDuplicateMember},
-		{name: "a duplicate after escapes", body: `{"m/x":1,"m\u002fx":2}`, path: "/m~1x", code: accountable.ReceiptInputDuplicateMember},
+		{name: "depth at the limit", body: nested(receipt.MaxReceiptDepth)},
+		{name: "depth over the limit", body: nested(receipt.MaxReceiptDepth + 1), path: deepPath, code: receipt.ReceiptInputDepth},
+		{name: "arrays over the depth limit", body: nestedArrays(receipt.MaxReceiptDepth + 1),
+			path: strings.Repeat("/0", receipt.MaxReceiptDepth), code: receipt.ReceiptInputDepth},
+		{name: "nodes at the limit", body: values(receipt.MaxReceiptNodes)},
+		{name: "nodes over the limit", body: values(receipt.MaxReceiptNodes + 1), path: "/" + strconv.Itoa(receipt.MaxReceiptNodes-1),
+			code: receipt.ReceiptInputNodes},
+		{name: "a duplicate member", body: `{"a":1,"b":{"c":1,"c":2}}`, path: "/b/c", code: receipt.ReceiptInputDuplicateMember},
+		{name: "a duplicate after escapes", body: `{"m/x":1,"m\u002fx":2}`, path: "/m~1x", code: receipt.ReceiptInputDuplicateMember},
 		{name: "the same name in other objects", body: `{"a":{"x":1},"b":{"x":1},"x":[{"x":1},{"x":2}]}`},
-		{name: "a control character in a string", body: "{\"a\":\"x\ty\"}", path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "an unknown escape", body: `{"a":"\x41"}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "a short unicode escape", body: `{"a":"\u12"}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "a leading zero", body: `{"a":[01]}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "a bare minus", body: `[-]`, path: "/0", code: accountable.ReceiptInputJSON},
-		{name: "a fraction without digits", body: `[1.]`, path: "/0", code: accountable.ReceiptInputJSON},
-		{name: "an exponent without digits", body: `[1e+]`, path: "/0", code: accountable.ReceiptInputJSON},
-		{name: "a plus sign", body: `[+1]`, path: "/0", code: accountable.ReceiptInputJSON},
-		{name: "a misspelt literal", body: `{"a":nul}`, path: "/a", code: accountable.ReceiptInputJSON},
-		{name: "a byte order mark", body: "\ufeff{}", code: accountable.ReceiptInputJSON},
-		{name: "a trailing comma", body: `{"a":1,}`, path: "", code: accountable.ReceiptInputJSON},
-		{name: "a single quote", body: `{'a':1}`, path: "", code: accountable.ReceiptInputJSON},
+		{name: "a control character in a string", body: "{\"a\":\"x\ty\"}", path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "an unknown escape", body: `{"a":"\x41"}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "a short unicode escape", body: `{"a":"\u12"}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "a leading zero", body: `{"a":[01]}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "a bare minus", body: `[-]`, path: "/0", code: receipt.ReceiptInputJSON},
+		{name: "a fraction without digits", body: `[1.]`, path: "/0", code: receipt.ReceiptInputJSON},
+		{name: "an exponent without digits", body: `[1e+]`, path: "/0", code: receipt.ReceiptInputJSON},
+		{name: "a plus sign", body: `[+1]`, path: "/0", code: receipt.ReceiptInputJSON},
+		{name: "a misspelt literal", body: `{"a":nul}`, path: "/a", code: receipt.ReceiptInputJSON},
+		{name: "a byte order mark", body: "\ufeff{}", code: receipt.ReceiptInputJSON},
+		{name: "a trailing comma", body: `{"a":1,}`, path: "", code: receipt.ReceiptInputJSON},
+		{name: "a single quote", body: `{'a':1}`, path: "", code: receipt.ReceiptInputJSON},
 		{name: "numbers and escapes", body: `{"a":[0,-0,1.5e-3,2E+10,-12.25],"b":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,7 +173,7 @@ func TestScanReceiptJSONLimits(t *testing.T) {
 			if max == 0 {
 				max = 1 << 20
 			}
-			issue := accountable.ScanReceiptJSON([]byte(c.body), max)
+			issue := receipt.ScanReceiptJSON([]byte(c.body), max)
 			switch {
 			case c.code == "" && issue != nil:
 				t.Fatalf("refused: %+v", *issue)
@@ -215,82 +217,82 @@ func TestReceiptSemanticRules(t *testing.T) {
 	for _, c := range []mutation{
 		{name: "the valid fixture", fixture: "claude-code.json", change: func(*testing.T, map[string]any) {}},
 		{name: "a repeated action id", fixture: "codex.json", change: set("/actions/1/id", "action-inspect"),
-			want: []string{"/actions/1/id " + accountable.ReceiptDuplicateID}},
+			want: []string{"/actions/1/id " + receipt.ReceiptDuplicateID}},
 		{name: "a repeated evidence id", fixture: "openclaw.json", change: both(set("/evidence/1/id", "mcp-response"),
 			set("/verification/checks/1/evidence_ids", []any{"mcp-response"}), set("/verification/evidence_ids", []any{"mcp-response"})),
-			want: []string{"/evidence/1/id " + accountable.ReceiptDuplicateID}},
+			want: []string{"/evidence/1/id " + receipt.ReceiptDuplicateID}},
 		{name: "a repeated check id", fixture: "openclaw.json", change: set("/verification/checks/1/id", "check-mcp-status"),
-			want: []string{"/verification/checks/1/id " + accountable.ReceiptDuplicateID}},
+			want: []string{"/verification/checks/1/id " + receipt.ReceiptDuplicateID}},
 		{name: "a repeated artifact id", fixture: "codex.json", change: func(t *testing.T, doc map[string]any) {
 			doc["artifacts"] = append(doc["artifacts"].([]any), doc["artifacts"].([]any)[0])
-		}, want: []string{"/artifacts/1/id " + accountable.ReceiptDuplicateID}},
+		}, want: []string{"/artifacts/1/id " + receipt.ReceiptDuplicateID}},
 		{name: "a repeated intervention id", fixture: "claude-code.json", change: func(t *testing.T, doc map[string]any) {
 			doc["human_interventions"] = append(doc["human_interventions"].([]any), doc["human_interventions"].([]any)[0])
-		}, want: []string{"/human_interventions/1/id " + accountable.ReceiptDuplicateID}},
+		}, want: []string{"/human_interventions/1/id " + receipt.ReceiptDuplicateID}},
 		{name: "unknown evidence everywhere", fixture: "claude-code.json", change: both(
 			set("/verification/evidence_ids", []any{"configuration-test", "nope"}),
 			set("/verification/checks/0/evidence_ids", []any{"nope"}),
 			set("/outcome/acceptance/evidence_ids", []any{"approval-evidence", "nope"}),
 			set("/human_interventions/0/evidence_ids", []any{"nope"})),
 			want: []string{
-				"/human_interventions/0/evidence_ids/0 " + accountable.ReceiptUnknownEvidenceID,
-				"/outcome/acceptance/evidence_ids/1 " + accountable.ReceiptUnknownEvidenceID,
-				"/verification/checks/0/evidence_ids/0 " + accountable.ReceiptUnknownEvidenceID,
-				"/verification/evidence_ids/1 " + accountable.ReceiptUnknownEvidenceID,
+				"/human_interventions/0/evidence_ids/0 " + receipt.ReceiptUnknownEvidenceID,
+				"/outcome/acceptance/evidence_ids/1 " + receipt.ReceiptUnknownEvidenceID,
+				"/verification/checks/0/evidence_ids/0 " + receipt.ReceiptUnknownEvidenceID,
+				"/verification/evidence_ids/1 " + receipt.ReceiptUnknownEvidenceID,
 			}},
 		{name: "unknown evidence of a metric", fixture: "codex.json", change: set("/outcome/metrics/0/evidence_ids", []any{"x"}),
-			want: []string{"/outcome/metrics/0/evidence_ids/0 " + accountable.ReceiptUnknownEvidenceID}},
+			want: []string{"/outcome/metrics/0/evidence_ids/0 " + receipt.ReceiptUnknownEvidenceID}},
 		{name: "completed before started", fixture: "codex.json", change: both(set("/timestamps/completed_at", "2026-07-19T14:59:59Z"),
 			remove("/timestamps/duration_ms")),
-			want: []string{"/timestamps/completed_at " + accountable.ReceiptTimeOrder}},
+			want: []string{"/timestamps/completed_at " + receipt.ReceiptTimeOrder}},
 		{name: "issued before completed", fixture: "openclaw.json", change: set("/timestamps/issued_at", "2026-07-19T17:00:00.459Z"),
-			want: []string{"/evidence/1/observed_at " + accountable.ReceiptAfterIssue, "/timestamps/issued_at " + accountable.ReceiptTimeOrder,
-				"/verification/verified_at " + accountable.ReceiptAfterIssue}},
+			want: []string{"/evidence/1/observed_at " + receipt.ReceiptAfterIssue, "/timestamps/issued_at " + receipt.ReceiptTimeOrder,
+				"/verification/verified_at " + receipt.ReceiptAfterIssue}},
 		{name: "a leap second orders after 59", fixture: "codex.json", change: both(set("/timestamps/started_at", "2016-12-31T23:59:60Z"),
 			set("/timestamps/completed_at", "2016-12-31T23:59:59Z"), remove("/timestamps/duration_ms"), remove("/authority/valid_from")),
-			want: []string{"/timestamps/completed_at " + accountable.ReceiptTimeOrder}},
+			want: []string{"/timestamps/completed_at " + receipt.ReceiptTimeOrder}},
 		{name: "offsets compare as instants", fixture: "codex.json", change: set("/authority/valid_until", "2026-07-19T16:59:00+02:00"),
-			want: []string{"/authority/valid_until " + accountable.ReceiptTimeOrder}},
+			want: []string{"/authority/valid_until " + receipt.ReceiptTimeOrder}},
 		{name: "the same instant at another offset", fixture: "codex.json", change: set("/timestamps/issued_at", "2026-07-19T17:08:06+02:00")},
 		{name: "lower-case t and z", fixture: "codex.json", change: set("/timestamps/issued_at", "2026-07-19t15:08:06z")},
 		{name: "an authority that ends before it begins", fixture: "codex.json", change: set("/authority/valid_until", "2026-07-19T14:00:00Z"),
-			want: []string{"/authority/valid_until " + accountable.ReceiptTimeOrder}},
+			want: []string{"/authority/valid_until " + receipt.ReceiptTimeOrder}},
 		{name: "an action that ends before it starts", fixture: "claude-code.json", change: set("/actions/0/completed_at", "2026-07-19T16:01:59Z"),
-			want: []string{"/actions/0/completed_at " + accountable.ReceiptTimeOrder}},
+			want: []string{"/actions/0/completed_at " + receipt.ReceiptTimeOrder}},
 		{name: "a completed action without completed_at", fixture: "claude-code.json", change: remove("/actions/0/completed_at"),
-			want: []string{"/actions/0/completed_at " + accountable.ReceiptTerminalActionTimestamp}},
+			want: []string{"/actions/0/completed_at " + receipt.ReceiptTerminalActionTimestamp}},
 		{name: "a running action without completed_at", fixture: "claude-code.json", change: both(remove("/actions/0/completed_at"),
 			set("/actions/0/status", "running"))},
 		{name: "evidence observed after issue", fixture: "claude-code.json", change: set("/evidence/1/observed_at", "2026-07-19T16:06:00Z"),
-			want: []string{"/evidence/1/observed_at " + accountable.ReceiptAfterIssue}},
+			want: []string{"/evidence/1/observed_at " + receipt.ReceiptAfterIssue}},
 		{name: "an artifact and an acceptance after issue", fixture: "claude-code.json", change: both(
 			set("/artifacts/0/created_at", "2026-07-19T16:06:00Z"), set("/outcome/acceptance/occurred_at", "2026-07-19T16:06:00Z"),
 			set("/human_interventions/0/occurred_at", "2026-07-19T16:05:02Z")),
-			want: []string{"/artifacts/0/created_at " + accountable.ReceiptAfterIssue, "/human_interventions/0/occurred_at " + accountable.ReceiptAfterIssue,
-				"/outcome/acceptance/occurred_at " + accountable.ReceiptAfterIssue}},
+			want: []string{"/artifacts/0/created_at " + receipt.ReceiptAfterIssue, "/human_interventions/0/occurred_at " + receipt.ReceiptAfterIssue,
+				"/outcome/acceptance/occurred_at " + receipt.ReceiptAfterIssue}},
 		{name: "a duration longer than the window", fixture: "codex.json", change: set("/timestamps/duration_ms", 485001),
-			want: []string{"/timestamps/duration_ms " + accountable.ReceiptDurationExceedsWindow}},
+			want: []string{"/timestamps/duration_ms " + receipt.ReceiptDurationExceedsWindow}},
 		{name: "a duration of the sub-millisecond window", fixture: "openclaw.json", change: both(
 			set("/timestamps/completed_at", "2026-07-19T17:00:00.4605Z"), set("/timestamps/duration_ms", 361))},
 		{name: "a verdict without verifier, time or checks", fixture: "openclaw.json", change: both(remove("/verification/verifier"),
 			remove("/verification/verified_at"), set("/verification/checks", []any{})),
-			want: []string{"/verification/checks " + accountable.ReceiptVerifiedWithoutChecks,
-				"/verification/verified_at " + accountable.ReceiptVerifiedWithoutTimestamp,
-				"/verification/verifier " + accountable.ReceiptVerifiedWithoutVerifier}},
+			want: []string{"/verification/checks " + receipt.ReceiptVerifiedWithoutChecks,
+				"/verification/verified_at " + receipt.ReceiptVerifiedWithoutTimestamp,
+				"/verification/verifier " + receipt.ReceiptVerifiedWithoutVerifier}},
 		{name: "unverified needs none of them", fixture: "openclaw.json", change: both(set("/verification/status", "unverified"),
 			remove("/verification/verifier"), remove("/verification/verified_at"), set("/verification/checks", []any{}))},
 		{name: "passed with a failed check", fixture: "openclaw.json", change: set("/verification/checks/0/status", "failed"),
-			want: []string{"/verification/status " + accountable.ReceiptInconsistentVerification}},
+			want: []string{"/verification/status " + receipt.ReceiptInconsistentVerification}},
 		{name: "passed with a skipped check", fixture: "openclaw.json", change: set("/verification/checks/1/status", "skipped"),
-			want: []string{"/verification/status " + accountable.ReceiptInconsistentVerification}},
+			want: []string{"/verification/status " + receipt.ReceiptInconsistentVerification}},
 		{name: "failed without a failed check", fixture: "openclaw.json", change: set("/verification/status", "failed"),
-			want: []string{"/verification/status " + accountable.ReceiptInconsistentVerification}},
+			want: []string{"/verification/status " + receipt.ReceiptInconsistentVerification}},
 		{name: "failed with a failed check", fixture: "openclaw.json", change: both(set("/verification/status", "failed"),
 			set("/verification/checks", []any{check("a", "failed", "mcp-response"), check("b", "passed")}))},
 		{name: "partial with mixed checks", fixture: "openclaw.json", change: both(set("/verification/status", "partial"),
 			set("/verification/checks", []any{check("a", "failed"), check("b", "passed")}))},
 		{name: "authority none yet granted", fixture: "codex.json", change: both(set("/authority/mode", "none"), set("/authority/status", "granted")),
-			want: []string{"/authority/status " + accountable.ReceiptInconsistentAuthority}},
+			want: []string{"/authority/status " + receipt.ReceiptInconsistentAuthority}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			doc := fixtureDoc(t, c.fixture)
@@ -301,7 +303,7 @@ func TestReceiptSemanticRules(t *testing.T) {
 				t.Fatalf("issues %q (count %d), want %q: %+v", got, v.IssueCount, c.want, v.Issues)
 			}
 			for _, is := range v.Issues {
-				if is.Message == "" || accountable.ReceiptSemanticRules[is.Code] == "" {
+				if is.Message == "" || receipt.ReceiptSemanticRules[is.Code] == "" {
 					t.Fatalf("issue %+v: no message, or a rule GET /agent-work-receipts/validate does not describe", is)
 				}
 			}
@@ -312,8 +314,8 @@ func TestReceiptSemanticRules(t *testing.T) {
 // The shared invalid fixture that is schema-valid fails semantically, at both references.
 func TestReceiptUnresolvedEvidenceFixture(t *testing.T) {
 	v := stagesWithoutSchema.Validate(readReceiptFile(t, "fixtures/invalid-unresolved-evidence.json"))
-	want := []string{"/verification/checks/0/evidence_ids/0 " + accountable.ReceiptUnknownEvidenceID,
-		"/verification/evidence_ids/0 " + accountable.ReceiptUnknownEvidenceID}
+	want := []string{"/verification/checks/0/evidence_ids/0 " + receipt.ReceiptUnknownEvidenceID,
+		"/verification/evidence_ids/0 " + receipt.ReceiptUnknownEvidenceID}
 	if got := codesOf(v.Issues); !slices.Equal(got, want) || v.Valid() {
 		t.Fatalf("issues %q, want %q", got, want)
 	}
@@ -329,14 +331,14 @@ func TestReceiptIssuesAreBounded(t *testing.T) {
 	}
 	doc["actions"] = actions
 	v := stagesWithoutSchema.Validate(encode(t, doc))
-	if v.Valid() || len(v.Issues) != accountable.MaxReceiptIssues || v.IssueCount != 8999 || !v.Truncated() {
+	if v.Valid() || len(v.Issues) != receipt.MaxReceiptIssues || v.IssueCount != 8999 || !v.Truncated() {
 		t.Fatalf("%d issues listed of %d, truncated %v", len(v.Issues), v.IssueCount, v.Truncated())
 	}
-	if !slices.IsSortedFunc(v.Issues, func(a, b accountable.ReceiptIssue) int { return strings.Compare(a.Path, b.Path) }) ||
+	if !slices.IsSortedFunc(v.Issues, func(a, b receipt.ReceiptIssue) int { return strings.Compare(a.Path, b.Path) }) ||
 		v.Issues[0].Path != "/actions/1/id" || v.Issues[1].Path != "/actions/10/id" {
 		t.Fatalf("not sorted by path: %v", codesOf(v.Issues[:3]))
 	}
-	sorted := accountable.SortReceiptIssues([]accountable.ReceiptIssue{{Path: "/b", Code: "x", Message: "m"}, {Path: "/a", Code: "y", Message: "m"},
+	sorted := receipt.SortReceiptIssues([]receipt.ReceiptIssue{{Path: "/b", Code: "x", Message: "m"}, {Path: "/a", Code: "y", Message: "m"},
 		{Path: "/a", Code: "x", Message: "n"}, {Path: "/a", Code: "x", Message: "m"}, {Path: "/a", Code: "x", Message: "m"}})
 	if got := fmt.Sprint(sorted); got != "[{/a x m} {/a x n} {/a y m} {/b x m}]" {
 		t.Fatalf("sorted %s", got)
@@ -349,7 +351,7 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 		t.Fatalf("%+v", v.Issues)
 	}
 	runtime := "claude-code"
-	want := accountable.ReceiptSummary{ReceiptID: "claude-code/session/example-17", ActorID: "claude-code-agent", Runtime: &runtime,
+	want := receipt.ReceiptSummary{ReceiptID: "claude-code/session/example-17", ActorID: "claude-code-agent", Runtime: &runtime,
 		ProducerReportedOutcomeStatus: "succeeded", ProducerReportedVerificationStatus: "passed", EvidenceCount: 2, HumanInterventionCount: 1}
 	got := v.Receipt.Summary()
 	if got.Runtime == nil || *got.Runtime != runtime {
@@ -366,7 +368,7 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 		t.Fatalf("key %q", key)
 	}
 	p := cmd.Imported("0190d9f0-0000-7000-8000-000000000001")
-	steps := func(ss []accountable.ReceiptStep) string {
+	steps := func(ss []receipt.ReceiptStep) string {
 		var b strings.Builder
 		for _, s := range ss {
 			fmt.Fprintf(&b, "%s@%s ", s.Key, accountable.FormatTime(s.At.Time))
@@ -378,12 +380,12 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 		t.Fatalf("steps %s", got)
 	}
 	if p.CaseID != "receipt:claude-code/session/example-session-17" || p.ExternalReceiptID != "claude-code/session/example-17" ||
-		p.DocumentDigest != v.Digest || p.Integrity.ContentHash != accountable.ContentHashVerified ||
+		p.DocumentDigest != v.Digest || p.Integrity.ContentHash != receipt.ContentHashVerified ||
 		p.Integrity.ComputedContentHash != "sha256:7f0270883af34ebcb36aa77e684d4771e9308d85b7d01aec2f65ef0ebb41a4c5" ||
 		*p.Actor.Runtime != "claude-code" || *p.Actor.Model != "fixture-model" || *p.AcceptanceStatus != "accepted" ||
-		p.Counts != (accountable.ReceiptCounts{Actions: 1, Artifacts: 1, Evidence: 2, HumanInterventions: 1, VerificationChecks: 1}) ||
+		p.Counts != (receipt.ReceiptCounts{Actions: 1, Artifacts: 1, Evidence: 2, HumanInterventions: 1, VerificationChecks: 1}) ||
 		p.HumanInterventionMinutes != 1 || *p.Cost.HumanMinutes != 1 || p.Timestamps.ElapsedMS != 300000 || p.TokensTotal != nil ||
-		len(p.Integrity.Signatures) != 1 || p.Integrity.Signatures[0].CryptographicState != accountable.SignatureNotChecked {
+		len(p.Integrity.Signatures) != 1 || p.Integrity.Signatures[0].CryptographicState != receipt.SignatureNotChecked {
 		t.Fatalf("payload %+v", p)
 	}
 	// The payload is what the ledger keeps: it has a canonical form.
@@ -400,7 +402,7 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 }
 
 func TestReceiptCaseAndSteps(t *testing.T) {
-	receipt := func(name string, change func(*testing.T, map[string]any)) *accountable.AgentWorkReceipt {
+	receiptOf := func(name string, change func(*testing.T, map[string]any)) *receipt.AgentWorkReceipt {
 		doc := fixtureDoc(t, name)
 		if change != nil {
 			change(t, doc)
@@ -420,28 +422,28 @@ func TestReceiptCaseAndSteps(t *testing.T) {
 		{"the trace", "openclaw.json", "receipt:trace/0123456789abcdef0123456789abcdef", remove("/lineage/run_ref")},
 		{"the receipt alone", "openclaw.json", "receipt:openclaw:event:evt-704", both(remove("/lineage/run_ref"), remove("/lineage/trace_id"))},
 	} {
-		if got := receipt(c.fixture, c.change).CaseID(); got != c.want {
+		if got := receiptOf(c.fixture, c.change).CaseID(); got != c.want {
 			t.Errorf("%s: case %q, want %q", c.name, got, c.want)
 		}
 	}
 	// Planned and skipped actions are no steps; an action without times is at the start;
 	// an unverified receipt has no verification step.
-	r := receipt("codex.json", both(set("/actions/0/status", "skipped"), remove("/actions/1/started_at"), remove("/actions/1/completed_at"),
+	r := receiptOf("codex.json", both(set("/actions/0/status", "skipped"), remove("/actions/1/started_at"), remove("/actions/1/completed_at"),
 		set("/actions/1/status", "running"), set("/verification/status", "unverified")))
 	steps, truncated := r.Steps()
 	if len(steps) != 1 || steps[0].Key != "test.run" || !steps[0].At.Equal(mustTime(t, "2026-07-19T15:00:00Z")) || truncated {
 		t.Fatalf("steps %+v", steps)
 	}
 	// Steps are bounded.
-	r.Actions = slices.Repeat(r.Actions, accountable.MaxReceiptSteps+5)
-	if steps, truncated := r.Steps(); len(steps) != accountable.MaxReceiptSteps || !truncated {
+	r.Actions = slices.Repeat(r.Actions, receipt.MaxReceiptSteps+5)
+	if steps, truncated := r.Steps(); len(steps) != receipt.MaxReceiptSteps || !truncated {
 		t.Fatalf("%d steps, truncated %v", len(steps), truncated)
 	}
 }
 
 func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
-	tm, ok := accountable.ParseReceiptTime(s)
+	tm, ok := receipt.ParseReceiptTime(s)
 	if !ok {
 		t.Fatalf("time %q", s)
 	}
@@ -466,16 +468,16 @@ func TestReceiptTokens(t *testing.T) {
 }
 
 func TestParseReceiptSignerKeys(t *testing.T) {
-	keys, err := accountable.ParseReceiptSignerKeys(" k1=11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo , k2=PUAXw-hDiVqStwqnTRt-vJyYLM8uxJaMwM1V8Sr0Zgw=,")
+	keys, err := receipt.ParseReceiptSignerKeys(" k1=11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo , k2=PUAXw-hDiVqStwqnTRt-vJyYLM8uxJaMwM1V8Sr0Zgw=,")
 	if err != nil || !slices.Equal(keys.IDs(), []string{"k1", "k2"}) || len(keys["k1"]) != ed25519.PublicKeySize {
 		t.Fatalf("%v %v", keys, err)
 	}
 	for _, bad := range []string{"k1", "=abc", "k1=abc", "k1=" + strings.Repeat("A", 44)} {
-		if _, err := accountable.ParseReceiptSignerKeys(bad); err == nil {
+		if _, err := receipt.ParseReceiptSignerKeys(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if keys, err := accountable.ParseReceiptSignerKeys(""); err != nil || len(keys) != 0 {
+	if keys, err := receipt.ParseReceiptSignerKeys(""); err != nil || len(keys) != 0 {
 		t.Fatalf("empty: %v %v", keys, err)
 	}
 }
@@ -557,8 +559,8 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	if err := json.Unmarshal(readReceiptFile(t, "conformance/agent-work-receipt-integrity-vectors.v0.1.json"), &vs); err != nil {
 		t.Fatal(err)
 	}
-	if vs.VectorVersion != "agent-work-receipt-integrity-vectors/v0.1" || vs.Canonicalization != accountable.ReceiptCanonicalization ||
-		vs.ContentHash.Algorithm != "sha-256" || vs.ContentHash.Scope != accountable.ReceiptHashScope {
+	if vs.VectorVersion != "agent-work-receipt-integrity-vectors/v0.1" || vs.Canonicalization != receipt.ReceiptCanonicalization ||
+		vs.ContentHash.Algorithm != "sha-256" || vs.ContentHash.Scope != receipt.ReceiptHashScope {
 		t.Fatalf("vectors %s", vs.VectorVersion)
 	}
 	canonical := func(raw json.RawMessage) string {
@@ -611,22 +613,22 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	})
 	t.Run("raw JSON negatives", func(t *testing.T) {
 		for _, v := range vs.RawNegativeVectors {
-			issue := accountable.ScanReceiptJSON([]byte(v.RawJSON), 0)
-			if issue == nil || issue.Code != accountable.ReceiptInputDuplicateMember || issue.Path != v.Path ||
+			issue := receipt.ScanReceiptJSON([]byte(v.RawJSON), 0)
+			if issue == nil || issue.Code != receipt.ReceiptInputDuplicateMember || issue.Path != v.Path ||
 				!strings.HasSuffix(issue.Path, "/"+v.Member) {
 				t.Errorf("%s: %+v, want a duplicate member at %s", v.Name, issue, v.Path)
 			}
 			// The validator refuses it at the input stage.
-			if got := stagesWithoutSchema.Validate([]byte(v.RawJSON)); got.Valid() || got.Issues[0].Code != accountable.ReceiptInputDuplicateMember {
+			if got := stagesWithoutSchema.Validate([]byte(v.RawJSON)); got.Valid() || got.Issues[0].Code != receipt.ReceiptInputDuplicateMember {
 				t.Errorf("%s: validated %+v", v.Name, got.Issues)
 			}
 			n++
 		}
 	})
 
-	integrity := func(t *testing.T, doc map[string]any, keys accountable.ReceiptSignerKeys) accountable.ReceiptIntegrity {
+	integrity := func(t *testing.T, doc map[string]any, keys receipt.ReceiptSignerKeys) receipt.ReceiptIntegrity {
 		t.Helper()
-		r, err := accountable.VerifyReceiptIntegrity(doc, keys)
+		r, err := receipt.VerifyReceiptIntegrity(doc, keys)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -641,14 +643,14 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 			doc := fixture(rv.Fixture)
 			setPointer(t, doc, "/integrity/content_hash", map[string]any{"algorithm": "sha-256", "value": want, "encoding": encoding}, false)
 			r := integrity(t, doc, nil)
-			if r.ContentHash.State != accountable.ContentHashVerified || r.ContentHash.Computed.Value != want ||
+			if r.ContentHash.State != receipt.ContentHashVerified || r.ContentHash.Computed.Value != want ||
 				r.ContentHash.Computed.Encoding != encoding || r.ContentHash.Declared == nil {
 				t.Errorf("%s: %+v", encoding, r.ContentHash)
 			}
 			n++
 		}
 		r := integrity(t, fixture(rv.Fixture), nil)
-		if r.ContentHash.State != accountable.ContentHashVerified || r.ContentHash.Computed.Value != rv.SHA256["hex"] {
+		if r.ContentHash.State != receipt.ContentHashVerified || r.ContentHash.Computed.Value != rv.SHA256["hex"] {
 			t.Errorf("the fixture as it is: %+v", r.ContentHash)
 		}
 		for _, v := range rv.Tamper {
@@ -666,7 +668,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	})
 	t.Run("signatures", func(t *testing.T) {
 		sv := vs.SignatureVector
-		if sv.Profile != accountable.ReceiptSignatureProfile || sv.Algorithm != "ed25519" || sv.SignatureEncoding != "base64url" {
+		if sv.Profile != receipt.ReceiptSignatureProfile || sv.Algorithm != "ed25519" || sv.SignatureEncoding != "base64url" {
 			t.Fatalf("profile %s %s %s", sv.Profile, sv.Algorithm, sv.SignatureEncoding)
 		}
 		key := func(value string) ed25519.PublicKey {
@@ -679,14 +681,14 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 		doc := fixture(sv.Fixture)
 		sig := doc["integrity"].(map[string]any)["signatures"].([]any)[0].(map[string]any)
 		declared, _ := hex.DecodeString(doc["integrity"].(map[string]any)["content_hash"].(map[string]any)["value"].(string))
-		payload, err := accountable.ReceiptSignaturePayload(sig, declared)
+		payload, err := receipt.ReceiptSignaturePayload(sig, declared)
 		if err != nil || string(payload) != sv.PayloadCanonicalJSON || sig["value"] != sv.SignatureBase64URL {
 			t.Fatalf("payload %s, want %s", payload, sv.PayloadCanonicalJSON)
 		}
 		keyID := sig["key_id"].(string)
-		right := accountable.ReceiptSignerKeys{keyID: key(sv.PublicKey.Value)}
-		wrong := accountable.ReceiptSignerKeys{keyID: key(sv.WrongPublicKey.Value)}
-		states := func(r accountable.ReceiptIntegrity) string {
+		right := receipt.ReceiptSignerKeys{keyID: key(sv.PublicKey.Value)}
+		wrong := receipt.ReceiptSignerKeys{keyID: key(sv.WrongPublicKey.Value)}
+		states := func(r receipt.ReceiptIntegrity) string {
 			return string(r.ContentHash.State) + " " + string(r.Signatures[0].CryptographicState) + " " + string(r.Signatures[0].TrustState)
 		}
 		if got := states(integrity(t, doc, right)); got != "verified verified trusted" {
@@ -698,7 +700,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 		if got := states(integrity(t, doc, nil)); got != "verified not_checked not_evaluated" {
 			t.Errorf("the fixture without keys: %s", got)
 		}
-		if got := states(integrity(t, doc, accountable.ReceiptSignerKeys{"another": key(sv.PublicKey.Value)})); got != "verified not_checked unknown" {
+		if got := states(integrity(t, doc, receipt.ReceiptSignerKeys{"another": key(sv.PublicKey.Value)})); got != "verified not_checked unknown" {
 			t.Errorf("the fixture with another key: %s", got)
 		}
 		n += 2
@@ -707,7 +709,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 			setPointer(t, doc, v.Pointer, decodeJSON(t, v.Value), false)
 			// The vectors verify with their public key whatever key_id the signature names
 			// (key resolution is the consumer's): so does the map of keys here.
-			keys := accountable.ReceiptSignerKeys{keyID: right[keyID]}
+			keys := receipt.ReceiptSignerKeys{keyID: right[keyID]}
 			tampered := doc["integrity"].(map[string]any)["signatures"].([]any)[0].(map[string]any)["key_id"].(string)
 			keys[tampered] = right[keyID]
 			r := integrity(t, doc, keys)
@@ -732,7 +734,7 @@ func TestReceiptIntegrityEdgeStates(t *testing.T) {
 	ch := ih["content_hash"].(map[string]any)
 	sig := ih["signatures"].([]any)[0].(map[string]any)
 	state := func() string {
-		r, err := accountable.VerifyReceiptIntegrity(doc, accountable.ReceiptSignerKeys{"rfc8032-test-key-1": make(ed25519.PublicKey, 32)})
+		r, err := receipt.VerifyReceiptIntegrity(doc, receipt.ReceiptSignerKeys{"rfc8032-test-key-1": make(ed25519.PublicKey, 32)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -760,8 +762,8 @@ func TestReceiptIntegrityEdgeStates(t *testing.T) {
 		t.Errorf("short signature: %s", got)
 	}
 	delete(doc, "integrity")
-	r, err := accountable.VerifyReceiptIntegrity(doc, nil)
-	if err != nil || r.ContentHash.State != accountable.ContentHashNotPresent || r.ContentHash.Declared != nil || len(r.Signatures) != 0 ||
+	r, err := receipt.VerifyReceiptIntegrity(doc, nil)
+	if err != nil || r.ContentHash.State != receipt.ContentHashNotPresent || r.ContentHash.Declared != nil || len(r.Signatures) != 0 ||
 		r.ContentHash.Computed.Value != "7f0270883af34ebcb36aa77e684d4771e9308d85b7d01aec2f65ef0ebb41a4c5" {
 		t.Fatalf("without integrity: %+v %v", r, err)
 	}
@@ -780,11 +782,11 @@ func FuzzDecodeReceiptJSON(f *testing.F) {
 		f.Add(readReceiptFile(f, "fixtures/"+name))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, issue := accountable.DecodeReceiptJSON(raw, 0)
+		got, issue := receipt.DecodeReceiptJSON(raw, 0)
 		valid := json.Valid(raw)
 		if issue != nil {
 			switch {
-			case issue.Code == accountable.ReceiptInputJSON && valid:
+			case issue.Code == receipt.ReceiptInputJSON && valid:
 				t.Fatalf("refused %q as malformed (%s), which encoding/json reads", raw, issue.Message)
 			case issue.Path != "" && !strings.HasPrefix(issue.Path, "/"), issue.Message == "":
 				t.Fatalf("issue %+v", issue)
@@ -805,7 +807,7 @@ func FuzzDecodeReceiptJSON(f *testing.F) {
 func TestDecodeReceiptJSONAgreesWithEncodingJSON(t *testing.T) {
 	for _, name := range []string{"claude-code.json", "codex.json", "openclaw.json", "invalid-missing-authority.json"} {
 		raw := readReceiptFile(t, "fixtures/"+name)
-		got, issue := accountable.DecodeReceiptJSON(raw, 0)
+		got, issue := receipt.DecodeReceiptJSON(raw, 0)
 		if issue != nil || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", decodeJSON(t, raw)) {
 			t.Fatalf("%s: %+v", name, issue)
 		}

@@ -1,4 +1,4 @@
-package receiptschema_test
+package schema_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/api/receiptschema"
+	"github.com/accountablework/accountable/receipt"
+	"github.com/accountablework/accountable/receipt/schema"
 )
 
 // The format's test data (testdata/agent-work-receipt/SOURCE.md at the module root).
@@ -27,13 +27,13 @@ func read(t testing.TB, name string) []byte {
 	return b
 }
 
-func validator(t testing.TB) accountable.ReceiptValidator {
+func validator(t testing.TB) receipt.ReceiptValidator {
 	t.Helper()
-	s, err := receiptschema.Load()
+	s, err := schema.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return accountable.ReceiptValidator{Schema: s, Decoder: receiptschema.Decoder{}, MaxBytes: 1 << 20}
+	return receipt.ReceiptValidator{Schema: s, Decoder: schema.Decoder{}, MaxBytes: 1 << 20}
 }
 
 func decode(t testing.TB, raw []byte) map[string]any {
@@ -47,7 +47,7 @@ func decode(t testing.TB, raw []byte) map[string]any {
 	return v
 }
 
-func issues(v accountable.ReceiptValidation) []string {
+func issues(v receipt.ReceiptValidation) []string {
 	out := make([]string, len(v.Issues))
 	for i, is := range v.Issues {
 		out[i] = is.Path + " " + is.Code
@@ -66,8 +66,8 @@ func TestEmbeddedSchemaIsTheFormats(t *testing.T) {
 			} `json:"schema_version"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(receiptschema.SchemaJSON(), &s); err != nil || s.ID != accountable.ReceiptSchemaURL ||
-		s.Properties.SchemaVersion.Const != accountable.ReceiptSchemaVersion {
+	if err := json.Unmarshal(schema.SchemaJSON(), &s); err != nil || s.ID != receipt.ReceiptSchemaURL ||
+		s.Properties.SchemaVersion.Const != receipt.ReceiptSchemaVersion {
 		t.Fatalf("schema %s %s: %v", s.ID, s.Properties.SchemaVersion.Const, err)
 	}
 	shared, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "testdata", "agent-work-receipt", "schema", "agent-work-receipt.v0.1.schema.json"))
@@ -75,7 +75,7 @@ func TestEmbeddedSchemaIsTheFormats(t *testing.T) {
 		t.Logf("no shared copy to compare with: %v", err)
 		return
 	}
-	if !bytes.Equal(shared, receiptschema.SchemaJSON()) {
+	if !bytes.Equal(shared, schema.SchemaJSON()) {
 		t.Fatal("the embedded schema differs from the format's")
 	}
 }
@@ -86,7 +86,7 @@ func TestFixtures(t *testing.T) {
 	for _, c := range []struct {
 		fixture, receiptID, actor, runtime, outcome, verification string
 		evidence, interventions                                   int
-		contentHash                                               accountable.ContentHashState
+		contentHash                                               receipt.ContentHashState
 		signatures                                                int
 	}{
 		{"claude-code.json", "claude-code/session/example-17", "claude-code-agent", "claude-code", "succeeded", "passed", 2, 1, "verified", 1},
@@ -198,7 +198,7 @@ func TestSchemaIssuesAreBounded(t *testing.T) {
 	doc["actions"] = actions
 	raw, _ := json.Marshal(doc)
 	res := validator(t).Validate(raw)
-	if len(res.Issues) != accountable.MaxReceiptIssues || res.IssueCount != 4*3000 || !res.Truncated() ||
+	if len(res.Issues) != receipt.MaxReceiptIssues || res.IssueCount != 4*3000 || !res.Truncated() ||
 		res.Issues[0].Path != "/actions/0/id" || res.Issues[0].Code != "schema.required" {
 		t.Fatalf("%d listed of %d: %v", len(res.Issues), res.IssueCount, issues(res)[:3])
 	}
@@ -223,7 +223,7 @@ func TestIntegrityReportMatchesItsSchema(t *testing.T) {
 	}
 	v := validator(t)
 	for _, f := range []string{"claude-code.json", "codex.json", "openclaw.json"} {
-		for _, keys := range []accountable.ReceiptSignerKeys{nil, {"rfc8032-test-key-1": make([]byte, 32)}} {
+		for _, keys := range []receipt.ReceiptSignerKeys{nil, {"rfc8032-test-key-1": make([]byte, 32)}} {
 			v.Keys = keys
 			res := v.Validate(read(t, "fixtures/"+f))
 			raw, err := json.Marshal(res.Integrity)

@@ -1,8 +1,8 @@
-// Package receiptschema is the schema stage of Agent Work Receipt validation: the format's
-// JSON Schema (draft 2020-12, embedded here with its license, NOTICE.md), compiled once
-// with github.com/santhosh-tekuri/jsonschema/v6, and its errors turned into receipt
-// issues. The other stages are the root package's (accountable.ReceiptValidator).
-package receiptschema
+// Package schema is the schema stage of Agent Work Receipt validation: the format's JSON
+// Schema (draft 2020-12, embedded here with its license, NOTICE.md), compiled once with
+// github.com/santhosh-tekuri/jsonschema/v6, and its errors turned into receipt issues.
+// The other stages are package receipt's (receipt.ReceiptValidator).
+package schema
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 //go:embed agent-work-receipt.v0.1.schema.json
@@ -27,7 +27,7 @@ var schemaJSON []byte
 // SchemaJSON returns the embedded schema document.
 func SchemaJSON() []byte { return slices.Clone(schemaJSON) }
 
-// Schema is the compiled schema; it is an accountable.ReceiptSchema.
+// Schema is the compiled schema; it is a receipt.ReceiptSchema.
 type Schema struct{ compiled *jsonschema.Schema }
 
 var load = sync.OnceValues(compile)
@@ -40,24 +40,24 @@ func Load() (*Schema, error) { return load() }
 type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("receiptschema: %s is not loaded (only the embedded schema is)", url)
+	return nil, fmt.Errorf("receipt schema: %s is not loaded (only the embedded schema is)", url)
 }
 
 func compile() (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
 	if err != nil {
-		return nil, fmt.Errorf("receiptschema: decode the schema: %w", err)
+		return nil, fmt.Errorf("receipt schema: decode the schema: %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat() // date-time and uri-reference are rules of the format, not annotations
 	c.UseLoader(noLoader{})
-	if err := c.AddResource(accountable.ReceiptSchemaURL, doc); err != nil {
-		return nil, fmt.Errorf("receiptschema: %w", err)
+	if err := c.AddResource(receipt.ReceiptSchemaURL, doc); err != nil {
+		return nil, fmt.Errorf("receipt schema: %w", err)
 	}
-	s, err := c.Compile(accountable.ReceiptSchemaURL)
+	s, err := c.Compile(receipt.ReceiptSchemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("receiptschema: compile: %w", err)
+		return nil, fmt.Errorf("receipt schema: compile: %w", err)
 	}
 	return &Schema{compiled: s}, nil
 }
@@ -69,22 +69,22 @@ func compile() (*Schema, error) {
 // closest to matching (fewest causes) are reported: the issue names what to fix, not every
 // shape the value could have taken. When the type rules out every alternative, the one
 // issue is schema.type.
-func (s *Schema) CheckReceipt(doc any) []accountable.ReceiptIssue {
+func (s *Schema) CheckReceipt(doc any) []receipt.ReceiptIssue {
 	err := s.compiled.Validate(doc)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []accountable.ReceiptIssue{{Path: "", Code: "schema.invalid", Message: "The document could not be checked against the schema."}}
+		return []receipt.ReceiptIssue{{Path: "", Code: "schema.invalid", Message: "The document could not be checked against the schema."}}
 	}
-	var out []accountable.ReceiptIssue
+	var out []receipt.ReceiptIssue
 	collect(ve, &out)
 	return out
 }
 
 // collect appends the issues of e's leaf causes.
-func collect(e *jsonschema.ValidationError, out *[]accountable.ReceiptIssue) {
+func collect(e *jsonschema.ValidationError, out *[]receipt.ReceiptIssue) {
 	switch e.ErrorKind.(type) {
 	case *kind.AnyOf, *kind.OneOf:
 		if len(e.Causes) > 0 {
@@ -103,7 +103,7 @@ func collect(e *jsonschema.ValidationError, out *[]accountable.ReceiptIssue) {
 }
 
 // collectAlternatives reports a failed anyOf or oneOf (see CheckReceipt).
-func collectAlternatives(e *jsonschema.ValidationError, out *[]accountable.ReceiptIssue) {
+func collectAlternatives(e *jsonschema.ValidationError, out *[]receipt.ReceiptIssue) {
 	var wanted []string
 	var closest []*jsonschema.ValidationError
 	fewest := 0
@@ -126,7 +126,7 @@ func collectAlternatives(e *jsonschema.ValidationError, out *[]accountable.Recei
 		if t, ok := leavesOf(e, nil)[0].ErrorKind.(*kind.Type); ok {
 			got = t.Got
 		}
-		*out = append(*out, accountable.ReceiptIssue{Path: pointer(e.InstanceLocation), Code: "schema.type",
+		*out = append(*out, receipt.ReceiptIssue{Path: pointer(e.InstanceLocation), Code: "schema.type",
 			Message: fmt.Sprintf("The value must be %s, not %s.", orList(slices.Compact(wanted)), got)})
 		return
 	}
@@ -161,23 +161,23 @@ func typeMismatches(leaves []*jsonschema.ValidationError, loc []string) ([]strin
 }
 
 // leafIssues turns one leaf cause into issues.
-func leafIssues(e *jsonschema.ValidationError) []accountable.ReceiptIssue {
+func leafIssues(e *jsonschema.ValidationError) []receipt.ReceiptIssue {
 	path := pointer(e.InstanceLocation)
-	one := func(code, format string, args ...any) []accountable.ReceiptIssue {
-		return []accountable.ReceiptIssue{{Path: path, Code: "schema." + code, Message: fmt.Sprintf(format, args...)}}
+	one := func(code, format string, args ...any) []receipt.ReceiptIssue {
+		return []receipt.ReceiptIssue{{Path: path, Code: "schema." + code, Message: fmt.Sprintf(format, args...)}}
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
-		out := make([]accountable.ReceiptIssue, len(k.Missing))
+		out := make([]receipt.ReceiptIssue, len(k.Missing))
 		for i, m := range k.Missing {
-			out[i] = accountable.ReceiptIssue{Path: path + "/" + escape(m), Code: "schema.required",
+			out[i] = receipt.ReceiptIssue{Path: path + "/" + escape(m), Code: "schema.required",
 				Message: fmt.Sprintf("The required member %q is missing.", m)}
 		}
 		return out
 	case *kind.AdditionalProperties:
-		out := make([]accountable.ReceiptIssue, len(k.Properties))
+		out := make([]receipt.ReceiptIssue, len(k.Properties))
 		for i, p := range k.Properties {
-			out[i] = accountable.ReceiptIssue{Path: path + "/" + escape(p), Code: "schema.additionalProperties",
+			out[i] = receipt.ReceiptIssue{Path: path + "/" + escape(p), Code: "schema.additionalProperties",
 				Message: fmt.Sprintf("The member %q is not allowed here.", p)}
 		}
 		return out
@@ -250,13 +250,13 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// Decoder decodes receipts with go-json-experiment/json: an accountable.ReceiptDecoder,
+// Decoder decodes receipts with go-json-experiment/json: a receipt.ReceiptDecoder,
 // about 2.5 times as fast as encoding/json on the shared fixtures. Its default options are
 // stricter than encoding/json's (member names match exactly), which changes nothing for a
 // document the schema accepted.
 type Decoder struct{}
 
 // DecodeReceipt decodes raw into r.
-func (Decoder) DecodeReceipt(raw []byte, r *accountable.AgentWorkReceipt) error {
+func (Decoder) DecodeReceipt(raw []byte, r *receipt.AgentWorkReceipt) error {
 	return jsonv2.Unmarshal(raw, r)
 }

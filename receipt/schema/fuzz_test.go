@@ -1,4 +1,4 @@
-package receiptschema_test
+package schema_test
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/receipt"
 )
 
 // FuzzValidateReceipt runs the whole validator (input walk, schema, semantic rules,
 // integrity) over arbitrary bytes: it never panics, it always answers either a valid
 // receipt or issues (sorted, bounded, each with a known code and a JSON Pointer), and it
 // answers in bounded time. `make test` runs the seed corpus (testdata/fuzz, the fixtures
-// and hand-picked hostile inputs); `go test -fuzz FuzzValidateReceipt ./api/receiptschema`
+// and hand-picked hostile inputs); `go test -fuzz FuzzValidateReceipt ./receipt/schema`
 // explores further.
 func FuzzValidateReceipt(f *testing.F) {
 	for _, name := range []string{"claude-code.json", "codex.json", "openclaw.json", "invalid-missing-authority.json", "invalid-unresolved-evidence.json"} {
@@ -34,7 +35,7 @@ func FuzzValidateReceipt(f *testing.F) {
 				t.Fatalf("valid with issues %+v", res.Issues)
 			case res.Receipt == nil || res.Document == nil || res.Digest != accountable.Digest(res.Canonical):
 				t.Fatal("valid without its document, canonical form or digest")
-			case res.Receipt.SchemaVersion != accountable.ReceiptSchemaVersion || res.Receipt.ReceiptID == "":
+			case res.Receipt.SchemaVersion != receipt.ReceiptSchemaVersion || res.Receipt.ReceiptID == "":
 				t.Fatalf("valid receipt %+v", res.Receipt)
 			}
 			if !slices.Contains(res.Integrity.ContentHash.State.Enum(), any(string(res.Integrity.ContentHash.State))) {
@@ -49,10 +50,10 @@ func FuzzValidateReceipt(f *testing.F) {
 			}
 			return
 		}
-		if res.IssueCount == 0 || len(res.Issues) == 0 || len(res.Issues) > accountable.MaxReceiptIssues || res.IssueCount < len(res.Issues) {
+		if res.IssueCount == 0 || len(res.Issues) == 0 || len(res.Issues) > receipt.MaxReceiptIssues || res.IssueCount < len(res.Issues) {
 			t.Fatalf("invalid with %d issues listed of %d", len(res.Issues), res.IssueCount)
 		}
-		if !slices.IsSortedFunc(res.Issues, func(a, b accountable.ReceiptIssue) int {
+		if !slices.IsSortedFunc(res.Issues, func(a, b receipt.ReceiptIssue) int {
 			return strings.Compare(a.Path+"\x00"+a.Code+"\x00"+a.Message, b.Path+"\x00"+b.Code+"\x00"+b.Message)
 		}) {
 			t.Fatalf("issues not sorted: %+v", res.Issues)

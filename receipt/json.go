@@ -1,4 +1,4 @@
-package accountable
+package receipt
 
 import (
 	"bytes"
@@ -30,9 +30,10 @@ import (
 //
 // encoding/json keeps the last of duplicate members and replaces invalid text with U+FFFD;
 // this stage refuses both, so the document that is validated, hashed and stored is the one
-// the producer wrote. (It is written by hand, as the stdlib-only root package has no
-// streaming decoder that sees duplicate members: encoding/json's Decoder.Token walk cost
-// more than all the other stages together.)
+// the producer wrote. (It is written by hand, as the standard library has no streaming
+// decoder that sees duplicate members, and receipts were the stdlib-only root package's
+// when it was written: encoding/json's Decoder.Token walk cost more than all the other
+// stages together.)
 
 // Input issue codes.
 const (

@@ -1,4 +1,4 @@
-package accountable
+package receipt
 
 import (
 	"bytes"
@@ -10,13 +10,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/accountablework/accountable"
 )
 
 // The integrity of an Agent Work Receipt (its optional integrity block), checked as the
 // format's conformance vectors define it (testdata/agent-work-receipt/conformance):
 //
 //   - content hash: SHA-256 of the RFC 8785 canonical JSON of the document without its
-//     integrity member (canonical.go), compared with the declared integrity.content_hash
+//     integrity member (accountable.CanonicalJSON), compared with the declared integrity.content_hash
 //     (algorithm sha-256 or sha256; hex, base64 or base64url, each in its one canonical
 //     spelling). States: not_present, verified, mismatch, unsupported, malformed.
 //   - signatures: Ed25519 over the canonical JSON of the signature payload
@@ -55,7 +57,7 @@ const (
 
 // Enum lists the states.
 func (ContentHashState) Enum() []any {
-	return EnumStrings(ContentHashNotPresent, ContentHashVerified, ContentHashMismatch, ContentHashUnsupported, ContentHashMalformed)
+	return accountable.EnumStrings(ContentHashNotPresent, ContentHashVerified, ContentHashMismatch, ContentHashUnsupported, ContentHashMalformed)
 }
 
 // CryptographicState is what a signature proves.
@@ -73,7 +75,7 @@ const (
 
 // Enum lists the states.
 func (CryptographicState) Enum() []any {
-	return EnumStrings(SignatureNotChecked, SignatureVerified, SignatureInvalid, SignatureUnsupported, SignatureMalformed, SignatureError)
+	return accountable.EnumStrings(SignatureNotChecked, SignatureVerified, SignatureInvalid, SignatureUnsupported, SignatureMalformed, SignatureError)
 }
 
 // TrustState is whether the signer is trusted.
@@ -90,7 +92,7 @@ const (
 
 // Enum lists the states.
 func (TrustState) Enum() []any {
-	return EnumStrings(TrustNotEvaluated, TrustTrusted, TrustUntrusted, TrustUnknown, TrustError)
+	return accountable.EnumStrings(TrustNotEvaluated, TrustTrusted, TrustUntrusted, TrustUnknown, TrustError)
 }
 
 // ReceiptIntegrity is the integrity report (the format's integrity report schema,
@@ -187,20 +189,20 @@ func VerifyReceiptIntegrity(doc map[string]any, keys ReceiptSignerKeys) (Receipt
 
 // canonicalReceipt returns the canonical JSON of the document without its integrity
 // member (what the content hash covers) and of the whole document, canonicalising each
-// member once (canonical.go does the work; its member order is RFC 8785's).
+// member once (accountable.CanonicalJSON does the work; its member order is RFC 8785's).
 func canonicalReceipt(doc map[string]any) (content, whole []byte, err error) {
 	names := make([]string, 0, len(doc))
 	for name := range doc {
 		names = append(names, name)
 	}
-	slices.SortFunc(names, CompareUTF16)
+	slices.SortFunc(names, accountable.CompareUTF16)
 	content, whole = []byte{'{'}, []byte{'{'}
 	for _, name := range names {
-		key, err := CanonicalJSON(name)
+		key, err := accountable.CanonicalJSON(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		value, err := CanonicalJSON(doc[name])
+		value, err := accountable.CanonicalJSON(doc[name])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -301,7 +303,7 @@ func ReceiptSignaturePayload(sig map[string]any, declaredHash []byte) ([]byte, e
 			protected[name] = v
 		}
 	}
-	return CanonicalJSON(map[string]any{
+	return accountable.CanonicalJSON(map[string]any{
 		"content_hash": map[string]any{"algorithm": "sha-256", "value": hex.EncodeToString(declaredHash)},
 		"profile":      ReceiptSignatureProfile,
 		"protected":    protected,
