@@ -121,15 +121,16 @@ var importRules = []importRule{
 		// randomness, which go through activities. Beyond the standard library it imports
 		// what DESIGN lists; add to that list only a package that does no I/O.
 		name: "workflows import no I/O packages (workflows -> root, activities (method refs only), " +
-			"Temporal workflow SDK; deterministic, no I/O)",
+			"Temporal workflow SDK and its enums; deterministic, no I/O)",
 		applies: func(f goFile) bool { return !f.test && layerOf(f.dir) == "workflows" },
 		forbids: func(_ goFile, imp string) bool {
 			if isStandard(imp) {
 				return slices.ContainsFunc(ioPackages, func(p string) bool { return under(imp, p) }) &&
 					!slices.Contains(pureUnderIO, imp)
 			}
+			// go.temporal.io/api/enums/v1 is generated constants (a start's id policies).
 			return !slices.Contains([]string{modulePath, modulePath + "/activities",
-				"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal"}, imp)
+				"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal", "go.temporal.io/api/enums/v1"}, imp)
 		},
 	},
 }

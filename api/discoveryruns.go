@@ -6,9 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/workflows"
@@ -85,12 +83,12 @@ func (s *Server) awaitDiscoveryRun(c *call, workspaceID, runID string) {
 	defer cancel()
 	startCtx, cancelStart := context.WithTimeout(wait, workflowStartTimeout)
 	defer cancelStart()
+	p := workflows.StartPolicyOf(workflows.DiscoveryRunName)
 	wfRun, err := s.deps.Runner.ExecuteWorkflow(startCtx, client.StartWorkflowOptions{
 		ID: workflows.DiscoveryRunID(workspaceID, runID), TaskQueue: s.cfg.TaskQueue,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.WorkspaceIDAttribute).ValueSet(workspaceID)),
+		WorkflowIDReusePolicy: p.IDReuse, WorkflowIDConflictPolicy: p.IDConflict,
+		WorkflowExecutionErrorWhenAlreadyStarted: p.ErrorWhenStarted, WorkflowExecutionTimeout: p.ExecutionTimeout,
+		TypedSearchAttributes: workflows.SearchAttributes(workspaceID),
 	}, workflows.DiscoveryRunName, workflows.DiscoveryRunInput{WorkspaceID: workspaceID, RunID: runID})
 	if err != nil {
 		// Ended already (the relay started it and it finished), or Temporal is away: the

@@ -8,10 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/workflows"
@@ -173,14 +171,12 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 		Idempotency: c.idem, Causation: in.Causation, Request: *in}
 	startCtx, cancel := context.WithTimeout(c.ctx, workflowStartTimeout)
 	defer cancel()
+	policy := workflows.StartPolicyOf(workflows.ProposalGenerationName)
 	run, err := s.deps.Runner.ExecuteWorkflow(startCtx, client.StartWorkflowOptions{
 		ID: wfID, TaskQueue: s.cfg.TaskQueue,
-		WorkflowIDReusePolicy:                    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowIDConflictPolicy:                 enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		WorkflowExecutionTimeout:                 workflows.ProposalGenerationTTL,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.WorkspaceIDAttribute).ValueSet(ws)),
+		WorkflowIDReusePolicy: policy.IDReuse, WorkflowIDConflictPolicy: policy.IDConflict,
+		WorkflowExecutionErrorWhenAlreadyStarted: policy.ErrorWhenStarted, WorkflowExecutionTimeout: policy.ExecutionTimeout,
+		TypedSearchAttributes: workflows.SearchAttributes(ws),
 	}, workflows.ProposalGenerationName, req)
 	if err != nil {
 		// The start failed: the claim is given back (no record, no spent rate slot). A start

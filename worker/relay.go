@@ -9,10 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/workflows"
@@ -198,15 +196,12 @@ func (r *Relay) deliver(ctx context.Context, m accountable.WorkflowMessage) erro
 	input := json.RawMessage(m.Input)
 	switch m.Kind {
 	case accountable.StartWorkflow:
+		p := workflows.StartPolicyOf(m.WorkflowName)
 		_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       m.WorkflowID,
-			TaskQueue:                r.taskQueue,
-			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-			// Otherwise the SDK hands back the running execution as if it had just started it.
-			WorkflowExecutionErrorWhenAlreadyStarted: true,
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				temporal.NewSearchAttributeKeyKeyword(workflows.WorkspaceIDAttribute).ValueSet(m.WorkspaceID)),
+			ID: m.WorkflowID, TaskQueue: r.taskQueue,
+			WorkflowIDReusePolicy: p.IDReuse, WorkflowIDConflictPolicy: p.IDConflict,
+			WorkflowExecutionErrorWhenAlreadyStarted: p.ErrorWhenStarted, WorkflowExecutionTimeout: p.ExecutionTimeout,
+			TypedSearchAttributes: workflows.SearchAttributes(m.WorkspaceID),
 		}, m.WorkflowName, input)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
