@@ -1,8 +1,10 @@
 package accountable
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Domain controllers watch one signal each in a workspace's projections and, in shadow
@@ -234,4 +236,112 @@ func SignalID(d Domain, records []SignalRecord) string {
 		panic(err)
 	}
 	return "controller_signal:" + strings.TrimPrefix(dg, "sha256:")
+}
+
+// CheckSpecRevision refuses a reconcile that names a spec_revision other than the
+// controller's current one (version_conflict, with the current revision).
+func (s ControllerSpec) CheckSpecRevision(asked *string) error {
+	if asked == nil || *asked == s.SpecRevision() {
+		return nil
+	}
+	return Errorf(ECodeVersionConflict, "The %s controller's spec is at %s, not %s.", s.Domain, s.SpecRevision(), *asked).
+		WithDetails(map[string]any{"current_spec_revision": s.SpecRevision()})
+}
+
+// SignalReading is what a reconcile read of its input inside its transaction.
+type SignalReading struct {
+	Now                Time
+	MaxInputAgeSeconds *int64            // from the request; nil: any age will do
+	Watermark          *Time             // when the newest ledger event was recorded; nil: an empty ledger
+	SourceCursor       *string           // the request's input_cursor, reported back
+	Records            []SignalRecord    // the signal's records, newest first, at most MaxRecords+1
+	Last               *ControllerResult // the controller's previous run; nil: never run
+}
+
+// Signal states a controller reports for its signal.
+const (
+	SignalActive  = "active"
+	SignalCleared = "cleared"
+	SignalUnknown = "unknown" // the input could not be trusted (stale or truncated)
+)
+
+// ControllerVerdict is what a reconcile came to: a proposal (Noop empty, on the signal
+// SignalID) or a no-op with its reason, and how the input looked.
+type ControllerVerdict struct {
+	Noop         NoopReason
+	SignalID     *string // the signal the records make; nil without one, or when the input was not usable
+	SignalState  string
+	SourceHealth SourceHealth
+	Status       ControllerStatus
+}
+
+// Proposes reports whether the reconcile admits a proposal.
+func (v ControllerVerdict) Proposes() bool { return v.Noop == "" }
+
+// PendingDecisionFinder reports whether a decision proposed on the signal signalID is
+// still pending (read in the reconcile's transaction).
+type PendingDecisionFinder func(signalID string) (bool, error)
+
+// Assess decides a reconcile from what it read. In order: input older than
+// max_input_age_seconds is stale, more records than MaxRecords are truncated, fewer than
+// the Threshold propose nothing (the signal cleared, if the last run saw it active), and a
+// signal a pending decision already answers is in cooldown (pending is asked only then);
+// otherwise the signal is proposed on.
+func (s ControllerSpec) Assess(r SignalReading, pending PendingDecisionFinder) (ControllerVerdict, error) {
+	health := SourceHealth{State: SourceHealthy, ObservedAt: r.Now, FreshnessWatermark: r.Watermark, SourceCursor: r.SourceCursor,
+		RecordCount: len(r.Records), Limitations: []string{}}
+	v := ControllerVerdict{Status: ControllerHealthy, SignalState: SignalCleared}
+	switch {
+	case r.MaxInputAgeSeconds != nil && r.Watermark != nil &&
+		r.Now.Sub(r.Watermark.Time) > time.Duration(*r.MaxInputAgeSeconds)*time.Second:
+		v.Noop, health.State = NoopStaleInput, SourceStale
+		health.Limitations = append(health.Limitations, fmt.Sprintf("The newest ledger event is older than max_input_age_seconds (%d).", *r.MaxInputAgeSeconds))
+	case len(r.Records) > s.MaxRecords:
+		v.Noop, health.State = NoopTruncatedInput, SourceTruncated
+		health.Limitations = append(health.Limitations, fmt.Sprintf("More than %d records match: too many to propose on at once.", s.MaxRecords))
+	case len(r.Records) < s.Threshold:
+		v.Noop = NoopBelowThreshold
+		if r.Last != nil && r.Last.LastSignalState != nil && *r.Last.LastSignalState == SignalActive {
+			v.Noop = NoopSignalCleared
+		}
+	default:
+		id := SignalID(s.Domain, r.Records)
+		v.SignalID, v.SignalState = &id, SignalActive
+		answered, err := pending(id)
+		if err != nil {
+			return v, err
+		}
+		if answered {
+			v.Noop = NoopCooldownActive
+		}
+	}
+	if health.State != SourceHealthy {
+		v.Status, v.SignalState = ControllerDegraded, SignalUnknown
+	}
+	v.SourceHealth = health
+	return v, nil
+}
+
+// ControllerProposal is what a controller proposes on a signal: the proposal of its
+// result and of its decision's context.
+type ControllerProposal struct {
+	Type            string         `json:"type"`
+	Domain          Domain         `json:"domain"`
+	Signal          string         `json:"signal"`
+	SignalID        string         `json:"signal_id"`
+	RecordCount     int            `json:"record_count"`
+	Records         []SignalRecord `json:"records"` // the first maxProposedRecords
+	SuggestedAction string         `json:"suggested_action"`
+}
+
+// maxProposedRecords bounds the records a proposal shows (its record_count counts all).
+const maxProposedRecords = 20
+
+// Propose phrases the proposal on the signal signalID its records make, with the title
+// and the summary of the decision that admits it.
+func (s ControllerSpec) Propose(signalID string, records []SignalRecord) (p ControllerProposal, title, summary string) {
+	summary = fmt.Sprintf(s.Suggestion, len(records))
+	p = ControllerProposal{Type: s.Action, Domain: s.Domain, Signal: s.Signal, SignalID: signalID, RecordCount: len(records),
+		Records: records[:min(len(records), maxProposedRecords)], SuggestedAction: summary}
+	return p, fmt.Sprintf(s.Title, len(records)), summary
 }

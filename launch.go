@@ -1,5 +1,10 @@
 package accountable
 
+import (
+	"fmt"
+	"math"
+)
+
 // A launch puts an initiative (or one of its workstreams, or one task) to work: one job per
 // workstream in scope reserves its estimated cost against the launch's ceiling, dispatches
 // a run to the workstream's agent and, when the run is finalised (or times out), settles
@@ -306,3 +311,143 @@ type RunActionRequest struct {
 
 // Validate checks the bounds.
 func (c RunActionRequest) Validate() error { return CheckFields(c).Err() }
+
+// LaunchWorkstream is a workstream of the launched initiative, as a launch plans it.
+type LaunchWorkstream struct {
+	ID                string
+	AgentID           *string
+	ExpectedBudgetUSD float64
+	Tasks             int64 // the workstream's tasks, over which a one-task launch shares its budget
+}
+
+// PlannedJob is a job a launch plans: its workstream (and task, for a one-task launch),
+// the agent it dispatches to, and the cost it estimates.
+type PlannedJob struct {
+	WorkstreamID  string
+	TaskID        *string
+	AgentID       *string
+	EstimateCents int64
+}
+
+// LaunchPlan is what a launch puts to work, before it has ids.
+type LaunchPlan struct {
+	Scope     LaunchScope
+	ModelTier ModelTier
+	Autonomy  Autonomy
+	Cost      LaunchCost
+	Jobs      []PlannedJob
+}
+
+// Plan plans the launch over the initiative's workstreams (in their order): one job per
+// workstream in scope, estimating its expected budget (shared over its tasks for a one-task
+// launch); taskWorkstreamID is the workstream of the launched task (nil: the task is not
+// the initiative's, or in no workstream). Model tier standard and autonomy gated unless
+// asked (no workspace policy narrows them yet).
+func (c LaunchInitiative) Plan(streams []LaunchWorkstream, taskWorkstreamID *string) (LaunchPlan, error) {
+	p := LaunchPlan{Scope: LaunchScope{WorkstreamID: c.WorkstreamID, TaskID: c.TaskID}, ModelTier: ModelTierStandard,
+		Autonomy: AutonomyGated, Cost: LaunchCost{CostCeilingCents: c.CostCeilingCents}}
+	if c.ModelTier != nil {
+		p.ModelTier = *c.ModelTier
+	}
+	if c.Autonomy != nil {
+		p.Autonomy = *c.Autonomy
+	}
+	cents := func(usd float64) int64 { return int64(math.Round(usd * 100)) }
+	switch {
+	case c.TaskID != nil:
+		if taskWorkstreamID == nil {
+			return p, NotFound("task")
+		}
+		for _, s := range streams {
+			if s.ID == *taskWorkstreamID {
+				p.Jobs = append(p.Jobs, PlannedJob{WorkstreamID: s.ID, TaskID: c.TaskID, AgentID: s.AgentID,
+					EstimateCents: cents(s.ExpectedBudgetUSD) / max(s.Tasks, 1)})
+			}
+		}
+	case c.WorkstreamID != nil:
+		for _, s := range streams {
+			if s.ID == *c.WorkstreamID {
+				p.Jobs = append(p.Jobs, PlannedJob{WorkstreamID: s.ID, AgentID: s.AgentID, EstimateCents: cents(s.ExpectedBudgetUSD)})
+			}
+		}
+		if len(p.Jobs) == 0 {
+			return p, NotFound("workstream")
+		}
+	default:
+		for _, s := range streams {
+			p.Jobs = append(p.Jobs, PlannedJob{WorkstreamID: s.ID, AgentID: s.AgentID, EstimateCents: cents(s.ExpectedBudgetUSD)})
+		}
+	}
+	for _, j := range p.Jobs {
+		p.Cost.ServerEstimateCents += j.EstimateCents
+	}
+	return p, nil
+}
+
+// Launch is the planned launch as created: pending, at version 1, its jobs queued;
+// jobIDs name the planned jobs in order.
+func (p LaunchPlan) Launch(id, initiativeID string, jobIDs []string, at Time) Launch {
+	l := Launch{LaunchID: id, InitiativeID: initiativeID, State: LaunchPending, AggregateVersion: 1, CreatedAt: at,
+		ModelTier: p.ModelTier, EffectiveAutonomy: p.Autonomy, Scope: p.Scope, Cost: p.Cost,
+		Jobs: []LaunchJob{}, Runs: []LaunchRun{}, Receipts: []ReservationReceipt{}}
+	for i, j := range p.Jobs {
+		l.Jobs = append(l.Jobs, LaunchJob{WorkstreamID: j.WorkstreamID, JobID: jobIDs[i], Status: JobQueued})
+	}
+	return l
+}
+
+// JobBudget is a launch job and its launch's money, as reserving it reads them (locked).
+type JobBudget struct {
+	Status        JobStatus
+	DecisionID    *string // the budget decision a blocked job waits for
+	EstimateCents int64
+	ReservedCents int64 // the launch's, so far
+	CeilingCents  int64 // the launch's
+}
+
+// ReservationStep is what reserving a job does.
+type ReservationStep int
+
+// Reservation steps.
+const (
+	// ReservationAnswered: the job was reserved, blocked or cancelled before (an activity
+	// retry); the answer says so again and nothing is written.
+	ReservationAnswered ReservationStep = iota
+	// ReservationBlocks: the reservation would pass the ceiling; the job waits for a
+	// budget_approval decision.
+	ReservationBlocks
+	// ReservationReserves: the estimate is reserved against the launch.
+	ReservationReserves
+)
+
+// Reserve decides a reservation of the job: a queued job reserves its estimate, or waits
+// for a budget decision when that would pass the ceiling; a blocked job reserves once its
+// decision is approved (past the ceiling) and otherwise keeps waiting. The answer is set
+// for ReservationAnswered.
+func (b JobBudget) Reserve(approved bool) (ReservationStep, JobReservation) {
+	switch b.Status {
+	case JobQueued:
+	case JobBlocked:
+		if !approved {
+			var decision string
+			if b.DecisionID != nil {
+				decision = *b.DecisionID
+			}
+			return ReservationAnswered, JobReservation{DecisionID: decision}
+		}
+	default:
+		return ReservationAnswered, JobReservation{Reserved: b.Status != JobCancelled}
+	}
+	if !approved && b.ReservedCents+b.EstimateCents > b.CeilingCents {
+		return ReservationBlocks, JobReservation{}
+	}
+	return ReservationReserves, JobReservation{Reserved: true}
+}
+
+// BudgetApproval phrases the budget_approval decision a job over the ceiling waits for.
+func (b JobBudget) BudgetApproval() (title, summary string, context Object) {
+	return "Approve the budget of a launch job",
+		fmt.Sprintf("Reserving %d cents for this job would bring the launch to %d cents, past its ceiling of %d cents.",
+			b.EstimateCents, b.ReservedCents+b.EstimateCents, b.CeilingCents),
+		Object(fmt.Sprintf(`{"ceiling_cents":%d,"estimate_cents":%d,"reserved_cents":%d}`, b.CeilingCents, b.EstimateCents, b.ReservedCents))
+}

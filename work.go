@@ -25,7 +25,8 @@ var TaskStatuses = []TaskStatus{TaskTodo, TaskInProgress, TaskBlocked, TaskCompl
 // Enum lists the task statuses.
 func (TaskStatus) Enum() []any { return EnumStrings(TaskStatuses...) }
 
-// Completable reports whether a task in status s may be completed.
+// Completable reports whether a task in status s may be completed. It is the one
+// definition: store's completing UPDATE lists the statuses it admits.
 func (s TaskStatus) Completable() bool {
 	return s == TaskTodo || s == TaskInProgress || s == TaskBlocked
 }

@@ -115,10 +115,8 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return accountable.ControllerResult{}, err
 		}
-		if in.SpecRevision != nil && *in.SpecRevision != spec.SpecRevision() {
-			return accountable.ControllerResult{}, accountable.Errorf(accountable.ECodeVersionConflict,
-				"The %s controller's spec is at %s, not %s.", in.Domain, spec.SpecRevision(), *in.SpecRevision).
-				WithDetails(map[string]any{"current_spec_revision": spec.SpecRevision()})
+		if err := spec.CheckSpecRevision(in.SpecRevision); err != nil {
+			return accountable.ControllerResult{}, err
 		}
 		last, err := db.lastControllerRun(ctx, tx, p.WorkspaceID, in.Domain)
 		if err != nil {
@@ -126,7 +124,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		}
 		now := accountable.TimeOf(tx.Now())
 		res := accountable.ControllerResult{ControllerID: accountable.ControllerID(in.Domain), Domain: in.Domain, SpecRevision: spec.SpecRevision(),
-			RunID: runID, LastRunID: runID, Status: accountable.ControllerHealthy, ProtocolVersion: accountable.ControllerProtocol,
+			RunID: runID, LastRunID: runID, ProtocolVersion: accountable.ControllerProtocol,
 			Mode: accountable.ControllerModeShadow, EventIDs: []string{},
 			Limitations: []string{"Shadow mode: the proposal grants no execution or policy authority; nothing is dispatched."}}
 		if last != nil {
@@ -134,7 +132,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		}
 
 		// The input: where the ledger is, how fresh, and the signal's records.
-		health := accountable.SourceHealth{State: accountable.SourceHealthy, ObservedAt: now, SourceCursor: in.InputCursor, Limitations: []string{}}
+		reading := accountable.SignalReading{Now: now, MaxInputAgeSeconds: in.MaxInputAgeSeconds, SourceCursor: in.InputCursor, Last: last}
 		var pos, seq int64
 		var newest time.Time
 		err = tx.QueryRow(ctx, `SELECT stream_position, seq, recorded_at FROM ledger_events WHERE workspace_id = $1
@@ -145,14 +143,14 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			return res, err
 		default:
 			w := accountable.TimeOf(newest)
-			health.FreshnessWatermark = &w
+			reading.Watermark = &w
 		}
 		res.ProjectionCursor = accountable.StreamPosition{Position: pos, Seq: seq}.Encode()
 		rows, err := tx.Query(ctx, signalQueries[in.Domain], p.WorkspaceID, spec.MaxRecords+1)
 		if err != nil {
 			return res, err
 		}
-		records, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.SignalRecord, error) {
+		reading.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.SignalRecord, error) {
 			var r accountable.SignalRecord
 			var at time.Time
 			err := row.Scan(&r.ID, &r.Kind, &r.Title, &r.Reason, &at)
@@ -162,69 +160,38 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		if err != nil {
 			return res, err
 		}
-		health.RecordCount = len(records)
-
-		var noop accountable.NoopReason
-		var signalID *string
-		switch {
-		case in.MaxInputAgeSeconds != nil && health.FreshnessWatermark != nil &&
-			now.Sub(health.FreshnessWatermark.Time) > time.Duration(*in.MaxInputAgeSeconds)*time.Second:
-			noop, health.State = accountable.NoopStaleInput, accountable.SourceStale
-			health.Limitations = append(health.Limitations, fmt.Sprintf("The newest ledger event is older than max_input_age_seconds (%d).", *in.MaxInputAgeSeconds))
-		case len(records) > spec.MaxRecords:
-			noop, health.State = accountable.NoopTruncatedInput, accountable.SourceTruncated
-			health.Limitations = append(health.Limitations, fmt.Sprintf("More than %d records match: too many to propose on at once.", spec.MaxRecords))
-		case len(records) < spec.Threshold:
-			noop = accountable.NoopBelowThreshold
-			if last != nil && last.LastSignalState != nil && *last.LastSignalState == "active" {
-				noop = accountable.NoopSignalCleared
-			}
-		default:
-			id := accountable.SignalID(in.Domain, records)
-			signalID = &id
+		verdict, err := spec.Assess(reading, func(signalID string) (bool, error) {
 			var pending string
 			err := tx.QueryRow(ctx, `SELECT id::text FROM decisions WHERE workspace_id = $1 AND status = 'pending'
-				AND context->>'signal_id' = $2 LIMIT 1`, p.WorkspaceID, id).Scan(&pending)
-			if err == nil {
-				noop = accountable.NoopCooldownActive
-			} else if !errors.Is(err, pgx.ErrNoRows) {
-				return res, err
+				AND context->>'signal_id' = $2 LIMIT 1`, p.WorkspaceID, signalID).Scan(&pending)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, nil
 			}
+			return err == nil, err
+		})
+		if err != nil {
+			return res, err
 		}
-		if health.State != accountable.SourceHealthy {
-			res.Status = accountable.ControllerDegraded
-		}
-		res.SourceHealth = health
-		res.LastSignalID = signalID
-		state := "cleared"
-		if signalID != nil {
-			state = "active"
-		}
-		if noop == accountable.NoopStaleInput || noop == accountable.NoopTruncatedInput {
-			res.LastSignalID, state = nil, "unknown"
-		}
-		res.LastSignalState = &state
+		res.Status, res.SourceHealth, res.LastSignalID, res.LastSignalState = verdict.Status, verdict.SourceHealth, verdict.SignalID, &verdict.SignalState
 
-		if noop == "" {
-			shown := records[:min(len(records), 20)]
-			proposal, err := json.Marshal(map[string]any{"type": spec.Action, "domain": in.Domain, "signal": spec.Signal, "signal_id": *signalID,
-				"record_count": len(records), "records": shown, "suggested_action": fmt.Sprintf(spec.Suggestion, len(records))})
+		if verdict.Proposes() {
+			proposal, title, summary := spec.Propose(*verdict.SignalID, reading.Records)
+			raw, err := json.Marshal(proposal)
 			if err != nil {
 				return res, err
 			}
-			canon, err := accountable.CanonicalizeJSON(proposal)
+			canon, err := accountable.CanonicalizeJSON(raw)
 			if err != nil {
 				return res, err
 			}
 			obj := accountable.Object(canon)
 			res.Proposal = &obj
-			decisionContext, err := json.Marshal(map[string]any{"controller_id": res.ControllerID, "run_id": runID, "signal_id": *signalID,
+			decisionContext, err := json.Marshal(map[string]any{"controller_id": res.ControllerID, "run_id": runID, "signal_id": *verdict.SignalID,
 				"spec_revision": res.SpecRevision, "proposal": json.RawMessage(canon)})
 			if err != nil {
 				return res, err
 			}
-			summary := fmt.Sprintf(spec.Suggestion, len(records))
-			d := accountable.Decision{ID: uuid.Must(uuid.NewV7()).String(), Title: fmt.Sprintf(spec.Title, len(records)), Summary: &summary,
+			d := accountable.Decision{ID: uuid.Must(uuid.NewV7()).String(), Title: title, Summary: &summary,
 				Shape: accountable.DecisionShape(spec.Shape), Urgency: accountable.UrgencyStandard, Status: accountable.DecisionPending,
 				Options:     []accountable.DecisionOption{},
 				RequestedBy: accountable.Actor{Type: accountable.ActorService, ID: res.ControllerID}, CreatedAt: now, UpdatedAt: now, AggregateVersion: 1}
@@ -239,12 +206,12 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			res.Result, res.DecisionID, res.DecisionEventID, res.ReceiptID, res.LastReceiptID = "proposal", &d.ID, &ev.ID, &receipt, &receipt
 			res.EventIDs = append(res.EventIDs, ev.ID)
 		} else {
-			res.Result, res.NoopReason = "noop", string(noop)
+			res.Result, res.NoopReason = "noop", string(verdict.Noop)
 		}
 		res.LastResult = res.Result
 		ev, err := tx.Append(ref, accountable.EventControllerReconcile, controllerReconciledPayload{RunID: runID, Domain: in.Domain,
-			SpecRevision: res.SpecRevision, Result: res.Result, NoopReason: res.NoopReason, SignalID: signalID, DecisionID: res.DecisionID,
-			ReceiptID: res.ReceiptID, SourceHealth: health})
+			SpecRevision: res.SpecRevision, Result: res.Result, NoopReason: res.NoopReason, SignalID: verdict.SignalID, DecisionID: res.DecisionID,
+			ReceiptID: res.ReceiptID, SourceHealth: verdict.SourceHealth})
 		if err != nil {
 			return res, err
 		}

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -62,84 +60,41 @@ func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, ide
 		if !exists {
 			return accountable.Launch{}, accountable.NotFound("initiative")
 		}
-		type jobRow struct {
-			workstream string
-			task       *string
-			agent      *string
-			estimate   int64
-		}
-		var jobs []jobRow
 		rows, err := tx.Query(ctx, `SELECT w.id::text, w.agent_id, w.expected_budget_usd,
 				(SELECT count(*) FROM tasks t WHERE t.workspace_id = w.workspace_id AND t.workstream_id = w.id)
 			FROM workstreams w WHERE w.workspace_id = $1 AND w.initiative_id = $2 ORDER BY w.position`, p.WorkspaceID, in.InitiativeID)
 		if err != nil {
 			return accountable.Launch{}, err
 		}
-		type stream struct {
-			id     string
-			agent  *string
-			budget float64
-			tasks  int64
-		}
-		streams, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream, error) {
-			var s stream
-			return s, row.Scan(&s.id, &s.agent, &s.budget, &s.tasks)
+		streams, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.LaunchWorkstream, error) {
+			var s accountable.LaunchWorkstream
+			return s, row.Scan(&s.ID, &s.AgentID, &s.ExpectedBudgetUSD, &s.Tasks)
 		})
 		if err != nil {
 			return accountable.Launch{}, err
 		}
-		cents := func(usd float64) int64 { return int64(math.Round(usd * 100)) }
-		switch {
-		case in.TaskID != nil:
-			var wsID *string
+		var taskWorkstreamID *string
+		if in.TaskID != nil {
 			err := tx.QueryRow(ctx, `SELECT workstream_id::text FROM tasks WHERE workspace_id = $1 AND id = $2 AND initiative_id = $3`,
-				p.WorkspaceID, *in.TaskID, in.InitiativeID).Scan(&wsID)
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && wsID == nil) {
-				return accountable.Launch{}, accountable.NotFound("task")
-			}
-			if err != nil {
+				p.WorkspaceID, *in.TaskID, in.InitiativeID).Scan(&taskWorkstreamID)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return accountable.Launch{}, err
 			}
-			for _, s := range streams {
-				if s.id == *wsID {
-					jobs = append(jobs, jobRow{workstream: s.id, task: in.TaskID, agent: s.agent, estimate: cents(s.budget) / max(s.tasks, 1)})
-				}
-			}
-		case in.WorkstreamID != nil:
-			for _, s := range streams {
-				if s.id == *in.WorkstreamID {
-					jobs = append(jobs, jobRow{workstream: s.id, agent: s.agent, estimate: cents(s.budget)})
-				}
-			}
-			if len(jobs) == 0 {
-				return accountable.Launch{}, accountable.NotFound("workstream")
-			}
-		default:
-			for _, s := range streams {
-				jobs = append(jobs, jobRow{workstream: s.id, agent: s.agent, estimate: cents(s.budget)})
-			}
 		}
-		now := accountable.TimeOf(tx.Now())
-		l := accountable.Launch{
-			LaunchID: uuid.Must(uuid.NewV7()).String(), InitiativeID: in.InitiativeID, State: accountable.LaunchPending,
-			AggregateVersion: 1, CreatedAt: now, ModelTier: accountable.ModelTierStandard, EffectiveAutonomy: accountable.AutonomyGated,
-			Scope: accountable.LaunchScope{WorkstreamID: in.WorkstreamID, TaskID: in.TaskID},
-			Cost:  accountable.LaunchCost{CostCeilingCents: in.CostCeilingCents},
-			Jobs:  []accountable.LaunchJob{}, Runs: []accountable.LaunchRun{}, Receipts: []accountable.ReservationReceipt{},
+		plan, err := in.Plan(streams, taskWorkstreamID)
+		if err != nil {
+			return accountable.Launch{}, err
 		}
-		if in.ModelTier != nil {
-			l.ModelTier = *in.ModelTier
+		launchID := uuid.Must(uuid.NewV7()).String()
+		jobIDs := make([]string, len(plan.Jobs))
+		for i := range jobIDs {
+			jobIDs[i] = uuid.Must(uuid.NewV7()).String()
 		}
-		if in.Autonomy != nil {
-			l.EffectiveAutonomy = *in.Autonomy // no workspace policy narrows it yet
-		}
-		for i, j := range jobs {
-			job := accountable.LaunchJob{WorkstreamID: j.workstream, JobID: uuid.Must(uuid.NewV7()).String(), Status: accountable.JobQueued}
-			l.Jobs = append(l.Jobs, job)
-			l.Cost.ServerEstimateCents += j.estimate
+		l := plan.Launch(launchID, in.InitiativeID, jobIDs, accountable.TimeOf(tx.Now()))
+		for i, j := range plan.Jobs {
 			tx.Queue(`INSERT INTO launch_jobs (workspace_id, id, launch_id, position, workstream_id, task_id, agent_id, status, estimate_cents)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				p.WorkspaceID, job.JobID, l.LaunchID, i, j.workstream, j.task, j.agent, string(job.Status), j.estimate)
+				p.WorkspaceID, l.Jobs[i].JobID, l.LaunchID, i, j.WorkstreamID, j.TaskID, j.AgentID, string(l.Jobs[i].Status), j.EstimateCents)
 		}
 		msg, err := start(l.LaunchID)
 		if err != nil {
@@ -156,7 +111,7 @@ func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, ide
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 1)`,
 			p.WorkspaceID, l.LaunchID, l.InitiativeID, string(l.State), string(l.ModelTier), string(l.EffectiveAutonomy),
 			string(l.EffectiveAutonomy), l.Scope.WorkstreamID, l.Scope.TaskID, l.Cost.ServerEstimateCents, l.Cost.CostCeilingCents,
-			msg.WorkflowID, now)
+			msg.WorkflowID, l.CreatedAt)
 		tx.Send(msg)
 		return l, nil
 	}
@@ -305,25 +260,21 @@ func (db *DB) ReserveJob(ctx context.Context, workspaceID, launchID, jobID strin
 		if err != nil {
 			return accountable.JobReservation{}, err
 		}
-		switch j.status {
-		case accountable.JobQueued:
-		case accountable.JobBlocked:
-			if !approved {
-				return accountable.JobReservation{DecisionID: deref(j.decision)}, nil
-			}
-		default:
-			return accountable.JobReservation{Reserved: j.status != accountable.JobCancelled}, nil // reserved before (an activity retry)
+		budget := accountable.JobBudget{Status: j.status, DecisionID: j.decision, EstimateCents: j.estimate, ReservedCents: j.reserved,
+			CeilingCents: j.ceiling}
+		step, answer := budget.Reserve(approved)
+		if step == accountable.ReservationAnswered {
+			return answer, nil
 		}
 		now := tx.Now()
-		if !approved && j.reserved+j.estimate > j.ceiling {
+		if step == accountable.ReservationBlocks {
 			decisionID := uuid.Must(uuid.NewV7()).String()
 			code := accountable.BlockBudgetCeiling
-			summary := fmt.Sprintf("Reserving %d cents for this job would bring the launch to %d cents, past its ceiling of %d cents.",
-				j.estimate, j.reserved+j.estimate, j.ceiling)
-			d := accountable.Decision{ID: decisionID, Title: "Approve the budget of a launch job", Summary: &summary,
+			title, summary, decisionContext := budget.BudgetApproval()
+			d := accountable.Decision{ID: decisionID, Title: title, Summary: &summary,
 				Shape: accountable.ShapeBudgetApproval, Urgency: accountable.UrgencyStandard, Status: accountable.DecisionPending,
 				Options: []accountable.DecisionOption{}, InitiativeID: &j.initiative, LaunchID: &launchID, JobID: &jobID,
-				Context:     accountable.Object(fmt.Sprintf(`{"ceiling_cents":%d,"estimate_cents":%d,"reserved_cents":%d}`, j.ceiling, j.estimate, j.reserved)),
+				Context:     decisionContext,
 				RequestedBy: worker, CreatedAt: accountable.TimeOf(now), UpdatedAt: accountable.TimeOf(now), AggregateVersion: 1}
 			if err := proposeDecision(tx, workspaceID, d); err != nil {
 				return accountable.JobReservation{}, err
@@ -348,7 +299,7 @@ func (db *DB) ReserveJob(ctx context.Context, workspaceID, launchID, jobID strin
 			WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, j.estimate, now)
 		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: accountable.JobReserved,
 			ReservationID: &resID, SettlementStatus: &st, ReservedCents: j.reserved + j.estimate, SettledCents: j.settledSoFar})
-		return accountable.JobReservation{Reserved: true}, err
+		return answer, err
 	}
 	res, _, err := runCommand(ctx, db, cmd)
 	if errors.Is(err, errAlreadyReserved) {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,7 +25,7 @@ type statusChangedPayload struct {
 // is blocked: the result says why, with ok false, and nothing is written.
 func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle,
 	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error) {
-	res := accountable.LifecycleResult{OK: true, Action: in.Action, Level: in.Level, ID: in.ID, BlockReasons: []string{}}
+	res := in.Result()
 	cmd := commandOf[accountable.LifecycleResult](p, idem, in.Causation)
 	// A blocked action is a refusal: its transaction is rolled back and no idempotency
 	// record is kept (a retry may reuse the key), like any failed command's.
@@ -50,14 +49,13 @@ func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem 
 	if in.Level == accountable.LevelRun {
 		cmd.locks = []aggregateRef{aggregate(accountable.AggregateRun, in.ID)}
 		cmd.run = func(ctx context.Context, tx *tx) (accountable.LifecycleResult, error) {
-			action := map[accountable.LifecycleAction]accountable.RunAction{accountable.LifecyclePause: accountable.RunPause,
-				accountable.LifecycleResume: accountable.RunResume, accountable.LifecycleCancel: accountable.RunCancel}[in.Action]
+			action, refusal := in.Action.OnRun()
 			if action == "" {
-				return blocked(res, "a run is not retried: launch its workstream again"), nil
+				return res.Blocked(refusal), nil
 			}
 			_, err := actOnRun(ctx, tx, p.WorkspaceID, in.ID, action, accountable.RunActionRequest{Reason: in.Reason, Causation: in.Causation}, signal)
 			if accountable.ErrorCode(err) == accountable.ECodeInvalidStateTransition {
-				return blocked(res, err.(*accountable.Error).Message), nil
+				return res.Blocked(err.(*accountable.Error).Message), nil
 			}
 			res.Affected.Runs = 1
 			return res, err
@@ -93,79 +91,48 @@ func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem 
 		cmd.locks = append(cmd.locks, aggregate(accountable.AggregateInitiative, in.ID))
 	}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.LifecycleResult, error) {
-		out := res
 		now := tx.Now()
+		var initiative *accountable.InitiativeStatus
 		if in.Level == accountable.LevelInitiative {
-			var status string
+			var status accountable.InitiativeStatus
 			if err := tx.QueryRow(ctx, `SELECT status FROM initiatives WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.ID).Scan(&status); err != nil {
-				return out, err
+				return res, err
 			}
-			if to, ok := accountable.InitiativeLifecycle(accountable.InitiativeStatus(status), in.Action); ok {
-				tx.Queue(`UPDATE initiatives SET status = $3, updated_at = $4, aggregate_version = aggregate_version + 1
-					WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.ID, string(to), now)
-				if _, err := tx.Append(aggregate(accountable.AggregateInitiative, in.ID), accountable.EventInitiativeStatusChanged,
-					statusChangedPayload{ID: in.ID, From: status, To: string(to), Action: in.Action, Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
-					return out, err
-				}
-				out.Affected.Initiatives = 1
-			} else {
-				out.BlockReasons = append(out.BlockReasons, fmt.Sprintf("the initiative is %s", status))
-			}
+			initiative = &status
 		}
 		rows, err := tx.Query(ctx, `SELECT id::text, status FROM tasks WHERE workspace_id = $1 AND id = ANY ($2) ORDER BY id`, p.WorkspaceID, ids)
 		if err != nil {
-			return out, err
+			return res, err
 		}
-		type taskState struct{ id, status string }
-		tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskState, error) {
-			var t taskState
-			return t, row.Scan(&t.id, &t.status)
+		tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.TaskState, error) {
+			var t accountable.TaskState
+			return t, row.Scan(&t.ID, &t.Status)
 		})
 		if err != nil {
-			return out, err
+			return res, err
 		}
-		unchanged := 0
-		for _, t := range tasks {
-			to, ok := accountable.TaskLifecycle(accountable.TaskStatus(t.status), in.Action)
-			if !ok {
-				unchanged++
-				continue
+		plan := in.Plan(initiative, tasks)
+		if plan.Initiative != nil {
+			tx.Queue(`UPDATE initiatives SET status = $3, updated_at = $4, aggregate_version = aggregate_version + 1
+				WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.ID, string(*plan.Initiative), now)
+			if _, err := tx.Append(aggregate(accountable.AggregateInitiative, in.ID), accountable.EventInitiativeStatusChanged,
+				statusChangedPayload{ID: in.ID, From: string(*initiative), To: string(*plan.Initiative), Action: in.Action, Reason: in.Reason,
+					CommandID: in.Causation.CommandID}); err != nil {
+				return res, err
 			}
+		}
+		for _, t := range plan.Tasks {
 			tx.Queue(`UPDATE tasks SET status = $3, updated_at = $4, aggregate_version = aggregate_version + 1
-				WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, t.id, string(to), now)
-			if _, err := tx.Append(aggregate(accountable.AggregateTask, t.id), accountable.EventTaskStatusChanged,
-				statusChangedPayload{ID: t.id, From: t.status, To: string(to), Action: in.Action, Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
-				return out, err
+				WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, t.ID, string(t.To), now)
+			if _, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventTaskStatusChanged,
+				statusChangedPayload{ID: t.ID, From: string(t.From), To: string(t.To), Action: in.Action, Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
+				return res, err
 			}
-			out.Affected.Tasks++
 		}
-		if unchanged > 0 {
-			out.BlockReasons = append(out.BlockReasons, fmt.Sprintf("%d task(s) cannot be %s in their status", unchanged, pastTense(in.Action)))
-		}
-		if out.Affected.Tasks == 0 && out.Affected.Initiatives == 0 {
-			if len(tasks) == 0 && in.Level != accountable.LevelInitiative {
-				out.BlockReasons = append(out.BlockReasons, fmt.Sprintf("the %s has no tasks", in.Level))
-			}
-			// Nothing to change: nothing is written (the queued statements are none).
-			return blocked(out), nil
-		}
-		out.BlockReasons = []string{}
-		return out, nil
+		// A blocked plan changes nothing: nothing is queued or appended.
+		return plan.Result, nil
 	}
 	return run(cmd)
 }
 
 var errLifecycleBlocked = errors.New("store: the lifecycle action is blocked")
-
-// blocked marks a result as blocked with the reasons given (and those it has).
-func blocked(res accountable.LifecycleResult, reasons ...string) accountable.LifecycleResult {
-	res.OK = false
-	res.BlockReasons = append(res.BlockReasons, reasons...)
-	res.Affected = accountable.LifecycleAffected{}
-	return res
-}
-
-func pastTense(a accountable.LifecycleAction) string {
-	return map[accountable.LifecycleAction]string{accountable.LifecyclePause: "paused", accountable.LifecycleResume: "resumed",
-		accountable.LifecycleRetry: "retried", accountable.LifecycleCancel: "cancelled"}[a]
-}

@@ -269,3 +269,27 @@ func TestBlindCommandsAreAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// The completing UPDATE checks the status in SQL (atomic with the version, no round trip):
+// it completes a task in exactly the statuses accountable.TaskStatus.Completable admits,
+// and refuses the others with invalid_state_transition.
+func TestCompletionFollowsCompletable(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	conn := storetest.Conn(t)
+	p := storetest.NewTenant(t, db).Principal
+	for _, status := range accountable.TaskStatuses {
+		task := createTask(t, db, p, "a task "+string(status))
+		// Only the status moves: the version the completion names stays current.
+		if _, err := conn.Exec(ctx, `UPDATE tasks SET status = $3 WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, task.ID, string(status)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := db.CompleteWork(ctx, p, nil, accountable.CompleteWork{TaskID: task.ID, VersionToken: ptr(task.Version().Token())})
+		switch {
+		case status.Completable() && err != nil:
+			t.Errorf("completing a %s task: %v, want it completed", status, err)
+		case !status.Completable() && accountable.ErrorCode(err) != accountable.ECodeInvalidStateTransition:
+			t.Errorf("completing a %s task: %v, want invalid_state_transition", status, err)
+		}
+	}
+}
