@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/accountablework/accountable/store/storetest"
 	"github.com/accountablework/accountable/worker"
 	"github.com/accountablework/accountable/workflows"
 )
@@ -100,15 +101,6 @@ type fakeEndpoints map[string][]string
 
 func (e fakeEndpoints) ActiveWebhooks(context.Context) (map[string][]string, error) { return e, nil }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-	}
-}
-
 // quiet waits a little and fails if a signal was sent meanwhile.
 func quiet(t *testing.T, s *fakeSignals, what string) {
 	t.Helper()
@@ -134,16 +126,16 @@ func TestWebhookWakerSignalsParkedEndpointsOnce(t *testing.T) {
 	w.Park("B", "1")
 	quiet(t, signals, "before any commit")
 	feed.commit("A")
-	eventually(t, "A's endpoints woken", func() bool { return w.Signals() == 2 })
+	storetest.WaitFor(t, 5*time.Second, "A's endpoints woken", func() bool { return w.Signals() == 2 })
 	if got := signals.take(); !slices.Equal(got, []string{a1, a2}) {
 		t.Fatalf("signals %v", got)
 	}
 	feed.commit("A")
 	quiet(t, signals, "a second commit before the endpoints read again")
-	eventually(t, "A unwatched", func() bool { return feed.subscribers("A") == 0 })
+	storetest.WaitFor(t, 5*time.Second, "A unwatched", func() bool { return feed.subscribers("A") == 0 })
 
 	feed.commit("B")
-	eventually(t, "B's endpoint woken", func() bool { return w.Signals() == 3 })
+	storetest.WaitFor(t, 5*time.Second, "B's endpoint woken", func() bool { return w.Signals() == 3 })
 	if got := signals.take(); !slices.Equal(got, []string{b1}) {
 		t.Fatalf("signals %v", got)
 	}
@@ -155,12 +147,12 @@ func TestWebhookWakerSignalsParkedEndpointsOnce(t *testing.T) {
 	w.Park("A", "1")
 	w.Park("A", "2")
 	feed.commit("A")
-	eventually(t, "the failed signal parked again", func() bool { return w.Parked() == 1 })
+	storetest.WaitFor(t, 5*time.Second, "the failed signal parked again", func() bool { return w.Parked() == 1 })
 	signals.mu.Lock()
 	signals.failing[a1] = false
 	signals.mu.Unlock()
 	feed.commit("A")
-	eventually(t, "the failed signal retried", func() bool { return w.Signals() == 4 })
+	storetest.WaitFor(t, 5*time.Second, "the failed signal retried", func() bool { return w.Signals() == 4 })
 	if got := signals.take(); !slices.Equal(got, []string{a1}) || w.Parked() != 0 {
 		t.Fatalf("signals %v, %d parked", got, w.Parked())
 	}
@@ -173,7 +165,7 @@ func TestWebhookWakerStartAndStop(t *testing.T) {
 	feed, signals := &fakeFeed{}, &fakeSignals{}
 	w := worker.NewWebhookWaker(feed, signals, fakeEndpoints{"A": {"1", "2"}, "B": {"3"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	w.Start()
-	eventually(t, "every endpoint woken", func() bool { return w.Signals() == 3 })
+	storetest.WaitFor(t, 5*time.Second, "every endpoint woken", func() bool { return w.Signals() == 3 })
 	want := []string{workflows.WebhookDeliveryID("A", "1"), workflows.WebhookDeliveryID("A", "2"), workflows.WebhookDeliveryID("B", "3")}
 	slices.Sort(want)
 	if got := signals.take(); !slices.Equal(got, want) {
@@ -205,7 +197,7 @@ func TestWebhookWakerRetriesFailedSignals(t *testing.T) {
 	w.Park("A", "1")
 	started := time.Now()
 	feed.commit("A")
-	eventually(t, "the failed wake retried", func() bool { return w.Signals() == 1 })
+	storetest.WaitFor(t, 5*time.Second, "the failed wake retried", func() bool { return w.Signals() == 1 })
 	if got, took := signals.take(), time.Since(started); !slices.Equal(got, []string{a1}) || took < 3*time.Second || w.Parked() != 0 {
 		t.Fatalf("signals %v after %s (want after the 1 s and 2 s backoffs), %d parked", got, took, w.Parked())
 	}

@@ -82,7 +82,7 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 	// transactions have ended: a backend that had a whole command (up to its COMMIT or its
 	// pipeline's Sync) commits it after its client died; one that had not rolls back when it
 	// reads the end of the connection.
-	waitFor(t, 30*time.Second, "the killed process's transactions to end", func() bool { return openTransactions(t, conn) == 0 })
+	storetest.WaitFor(t, 30*time.Second, "the killed process's transactions to end", func() bool { return openTransactions(t, conn) == 0 })
 	before := loadKillState(t, conn, tenant.Principal.WorkspaceID)
 	for _, problem := range before.consistency() {
 		t.Errorf("after the kill: %s", problem)
@@ -220,7 +220,7 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 		}
 	}
 	var streamed map[string]bool
-	waitFor(t, 20*time.Second, "the stream serves every task event", func() bool {
+	storetest.WaitFor(t, 20*time.Second, "the stream serves every task event", func() bool {
 		streamed = streamIDs(t, c, "aggregate_type=task")
 		return len(streamed) >= len(taskEvents)
 	})

@@ -150,7 +150,7 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 			wg.Wait()
 		}
 	})
-	waitFor(t, 30*time.Second, "the same process to serve writes again", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the same process to serve writes again", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(writes) > 0 && writes[len(writes)-1].status == http.StatusCreated && writes[len(writes)-1].at.After(upFrom)

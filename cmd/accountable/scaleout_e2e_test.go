@@ -172,7 +172,7 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 	}
 	for i, p := range apis {
 		c.base = p.base
-		waitFor(t, 5*time.Second, fmt.Sprintf("process %d lets the key act in the workspace its user joined", i), func() bool {
+		storetest.WaitFor(t, 5*time.Second, fmt.Sprintf("process %d lets the key act in the workspace its user joined", i), func() bool {
 			status, _ := c.call("GET", "/work?workspace_id="+other, "", nil)
 			return status == http.StatusOK
 		})

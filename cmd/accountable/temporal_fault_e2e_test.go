@@ -442,13 +442,13 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	// down ~6 s.
 	time.Sleep(2 * time.Second)
 	holdProposals.Store(true)
-	waitFor(t, 30*time.Second, "the proposal generations in flight to end before the crash", func() bool { return proposalsInFlight.Load() == 0 })
+	storetest.WaitFor(t, 30*time.Second, "the proposal generations in flight to end before the crash", func() bool { return proposalsInFlight.Load() == 0 })
 	time.Sleep(time.Until(t0.Add(3 * time.Second)))
 	ts.kill()
 	killAt := since()
 	close(outage)
 	holdProposals.Store(false)
-	waitFor(t, 15*time.Second, "/readyz to report Temporal unavailable", func() bool {
+	storetest.WaitFor(t, 15*time.Second, "/readyz to report Temporal unavailable", func() bool {
 		status, body, err := lc.do("GET", "/readyz", "", nil)
 		checks, _ := body["checks"].(map[string]any)
 		return err == nil && status == http.StatusServiceUnavailable && checks["temporal"] == "unavailable"
@@ -547,7 +547,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	stopLoad()
 	loadEnd := since()
 	// Then the whole outbox drains (the messages of the commands made after the recovery too).
-	waitFor(t, 60*time.Second, "the outbox to drain", func() bool { n, _ := pending(1 << 62); return n == 0 })
+	storetest.WaitFor(t, 60*time.Second, "the outbox to drain", func() bool { n, _ := pending(1 << 62); return n == 0 })
 
 	// The answers, by kind and phase.
 	type tally struct{ before, outage, after map[string]int }
@@ -725,7 +725,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	for _, id := range launches {
 		var l map[string]any
-		waitFor(t, 60*time.Second, "launch "+id+" to dispatch its run", func() bool { l = readLaunch(id); return len(l["runs"].([]any)) == 1 })
+		storetest.WaitFor(t, 60*time.Second, "launch "+id+" to dispatch its run", func() bool { l = readLaunch(id); return len(l["runs"].([]any)) == 1 })
 		run := l["runs"].([]any)[0].(map[string]any)
 		runID := run["id"].(string)
 		if finalized[runID] {
@@ -739,7 +739,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	for _, id := range launches {
 		var l map[string]any
-		waitFor(t, 60*time.Second, "launch "+id+" to settle", func() bool { l = readLaunch(id); return l["state"] == "completed" })
+		storetest.WaitFor(t, 60*time.Second, "launch "+id+" to settle", func() bool { l = readLaunch(id); return l["state"] == "completed" })
 		cost := l["cost"].(map[string]any)
 		if cost["reserved_cents"] != 100.0 || cost["settled_cents"] != 70.0 || cost["server_estimate_cents"] != 100.0 {
 			t.Errorf("launch %s totals %v, want 100 reserved, 70 settled", id, cost)
@@ -753,7 +753,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	// Each launch's one job changed exactly three times (reserved, running, settled).
 	changes := map[string]int{}
 	total := 0
-	waitFor(t, 30*time.Second, "the stream serves the launches' job changes", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the stream serves the launches' job changes", func() bool {
 		status, body := c.call("GET", "/events/stream?event_type=launch.job_changed&limit=1000", "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("stream: %d %v", status, body)

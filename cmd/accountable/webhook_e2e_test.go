@@ -97,7 +97,7 @@ func TestWebhookDeliveriesSurviveAKilledWorker(t *testing.T) {
 	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	first.kill()
 	startWorkerProcess(t, bin, queue)
-	waitFor(t, 60*time.Second, "every event accepted", func() bool {
+	storetest.WaitFor(t, 60*time.Second, "every event accepted", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) >= len(tasks)
@@ -223,7 +223,7 @@ func TestWebhookIdleEndpointsCostNothing(t *testing.T) {
 	lengths := func(ids []string) []int64 {
 		out := make([]int64, len(ids))
 		for i, id := range ids {
-			waitFor(t, 30*time.Second, "workflow "+id, func() bool {
+			storetest.WaitFor(t, 30*time.Second, "workflow "+id, func() bool {
 				d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
 				if err == nil {
 					out[i] = d.WorkflowExecutionInfo.HistoryLength
@@ -265,7 +265,7 @@ func TestWebhookIdleEndpointsCostNothing(t *testing.T) {
 			t.Fatalf("create: %d %v", status, body)
 		}
 		task := body["data"].(map[string]any)["taskId"].(string)
-		waitFor(t, 30*time.Second, "every endpoint received the event", func() bool {
+		storetest.WaitFor(t, 30*time.Second, "every endpoint received the event", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(arrived[task]) == len(w.workflows)
