@@ -168,7 +168,7 @@ func TestDiscoveryRunObservationsAsync(t *testing.T) {
 	expect(t, r, http.StatusAccepted, "")
 	id := r.data()["run"].(map[string]any)["id"].(string)
 	var got response
-	waitUntil(t, 30*time.Second, "the run to finish", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the run to finish", func() bool {
 		got = e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": id}, key: key})
 		return got.data()["run"].(map[string]any)["status"] == "succeeded"
 	})

@@ -124,7 +124,7 @@ func TestHandoffSLA(t *testing.T) {
 	expect(t, handoffAct(e, key, onTime["id"].(string), "claim", nil), http.StatusOK, "")
 	expect(t, handoffAct(e, key, onTime["id"].(string), "fulfill", map[string]any{}), http.StatusOK, "")
 
-	waitUntil(t, 30*time.Second, "the late handoff to be escalated", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the late handoff to be escalated", func() bool {
 		r := e.do(request{method: "GET", path: "/handoffs/{handoffId}", params: map[string]string{"handoffId": late}, key: key})
 		return r.data()["status"] == "escalated"
 	})
