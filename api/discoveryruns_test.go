@@ -206,6 +206,8 @@ func TestDiscoveryRunWaitsForItsRequestToReachTheStream(t *testing.T) {
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
+		// Holding on purpose: the horizon stays held while the run is requested, so the run
+		// has to wait for it (nothing reports that the run is waiting to release it after).
 		time.Sleep(time.Second)
 		tx.Rollback(context.Background()) //nolint:errcheck // only releases the horizon
 	}()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/accountablework/accountable"
@@ -84,6 +85,18 @@ func temporalClient(t *testing.T) client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// waitWorkflowCompleted waits until workflow id (its latest run) has completed: everything
+// it did (activities, the events they committed, the requests they sent) is done, and it
+// does nothing more. A test proves that something did not happen by waiting for this.
+func waitWorkflowCompleted(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	tc := temporalClient(t)
+	storetest.WaitFor(t, within, "workflow "+id+" to complete", func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
 }
 
 // newEnv starts a server; db may be nil to use the package database.

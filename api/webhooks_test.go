@@ -186,7 +186,9 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 	expect(t, e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}), http.StatusOK, "")
 	createWork(t, e, key, "after the delete")
-	time.Sleep(3 * time.Second) // longer than an idle endpoint's wait
+	// The endpoint's workflow reads that it was deleted and completes; whatever it delivered
+	// before, the receiver has answered by then, and it delivers nothing after.
+	waitWorkflowCompleted(t, workflows.WebhookDeliveryID(tenant.Principal.WorkspaceID, id), 30*time.Second)
 	rcv.mu.Lock()
 	n := len(rcv.got)
 	rcv.mu.Unlock()
