@@ -84,17 +84,15 @@ func (c apiClient) waitVerification(id string, within time.Duration) map[string]
 func workflowsOf(t *testing.T, c client.Client, workspaceID string, want int) int {
 	t.Helper()
 	n := -1
-	deadline := time.Now().Add(10 * time.Second)
-	for n != want && time.Now().Before(deadline) {
+	storetest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d workflows of workspace %s", want, workspaceID), func() bool {
 		res, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf("WorkspaceId = '%s'", workspaceID)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n = len(res.Executions); n != want {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+		n = len(res.Executions)
+		return n == want
+	})
 	return n
 }
 

@@ -48,6 +48,8 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 	})
 	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	w.kill()
+	// The passage of time is the subject: the handoff comes due (and 2 s more) with no worker
+	// running, so nothing can escalate it until one starts.
 	time.Sleep(time.Until(due) + 2*time.Second)
 	if s := read(); s != "proposed" {
 		t.Fatalf("escalated with no worker running: %s", s)
