@@ -99,13 +99,9 @@ func TestOthersFailuresNeverLockOutValidCredentials(t *testing.T) {
 		c.AuthFailureRate, c.AuthFailureBurst = 0.1, 3
 	})
 	ten := newPerson(t, e)
-	deadline := time.Now().Add(10 * time.Second)
-	for !kc.KnownPrefix(ten.Principal.KeyPrefix) { // the key's announcement
-		if time.Now().After(deadline) {
-			t.Fatal("the key cache never learned the new key's prefix")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	storetest.WaitFor(t, 10*time.Second, "the key cache to learn the new key's prefix (its announcement)", func() bool {
+		return kc.KnownPrefix(ten.Principal.KeyPrefix)
+	})
 
 	// The valid credentials, obtained from another address (127.0.0.2).
 	good := e.from(t, "127.0.0.2")
@@ -257,7 +253,7 @@ func TestClientSecretGuessingIsBounded(t *testing.T) {
 		start := time.Now()
 		expect(t, reader.do(request{method: "GET", path: "/work/{taskId}", params: map[string]string{"taskId": task}, key: ten.Key}), http.StatusOK, "")
 		lat = append(lat, time.Since(start))
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the pace of an ordinary client beside the guessers, not a synchronisation
 	}
 	for range guessers {
 		<-done

@@ -944,7 +944,7 @@ func TestDedupClaimExpires(t *testing.T) {
 		t.Fatalf("within the ttl %v", again)
 	}
 	expires, _ := time.Parse(time.RFC3339Nano, first["expires_at"].(string))
-	time.Sleep(time.Until(expires) + 50*time.Millisecond)
+	time.Sleep(time.Until(expires) + 50*time.Millisecond) // the passage of time is the subject: the claim's ttl runs out
 	second := claim(60)
 	if second["claimed"] != true || second["claim_id"] == first["claim_id"] || second["fingerprint_hash"] != first["fingerprint_hash"] {
 		t.Fatalf("after expiry %v (first %v)", second, first)

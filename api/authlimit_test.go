@@ -125,17 +125,11 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 		d.Keys = keys
 		c.AuthFailureRate, c.AuthFailureBurst = 0.2, 3
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	storetest.WaitFor(t, 10*time.Second, "the key cache to hold the key", func() bool {
 		expect(t, e.do(request{method: "GET", path: "/credential", key: tenant.Key}), http.StatusOK, "")
-		if _, ok := kc.KnownKeyHash(tenant.Principal.KeyPrefix); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the key cache never held the key")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, ok := kc.KnownKeyHash(tenant.Principal.KeyPrefix)
+		return ok
+	})
 
 	// Distinct unknown keys (the cache remembers a repeated one: it costs no lookup and no
 	// budget) spend the address's budget.

@@ -159,6 +159,7 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	// Limits are per key.
 	other := storetest.NewTenant(t, e.db)
 	expect(t, e.do(request{method: "GET", path: "/work", key: other.Key}), http.StatusOK, "")
+	// The passage of time is the subject: after Retry-After the key's bucket has refilled.
 	time.Sleep(time.Duration(after) * time.Second)
 	expect(t, e.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
 }

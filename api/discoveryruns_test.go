@@ -168,7 +168,7 @@ func TestDiscoveryRunObservationsAsync(t *testing.T) {
 	expect(t, r, http.StatusAccepted, "")
 	id := r.data()["run"].(map[string]any)["id"].(string)
 	var got response
-	waitUntil(t, 30*time.Second, "the run to finish", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the run to finish", func() bool {
 		got = e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": id}, key: key})
 		return got.data()["run"].(map[string]any)["status"] == "succeeded"
 	})
@@ -206,6 +206,8 @@ func TestDiscoveryRunWaitsForItsRequestToReachTheStream(t *testing.T) {
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
+		// Holding on purpose: the horizon stays held while the run is requested, so the run
+		// has to wait for it (nothing reports that the run is waiting to release it after).
 		time.Sleep(time.Second)
 		tx.Rollback(context.Background()) //nolint:errcheck // only releases the horizon
 	}()

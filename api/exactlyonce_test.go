@@ -379,6 +379,8 @@ func (r *onceRun) burst(t *testing.T, op docOperation, tenant storetest.Tenant, 
 					return
 				}
 				interim[i]++
+				// A client's jittered backoff before it retries (not a wait of the test's): the
+				// answers, interim ones too, are what the test checks, so it runs on this goroutine.
 				time.Sleep(time.Duration(2+rand.IntN(10)) * time.Millisecond)
 			}
 		}()

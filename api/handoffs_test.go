@@ -8,6 +8,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/workflows"
 )
 
 var handoffFields = []string{"schemaVersion", "id", "workspaceId", "handoffKey", "fromStageKey", "toStageKey", "sourceProcessRef",
@@ -124,11 +125,13 @@ func TestHandoffSLA(t *testing.T) {
 	expect(t, handoffAct(e, key, onTime["id"].(string), "claim", nil), http.StatusOK, "")
 	expect(t, handoffAct(e, key, onTime["id"].(string), "fulfill", map[string]any{}), http.StatusOK, "")
 
-	waitUntil(t, 30*time.Second, "the late handoff to be escalated", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the late handoff to be escalated", func() bool {
 		r := e.do(request{method: "GET", path: "/handoffs/{handoffId}", params: map[string]string{"handoffId": late}, key: key})
 		return r.data()["status"] == "escalated"
 	})
-	time.Sleep(time.Second) // the other timer has had its time too
+	// The on-time handoff's timer has ended (told that the handoff was fulfilled, or due and
+	// finding it fulfilled): it breaches nothing after this.
+	waitWorkflowCompleted(t, workflows.HandoffSLAID(tenant.Principal.WorkspaceID, onTime["id"].(string)), 30*time.Second)
 	breaches := eventsOfType(t, e, key, "handoff.sla_breached")
 	if len(breaches) != 1 || breaches[0].(map[string]any)["aggregateId"] != late {
 		t.Fatalf("breaches %v", breaches)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/accountablework/accountable"
@@ -84,6 +85,18 @@ func temporalClient(t *testing.T) client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// waitWorkflowCompleted waits until workflow id (its latest run) has completed: everything
+// it did (activities, the events they committed, the requests they sent) is done, and it
+// does nothing more. A test proves that something did not happen by waiting for this.
+func waitWorkflowCompleted(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	tc := temporalClient(t)
+	storetest.WaitFor(t, within, "workflow "+id+" to complete", func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
 }
 
 // newEnv starts a server; db may be nil to use the package database.
@@ -366,13 +379,13 @@ func (e *env) rawRequest(method, path, key string, bodyLen int) response {
 // streamEvents pages the caller's whole event stream (with the extra query) and waits
 // until it serves at least want events: the stream serves an event only once every
 // transaction older than it has ended anywhere on the server (another test package's,
-// too), so committed events may be held back for a moment. It gives up after 20 s and
-// returns what it read.
+// too), so committed events may be held back for a moment. It fails the test if fewer
+// than want are served within 20 s.
 func (e *env) streamEvents(key, query string, want int) []map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var out []map[string]any
+	var out []map[string]any
+	storetest.WaitFor(e.t, 20*time.Second, fmt.Sprintf("the stream (%s) to serve %d events", query, want), func() bool {
+		out = nil
 		cursor := ""
 		for {
 			q := "limit=1000"
@@ -392,9 +405,7 @@ func (e *env) streamEvents(key, query string, want int) []map[string]any {
 			}
 			cursor = r.meta()["nextCursor"].(string)
 		}
-		if len(out) >= want || time.Now().After(deadline) {
-			return out
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(out) >= want
+	})
+	return out
 }

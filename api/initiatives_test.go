@@ -307,19 +307,12 @@ func closedChan() chan struct{} {
 func waitForRun(t *testing.T, workspaceID, key string) {
 	t.Helper()
 	conn := storetest.Conn(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	storetest.WaitFor(t, 20*time.Second, "a run recorded for "+key, func() bool {
 		var named bool
 		err := conn.QueryRow(context.Background(), `SELECT workflow_run_id IS NOT NULL FROM idempotency_records
 			WHERE workspace_id = $1 AND key = $2`, workspaceID, key).Scan(&named)
-		if err == nil && named {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no run recorded for %s: %v", key, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && named
+	})
 }
 
 // Committing a proposal creates the initiative with every workstream, milestone and task

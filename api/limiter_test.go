@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/accountablework/accountable/store/storetest"
 )
 
 // A flood of distinct names cannot grow a limiter past its capacity, and cannot push out
@@ -140,7 +142,12 @@ func TestWritesInFlightWaitTheirTurn(t *testing.T) {
 		}
 		close(got)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	// The third has counted itself in (it waits, or is about to, for one of the held slots).
+	storetest.WaitFor(t, 5*time.Second, "the third write to ask for a slot", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.slots["noisy"].users == 3
+	})
 	released := time.Now()
 	r1()
 	at, ok := <-got

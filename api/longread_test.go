@@ -235,11 +235,7 @@ func TestVerifyCannotHoldTheSharedPool(t *testing.T) {
 	}
 	// Wait until a verification of the attack runs, then measure while it goes on; sample
 	// the long-read pool meanwhile: the attack must keep verifications running.
-	for deadline := time.Now().Add(10 * time.Second); db.LongReadPoolStat().AcquiredConns() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no verification of the attack started")
-		}
-	}
+	storetest.WaitFor(t, 10*time.Second, "a verification of the attack to start", func() bool { return db.LongReadPoolStat().AcquiredConns() > 0 })
 	var busySamples, samples atomic.Int64
 	sampleStop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -310,11 +306,7 @@ func TestLongReadsOfAWorkspaceQueue(t *testing.T) {
 	}
 	held := make(chan response, 1)
 	go func() { held <- e.as(t).do(request{method: "GET", path: "/events/verify", key: a.Key}) }()
-	for deadline := time.Now().Add(2 * time.Second); lockWaiters(t, watcher) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the verification did not reach ledger_heads")
-		}
-	}
+	storetest.WaitFor(t, 2*time.Second, "the verification to reach ledger_heads", func() bool { return lockWaiters(t, watcher) > 0 })
 	for _, path := range []string{"/projections/work-ledger", "/events/verify"} {
 		r := e.do(request{method: "GET", path: path, key: a.Key})
 		expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)

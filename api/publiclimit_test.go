@@ -84,7 +84,7 @@ func TestAccountFreeOperationsAreLimitedPerAddress(t *testing.T) {
 			othersMu.Lock()
 			others = append(others, took)
 			othersMu.Unlock()
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // an ordinary client's pace beside the attacker, not a synchronisation
 		}
 	})
 	wg.Wait()

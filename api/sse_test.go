@@ -245,10 +245,16 @@ func TestEventStreamSendsHeldEventsOnceTheyAreReadable(t *testing.T) {
 // Another process's commits reach a stream through the feed's LISTEN connection, not by
 // polling (poll_ms is longer than the wait).
 func TestEventStreamHearsOtherProcesses(t *testing.T) {
-	e := newEnv(t, nil)
+	var ledger *countingLedger
+	e := newEnv(t, nil, func(_ *api.Config, d *api.Deps) {
+		ledger = &countingLedger{LedgerStore: d.Ledger}
+		d.Ledger = ledger
+	})
 	key := storetest.NewTenant(t, e.db).Key
 	s := e.openStream(t, key, "event_type=work.created&poll_ms=10000", nil)
-	time.Sleep(200 * time.Millisecond) // the first read is done: only a wake-up reads again
+	// The first read is done (the stream subscribed to the feed before it): only a wake-up
+	// reads again.
+	storetest.WaitFor(t, 5*time.Second, "the stream's first read", func() bool { return ledger.done.Load() >= 1 })
 	elsewhere := newEnv(t, storetest.Open(t))
 	task := createWork(t, elsewhere, key, "from another process")
 	if ev := eventOf(t, s.next(t, 5*time.Second)); ev["aggregateId"] != task {
@@ -256,14 +262,15 @@ func TestEventStreamHearsOtherProcesses(t *testing.T) {
 	}
 }
 
-// countingLedger counts the stream reads of the API.
+// countingLedger counts the stream reads of the API: begun (reads) and returned (done).
 type countingLedger struct {
 	api.LedgerStore
-	reads atomic.Int64
+	reads, done atomic.Int64
 }
 
 func (l *countingLedger) StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error) {
 	l.reads.Add(1)
+	defer l.done.Add(1)
 	return l.LedgerStore.StreamEvents(ctx, workspaceID, f)
 }
 

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,11 +97,5 @@ func TestLiveStreamsAreBoundedPerKeyAndWorkspace(t *testing.T) {
 // waitStreams waits until want streams are counted in workspace ws.
 func waitStreams(t *testing.T, e *env, ws string, want int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for n := e.server.StreamsOpenIn(ws); n != want; n = e.server.StreamsOpenIn(ws) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d streams counted in the workspace after %s, want %d", n, within, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	storetest.WaitFor(t, within, fmt.Sprintf("%d streams counted in the workspace", want), func() bool { return e.server.StreamsOpenIn(ws) == want })
 }

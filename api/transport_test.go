@@ -238,10 +238,12 @@ func TestShutdownClosesConnectionsThatNeverSentARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer started.Close()
+	// Accepted before it writes, then no longer unused: the server has read the first bytes.
+	storetest.WaitFor(t, 5*time.Second, "the server to accept the connection", func() bool { return e.server.ConnUnused(started.LocalAddr().String()) })
 	if _, err := io.WriteString(started, "GET /healthz HTTP/1.1\r\nHost: api.test\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the server has read the first bytes
+	storetest.WaitFor(t, 5*time.Second, "the server to read the request's first bytes", func() bool { return !e.server.ConnUnused(started.LocalAddr().String()) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -72,25 +72,20 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 // accepted waits until n deliveries were accepted and returns every request received.
 func (r *receiver) accepted(n int, within time.Duration) []received {
 	r.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var got []received
+	storetest.WaitFor(r.t, within, fmt.Sprintf("%d deliveries accepted", n), func() bool {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		ok := 0
 		for _, g := range r.got {
 			if g.status == http.StatusOK {
 				ok++
 			}
 		}
-		got := append([]received(nil), r.got...)
-		r.mu.Unlock()
-		if ok >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%d of %d deliveries accepted within %s (%d requests)", ok, n, within, len(got))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		got = append([]received(nil), r.got...)
+		return ok >= n
+	})
+	return got
 }
 
 // An endpoint receives the events of its types committed after it was registered, signed;
@@ -137,13 +132,12 @@ func TestWebhookDeliveries(t *testing.T) {
 	// The attempt is recorded once the receiver has answered: it may come a moment after.
 	var attempts response
 	var list []any
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	storetest.WaitFor(t, 10*time.Second, "both attempts recorded", func() bool {
 		attempts = e.do(request{method: "GET", path: "/webhooks/{webhookId}/deliveries", params: map[string]string{"webhookId": id}, key: key})
 		expect(t, attempts, http.StatusOK, "")
-		if list = attempts.dataList(); len(list) >= 2 || time.Now().After(deadline) {
-			break
-		}
-	}
+		list = attempts.dataList()
+		return len(list) >= 2
+	})
 	if len(list) != 2 {
 		t.Fatalf("attempts %s", attempts.raw)
 	}
@@ -192,7 +186,9 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 	expect(t, e.do(request{method: "DELETE", path: "/webhooks/{webhookId}", params: map[string]string{"webhookId": id}, key: key}), http.StatusOK, "")
 	createWork(t, e, key, "after the delete")
-	time.Sleep(3 * time.Second) // longer than an idle endpoint's wait
+	// The endpoint's workflow reads that it was deleted and completes; whatever it delivered
+	// before, the receiver has answered by then, and it delivers nothing after.
+	waitWorkflowCompleted(t, workflows.WebhookDeliveryID(tenant.Principal.WorkspaceID, id), 30*time.Second)
 	rcv.mu.Lock()
 	n := len(rcv.got)
 	rcv.mu.Unlock()
@@ -208,21 +204,19 @@ func TestWebhookDeliveries(t *testing.T) {
 func awaitFirstRead(t *testing.T, id string, within time.Duration) {
 	t.Helper()
 	tc := temporalClient(t)
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+	storetest.WaitFor(t, within, "workflow "+id+" to read", func() bool {
 		it := tc.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
-				break // not started yet
+				return false // not started yet
 			}
 			if ev.EventType == enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workflow %s did not read within %s", id, within)
-		}
-	}
+		return false
+	})
 }
 
 func TestWebhookRefusals(t *testing.T) {

@@ -3,11 +3,13 @@ package passwords_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/store/storetest"
 )
 
 // holder takes a slot of g for client in a goroutine and reports when it has it; the slot
@@ -44,19 +46,29 @@ func (h *holder) waitGot(t *testing.T, what string) {
 	}
 }
 
-func (h *holder) notYet(t *testing.T, what string) {
+// notYet fails if h was given a slot (or refused). Call it after a hand-on that h must not
+// have had (another holder's waitGot): the gate hands slots on under its lock, so waiting
+// hashes are then exactly those still waiting, and h is to be among them.
+func (h *holder) notYet(t *testing.T, g *passwords.Gate, waiting int, what string) {
 	t.Helper()
+	if n := g.Waiting(); n != waiting {
+		t.Fatalf("%s: %d hashes wait, want %d", what, n, waiting)
+	}
 	select {
 	case <-h.got:
 		t.Fatalf("%s: given a slot out of turn", what)
 	case err := <-h.err:
 		t.Fatalf("%s: refused: %v", what, err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 
-// settle lets the goroutines started so far reach the gate, in order.
-func settle() { time.Sleep(20 * time.Millisecond) }
+// settle waits until n hashes wait at the gate: the holders started so far have reached
+// it, in order.
+func settle(t *testing.T, g *passwords.Gate, n int) {
+	t.Helper()
+	storetest.WaitFor(t, 5*time.Second, fmt.Sprintf("%d hashes waiting at the gate", n), func() bool { return g.Waiting() == n })
+}
 
 // Turns go round the clients with waiters: a client that queued first and most is served
 // one at a time, alternating with a client that came later.
@@ -66,18 +78,18 @@ func TestGateTakesTurnsAmongClients(t *testing.T) {
 	first := hold(ctx, g, "flood")
 	first.waitGot(t, "the first hash")
 	var flood []*holder
-	for range 3 {
+	for i := range 3 {
 		flood = append(flood, hold(ctx, g, "flood"))
-		settle()
+		settle(t, g, i+1)
 	}
 	other := hold(ctx, g, "other")
-	settle()
+	settle(t, g, 4)
 	close(first.release)
 	flood[0].waitGot(t, "the flood's oldest waiter") // the flood queued first
-	other.notYet(t, "the other client while the flood's hash runs")
+	other.notYet(t, g, 3, "the other client while the flood's hash runs")
 	close(flood[0].release)
 	other.waitGot(t, "the other client, next in turn") // not behind the flood's other two
-	flood[1].notYet(t, "the flood's second waiter")
+	flood[1].notYet(t, g, 2, "the flood's second waiter")
 	close(other.release)
 	flood[1].waitGot(t, "the flood's second waiter")
 	close(flood[1].release)
@@ -93,7 +105,7 @@ func TestGateRefusesPastItsBounds(t *testing.T) {
 	a1 := hold(ctx, g, "a")
 	a1.waitGot(t, "a's first")
 	a2 := hold(ctx, g, "a")
-	settle()
+	settle(t, g, 1)
 	start := time.Now()
 	if _, err := g.Acquire(ctx, "a"); !errors.Is(err, passwords.ErrBusy) {
 		t.Fatalf("a's third: %v, want ErrBusy", err)
@@ -103,7 +115,7 @@ func TestGateRefusesPastItsBounds(t *testing.T) {
 	}
 	b := hold(ctx, g, "b")
 	c := hold(ctx, g, "c")
-	settle() // waiting: a2, b, c: the gate is full
+	settle(t, g, 3) // waiting: a2, b, c: the gate is full
 	if _, err := g.Acquire(ctx, "d"); !errors.Is(err, passwords.ErrBusy) {
 		t.Fatalf("a fourth waiter: %v, want ErrBusy", err)
 	}
@@ -127,7 +139,7 @@ func TestGateWaitEndsWithItsContext(t *testing.T) {
 		t.Fatalf("a wait past its deadline: %v", err)
 	}
 	next := hold(context.Background(), g, "c")
-	settle()
+	settle(t, g, 1) // b, whose context ended, no longer waits
 	close(first.release)
 	next.waitGot(t, "the waiter after the one that gave up")
 	close(next.release)
@@ -151,7 +163,7 @@ func TestGateNeverRunsMoreThanItsSlots(t *testing.T) {
 			running++
 			most = max(most, running)
 			mu.Unlock()
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the hash's work: held on purpose, so that holders overlap
 			mu.Lock()
 			running--
 			done++

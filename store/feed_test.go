@@ -19,13 +19,7 @@ func startFeed(t *testing.T, db *store.DB) *store.LedgerFeed {
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.Listening() {
-		if time.Now().After(deadline) {
-			t.Fatal("the feed does not listen")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	storetest.WaitFor(t, 10*time.Second, "the feed to listen", f.Listening)
 	return f
 }
 

@@ -19,8 +19,7 @@ import (
 func waitCached(t *testing.T, kc *store.KeyCache, prefix string, conn *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	storetest.WaitFor(t, 10*time.Second, "the key cache to serve from memory", func() bool {
 		before, _, err := kc.KeyByPrefix(ctx, prefix)
 		if err != nil {
 			t.Fatal(err)
@@ -32,14 +31,8 @@ func waitCached(t *testing.T, kc *store.KeyCache, prefix string, conn *pgx.Conn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if after.Name == before.Name {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the key cache never served from memory")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return after.Name == before.Name
+	})
 }
 
 // cachedKey starts a key cache and returns it with a key it serves from memory.
@@ -63,20 +56,13 @@ func TestKeyCacheDropsRevokedKeysAtOnce(t *testing.T) {
 	if _, err := db.RevokeKey(ctx, prefix); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	storetest.WaitFor(t, 5*time.Second, "the cache to drop the revoked key", func() bool {
 		k, _, err := kc.KeyByPrefix(ctx, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.RevokedAt != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("revoked key still served from the cache")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return k.RevokedAt != nil
+	})
 }
 
 func TestKeyCacheEntriesExpire(t *testing.T) {
@@ -87,23 +73,13 @@ func TestKeyCacheEntriesExpire(t *testing.T) {
 	}
 	// A change that sends no notification is served from memory until the entry expires,
 	// then read again.
-	changed := time.Now()
-	for {
+	storetest.WaitFor(t, 5*time.Second, "the entry to expire (TTL 200ms)", func() bool {
 		k, _, err := kc.KeyByPrefix(ctx, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k.Name == "renamed" {
-			if since := time.Since(changed); since > 5*time.Second {
-				t.Fatalf("the entry expired after %s, TTL 200ms", since)
-			}
-			return
-		}
-		if time.Since(changed) > 5*time.Second {
-			t.Fatal("the entry never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return k.Name == "renamed"
+	})
 }
 
 // renamePrefix changes a key's prefix behind the cache's back (no notification).
@@ -121,26 +97,24 @@ func renamePrefix(t *testing.T, conn *pgx.Conn, from, to string) {
 func waitUnknownCached(t *testing.T, kc *store.KeyCache, conn *pgx.Conn, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, unknown := accountable.NewAPIKey()
+	var unknown string
+	storetest.WaitFor(t, 10*time.Second, "the key cache to remember an unknown prefix", func() bool {
+		_, unknown = accountable.NewAPIKey()
 		if _, _, err := kc.KeyByPrefix(ctx, unknown); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 			t.Fatalf("unknown prefix: %v", err)
 		}
 		renamePrefix(t, conn, prefix, unknown)
 		_, _, err := kc.KeyByPrefix(ctx, unknown)
 		if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-			return unknown
+			return true
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		renamePrefix(t, conn, unknown, prefix)
-		if time.Now().After(deadline) {
-			t.Fatal("the key cache never remembered an unknown prefix")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return unknown
 }
 
 // A prefix no key has is answered from memory (no query), and a key that appears under it
@@ -155,17 +129,16 @@ func TestKeyCacheRemembersUnknownPrefixesUntilAKeyIsAnnounced(t *testing.T) {
 	if _, err := conn.Exec(ctx, `SELECT pg_notify('accountable_api_keys', $1)`, unknown); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	storetest.WaitFor(t, 10*time.Second, "the announced key to be known", func() bool {
 		k, _, err := kc.KeyByPrefix(ctx, unknown)
 		if err == nil && k.Prefix == unknown {
-			break
+			return true
 		}
-		if accountable.ErrorCode(err) != accountable.ECodeNotFound || time.Now().After(deadline) {
-			t.Fatalf("the announced key is still unknown: %v", err)
+		if accountable.ErrorCode(err) != accountable.ECodeNotFound {
+			t.Fatalf("the announced key: %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func TestKeyCacheForgetsUnknownPrefixesAfterTheirTTL(t *testing.T) {
@@ -173,15 +146,13 @@ func TestKeyCacheForgetsUnknownPrefixesAfterTheirTTL(t *testing.T) {
 	_, kc, conn, prefix := cachedKey(t, time.Hour)
 	kc.UnknownTTL = 300 * time.Millisecond
 	unknown := waitUnknownCached(t, kc, conn, prefix)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, _, err := kc.KeyByPrefix(ctx, unknown); err == nil {
-			break
-		} else if accountable.ErrorCode(err) != accountable.ECodeNotFound || time.Now().After(deadline) {
-			t.Fatalf("still unknown after its TTL: %v", err)
+	storetest.WaitFor(t, 10*time.Second, "the unknown prefix to be forgotten after its TTL", func() bool {
+		_, _, err := kc.KeyByPrefix(ctx, unknown)
+		if err != nil && accountable.ErrorCode(err) != accountable.ECodeNotFound {
+			t.Fatalf("after its TTL: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // Creating a key announces its prefix, so caches that remember it as unknown accept it at

@@ -22,14 +22,14 @@ import (
 // allEvents reads the workspace's whole stream from the zero position through the store.
 // The stream serves only events older than the oldest transaction still running anywhere
 // on the server (another test package's, too), so committed events may be held back for a
-// moment: it reads until it has at least want of them, for at most 20 s.
+// moment: it reads until it has at least want of them, failing the test after 20 s.
 // It returns the events and the position after the last one.
 func allEvents(t *testing.T, db *store.DB, workspaceID string, want int) ([]accountable.Event, accountable.StreamPosition) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var out []accountable.Event
-		var pos accountable.StreamPosition
+	var out []accountable.Event
+	var pos accountable.StreamPosition
+	storetest.WaitFor(t, 20*time.Second, fmt.Sprintf("the stream to serve %d events", want), func() bool {
+		out, pos = nil, accountable.StreamPosition{}
 		for {
 			page, err := db.StreamEvents(context.Background(), workspaceID, accountable.EventFilter{After: pos, Limit: 1000})
 			if err != nil {
@@ -41,11 +41,9 @@ func allEvents(t *testing.T, db *store.DB, workspaceID string, want int) ([]acco
 				break
 			}
 		}
-		if len(out) >= want || time.Now().After(deadline) {
-			return out, pos
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(out) >= want
+	})
+	return out, pos
 }
 
 // countFromZero counts the events the stream serves from the zero position now.
@@ -162,6 +160,9 @@ func streamNeverSkipsOrRepeats(t *testing.T, db *store.DB) {
 					r.err = fmt.Errorf("reader gave up with %d of %d events", seen, want)
 					break
 				}
+				// The pace of a reader caught up with the writers, on its own goroutine while
+				// they run (not a wait of the test's; the test needs its every page): it reads
+				// again a millisecond later.
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -387,18 +388,15 @@ func TestStreamHoldsBackEventsBehindAnInFlightTransaction(t *testing.T) {
 	// Now both are served from the old cursor, in transaction order: the late one first.
 	var got []accountable.Event
 	pos := end
-	deadline := time.Now().Add(20 * time.Second)
-	for len(got) < 2 && time.Now().Before(deadline) {
+	storetest.WaitFor(t, 20*time.Second, "both events served from the old cursor", func() bool {
 		page, err := db.StreamEvents(ctx, p.WorkspaceID, accountable.EventFilter{After: pos, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, page.Events...)
 		pos = page.Next
-		if len(page.Events) == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+		return len(got) >= 2
+	})
 	if len(got) != 2 || got[0].ID != late.ID || got[1].AggregateID != early.ID || got[1].EventType != accountable.EventWorkCreated {
 		var ids []string
 		for _, e := range got {

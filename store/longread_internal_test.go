@@ -49,12 +49,15 @@ func waitStart(t *testing.T, g *gatedRun) int32 {
 	}
 }
 
+// noStart fails if a run of g has started. Call it once the scheduler's state shows the
+// read waiting (queued, joinedBy): a read still in the queue has not been admitted, so
+// its run cannot start later on its own; no waiting is needed, nor would prove more.
 func noStart(t *testing.T, g *gatedRun) {
 	t.Helper()
 	select {
 	case n := <-g.started:
 		t.Fatalf("run %d started", n)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 
@@ -84,7 +87,9 @@ func answer(t *testing.T, ch chan verifyAnswer) verifyAnswer {
 	}
 }
 
-// queued waits until the scheduler holds n waiting reads.
+// queued waits until the scheduler holds n waiting reads. (It and joinedBy poll as
+// storetest.WaitFor does, which this internal test of package store cannot import:
+// storetest imports store.)
 func queued(t *testing.T, g *longReads, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -191,6 +196,7 @@ func TestLongReadsOnePerWorkspaceAndAtMostMaxRunning(t *testing.T) {
 	// b ends: c (not a's second read, whose workspace is still busy) gets the connection.
 	releaseB()
 	releaseC := <-cDone
+	queued(t, g, 1) // a's second read still waits
 	noStart(t, ra)
 	// a's first ends: its second read runs.
 	releaseA()
@@ -313,14 +319,14 @@ func TestLongReadsUnderConcurrentUse(t *testing.T) {
 					return // refused: counted below by what is left
 				}
 				enter(ws)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // the read's work: held on purpose, so that reads overlap
 				exit(ws)
 				release()
 				return
 			}
 			g.shared(context.Background(), ws, "", func(context.Context) (accountable.LedgerVerification, error) { //nolint:errcheck // the run is cancelled; its result is not the point
 				enter(ws)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // the read's work: held on purpose, so that reads overlap
 				exit(ws)
 				return accountable.LedgerVerification{}, nil
 			})

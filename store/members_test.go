@@ -93,18 +93,6 @@ func TestMembershipDecidesWhereAKeyActs(t *testing.T) {
 	}
 }
 
-// eventually polls cond for up to 5 s (a notification's way to the cache's listener).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A key served from memory follows its user's memberships at once, however long keys and
 // unknown prefixes are kept: joining a workspace, leaving it, leaving the key's own
 // workspace (not found) and coming back.
@@ -129,15 +117,15 @@ func TestKeyCacheFollowsMembershipChangesAtOnce(t *testing.T) {
 		t.Fatal("the key acts in a workspace its user is not a member of")
 	}
 	addMember(t, db, email, other)
-	eventually(t, "the cache never saw the user join", func() bool { return actsIn(other) })
+	storetest.WaitFor(t, 5*time.Second, "the cache to see the user join", func() bool { return actsIn(other) })
 	if _, err := db.RemoveMember(ctx, other, email); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cache never saw the user leave", func() bool { return !actsIn(other) })
+	storetest.WaitFor(t, 5*time.Second, "the cache to see the user leave", func() bool { return !actsIn(other) })
 	if _, err := db.RemoveMember(ctx, home, email); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the cache still serves the key of a user who left its workspace", func() bool {
+	storetest.WaitFor(t, 5*time.Second, "the cache to stop serving the key of a user who left its workspace", func() bool {
 		_, _, err := kc.KeyByPrefix(ctx, prefix)
 		return accountable.ErrorCode(err) == accountable.ECodeNotFound
 	})
@@ -145,7 +133,7 @@ func TestKeyCacheFollowsMembershipChangesAtOnce(t *testing.T) {
 		t.Fatal("the key of a removed member is not remembered as unknown (each request would cost a query)")
 	}
 	addMember(t, db, email, home)
-	eventually(t, "the cache never saw the user come back", func() bool {
+	storetest.WaitFor(t, 5*time.Second, "the cache to see the user come back", func() bool {
 		_, _, err := kc.KeyByPrefix(ctx, prefix)
 		return err == nil
 	})

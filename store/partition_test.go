@@ -508,13 +508,10 @@ func measurePartitioned(t *testing.T, db *store.DB, owner *pgx.Conn, p accountab
 		}
 		return pg, took
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if pg, _ := page(newest); len(pg.Events) == pageSize {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the newest page has %d events after 30 s, want %d (held: %v)", len(pg.Events), pageSize, pg.Held)
-		}
-	}
+	storetest.WaitFor(t, 30*time.Second, fmt.Sprintf("the newest page to serve %d events", pageSize), func() bool {
+		pg, _ := page(newest)
+		return len(pg.Events) == pageSize
+	})
 	firsts := make([]time.Duration, measuredPages)
 	newests := make([]time.Duration, measuredPages)
 	for i := range measuredPages {
@@ -689,6 +686,9 @@ func checkPartitionPruning(t *testing.T, owner *pgx.Conn, serviceURL string, p a
 	settled := func() map[string][2]int64 { // figures that stood still for 1.2 s
 		prev := stats()
 		for deadline := time.Now().Add(30 * time.Second); ; {
+			// Kept on purpose: PostgreSQL's cumulative statistics have no event saying every
+			// backend has flushed (each does at most once a second, an idle one later), so
+			// figures unchanged for longer than that interval are the only sign they settled.
 			time.Sleep(1200 * time.Millisecond)
 			now := stats()
 			if fmt.Sprint(now) == fmt.Sprint(prev) || time.Now().After(deadline) {
@@ -714,11 +714,10 @@ func checkPartitionPruning(t *testing.T, owner *pgx.Conn, serviceURL string, p a
 		t.Fatalf("VerifyLedger: %+v %v", v, err)
 	}
 	own.Close()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if d := stats()[part]; d[0]-base[part][0] >= 11 && d[1]-base[part][1] >= 10 {
-			break
-		}
-	}
+	storetest.WaitFor(t, 30*time.Second, "the closed store's backends to report their scans and rows", func() bool {
+		d := stats()[part]
+		return d[0]-base[part][0] >= 11 && d[1]-base[part][1] >= 10
+	})
 	now := settled()
 	t.Logf("the store's 10 appends, 10 stream pages and 1 verification: %d scans of and %d rows into %s, nothing in the other %d partitions",
 		now[part][0]-base[part][0], now[part][1]-base[part][1], part, len(parts)-1)

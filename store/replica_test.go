@@ -200,19 +200,12 @@ func TestLedgerReadsFromAStreamingReplica(t *testing.T) {
 			t.Fatalf("reads %v: want 5 on the primary, the replica failed", n)
 		}
 		s.standby.Start()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		storetest.WaitFor(t, 30*time.Second, "the replica to serve a read after it was started again", func() bool {
 			if got := newestTask(); got != res.Task.ID {
 				t.Fatalf("the stream ends at task %q, want %q", got, res.Task.ID)
 			}
-			if reads.take()[onReplica] == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the replica serves no read 30 s after it was started again")
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return reads.take()[onReplica] == 1
+		})
 	})
 
 	t.Run("the stream never skips or repeats on the replica", func(t *testing.T) {

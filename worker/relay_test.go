@@ -71,14 +71,14 @@ func TestRelayKeepsPermanentRefusalsAsDeadLetters(t *testing.T) {
 	relay := worker.NewRelay(db, s, "relay-test", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	relay.Start()
 	defer relay.Stop()
-	waitFor(t, "the refused message to be a dead letter", func() bool {
+	storetest.WaitFor(t, 20*time.Second, "the refused message to be a dead letter", func() bool {
 		n, err := db.DeadWorkflowMessages(ctx)
 		return err == nil && n == 1
 	})
 	// A later message is delivered by a later pass; the dead letter is not tried again.
 	later := send()
 	relay.Nudge()
-	waitFor(t, "the later message to be delivered", func() bool { return s.count(later) == 1 })
+	storetest.WaitFor(t, 20*time.Second, "the later message to be delivered", func() bool { return s.count(later) == 1 })
 	if n := s.count(refused); n != 1 {
 		t.Fatalf("the dead letter was tried %d times", n)
 	}
@@ -86,21 +86,10 @@ func TestRelayKeepsPermanentRefusalsAsDeadLetters(t *testing.T) {
 		t.Fatal("the message Temporal could not take now was never tried")
 	}
 	// The delivered message is removed after its pass; the unavailable one stays.
-	waitFor(t, "only the unavailable message to be pending", func() bool {
+	storetest.WaitFor(t, 20*time.Second, "only the unavailable message to be pending", func() bool {
 		n, err := db.PendingWorkflowMessages(ctx)
 		return err == nil && n == 1
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Relays recovering from an outage release the messages waiting out a backoff, never one

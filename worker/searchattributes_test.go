@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/accountablework/accountable/store/storetest"
 	"github.com/accountablework/accountable/worker"
 	"github.com/accountablework/accountable/workflows"
 )
@@ -53,16 +54,17 @@ func TestEnsureSearchAttributesRegistersWhatIsMissing(t *testing.T) {
 		t.Fatalf("a new namespace already has %s", workflows.WorkspaceIDAttribute)
 	}
 	// A new namespace reaches every service of the server within a few seconds.
-	for {
-		err := worker.EnsureSearchAttributes(ctx, c, ns)
-		if err == nil {
-			break
+	deadline, _ := ctx.Deadline()
+	var lastErr error
+	t.Cleanup(func() {
+		if t.Failed() && lastErr != nil {
+			t.Logf("the last registration failed: %v", lastErr)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("register the search attributes: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	})
+	storetest.WaitFor(t, time.Until(deadline), "the search attributes to be registered in the new namespace", func() bool {
+		lastErr = worker.EnsureSearchAttributes(ctx, c, ns)
+		return lastErr == nil
+	})
 	if !list()[workflows.WorkspaceIDAttribute] {
 		t.Fatalf("%s is not registered in %s", workflows.WorkspaceIDAttribute, ns)
 	}

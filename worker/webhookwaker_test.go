@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/accountablework/accountable/store/storetest"
 	"github.com/accountablework/accountable/worker"
 	"github.com/accountablework/accountable/workflows"
 )
@@ -100,19 +101,10 @@ type fakeEndpoints map[string][]string
 
 func (e fakeEndpoints) ActiveWebhooks(context.Context) (map[string][]string, error) { return e, nil }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+// none fails if a signal was sent. Call it after a proof that whatever could have sent one
+// has run (a later signal, a watcher that has stopped, nothing parked), not after a sleep.
+func none(t *testing.T, s *fakeSignals, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-	}
-}
-
-// quiet waits a little and fails if a signal was sent meanwhile.
-func quiet(t *testing.T, s *fakeSignals, what string) {
-	t.Helper()
-	time.Sleep(50 * time.Millisecond)
 	if got := s.take(); len(got) != 0 {
 		t.Fatalf("%s: signalled %v", what, got)
 	}
@@ -132,21 +124,23 @@ func TestWebhookWakerSignalsParkedEndpointsOnce(t *testing.T) {
 	w.Park("A", "2")
 	w.Park("A", "2") // a second read before a commit: still one signal
 	w.Park("B", "1")
-	quiet(t, signals, "before any commit")
-	feed.commit("A")
-	eventually(t, "A's endpoints woken", func() bool { return w.Signals() == 2 })
-	if got := signals.take(); !slices.Equal(got, []string{a1, a2}) {
-		t.Fatalf("signals %v", got)
-	}
-	feed.commit("A")
-	quiet(t, signals, "a second commit before the endpoints read again")
-	eventually(t, "A unwatched", func() bool { return feed.subscribers("A") == 0 })
-
+	// B's commit wakes B's endpoint alone: its signal is the proof that the waker has
+	// processed a commit, and A's endpoints, parked before it, got nothing.
 	feed.commit("B")
-	eventually(t, "B's endpoint woken", func() bool { return w.Signals() == 3 })
+	storetest.WaitFor(t, 5*time.Second, "B's endpoint woken", func() bool { return w.Signals() == 1 })
 	if got := signals.take(); !slices.Equal(got, []string{b1}) {
 		t.Fatalf("signals %v", got)
 	}
+	feed.commit("A")
+	storetest.WaitFor(t, 5*time.Second, "A's endpoints woken", func() bool { return w.Signals() == 3 })
+	if got := signals.take(); !slices.Equal(got, []string{a1, a2}) {
+		t.Fatalf("signals %v", got)
+	}
+	// A second commit before the endpoints read again: A's watcher finds nothing parked and
+	// stops watching (after it would have signalled), and signals nothing.
+	feed.commit("A")
+	storetest.WaitFor(t, 5*time.Second, "A unwatched", func() bool { return feed.subscribers("A") == 0 })
+	none(t, signals, "a second commit before the endpoints read again")
 
 	// Temporal refuses the signal: the endpoint stays parked, and the next commit retries.
 	signals.mu.Lock()
@@ -155,12 +149,12 @@ func TestWebhookWakerSignalsParkedEndpointsOnce(t *testing.T) {
 	w.Park("A", "1")
 	w.Park("A", "2")
 	feed.commit("A")
-	eventually(t, "the failed signal parked again", func() bool { return w.Parked() == 1 })
+	storetest.WaitFor(t, 5*time.Second, "the failed signal parked again", func() bool { return w.Parked() == 1 })
 	signals.mu.Lock()
 	signals.failing[a1] = false
 	signals.mu.Unlock()
 	feed.commit("A")
-	eventually(t, "the failed signal retried", func() bool { return w.Signals() == 4 })
+	storetest.WaitFor(t, 5*time.Second, "the failed signal retried", func() bool { return w.Signals() == 4 })
 	if got := signals.take(); !slices.Equal(got, []string{a1}) || w.Parked() != 0 {
 		t.Fatalf("signals %v, %d parked", got, w.Parked())
 	}
@@ -173,7 +167,7 @@ func TestWebhookWakerStartAndStop(t *testing.T) {
 	feed, signals := &fakeFeed{}, &fakeSignals{}
 	w := worker.NewWebhookWaker(feed, signals, fakeEndpoints{"A": {"1", "2"}, "B": {"3"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	w.Start()
-	eventually(t, "every endpoint woken", func() bool { return w.Signals() == 3 })
+	storetest.WaitFor(t, 5*time.Second, "every endpoint woken", func() bool { return w.Signals() == 3 })
 	want := []string{workflows.WebhookDeliveryID("A", "1"), workflows.WebhookDeliveryID("A", "2"), workflows.WebhookDeliveryID("B", "3")}
 	slices.Sort(want)
 	if got := signals.take(); !slices.Equal(got, want) {
@@ -188,9 +182,14 @@ func TestWebhookWakerStartAndStop(t *testing.T) {
 	if feed.subscribers("A") != 0 || feed.subscribers("B") != 0 {
 		t.Fatal("still watching after Stop")
 	}
+	// Stop has waited for its goroutines; a Park after it watches nothing, so no commit can
+	// reach it.
 	w.Park("A", "2")
+	if feed.subscribers("A") != 0 || w.Parked() != 0 {
+		t.Fatalf("parked after Stop: %d watching, %d parked", feed.subscribers("A"), w.Parked())
+	}
 	feed.commit("A")
-	quiet(t, signals, "parked after Stop")
+	none(t, signals, "parked after Stop")
 }
 
 // A wake signal that fails (Temporal slow or down) is retried with a backoff, without
@@ -205,9 +204,11 @@ func TestWebhookWakerRetriesFailedSignals(t *testing.T) {
 	w.Park("A", "1")
 	started := time.Now()
 	feed.commit("A")
-	eventually(t, "the failed wake retried", func() bool { return w.Signals() == 1 })
+	storetest.WaitFor(t, 5*time.Second, "the failed wake retried", func() bool { return w.Signals() == 1 })
 	if got, took := signals.take(), time.Since(started); !slices.Equal(got, []string{a1}) || took < 3*time.Second || w.Parked() != 0 {
 		t.Fatalf("signals %v after %s (want after the 1 s and 2 s backoffs), %d parked", got, took, w.Parked())
 	}
-	quiet(t, signals, "after the retried wake")
+	// Nothing is parked any more, and a retry signals only an endpoint still parked: no
+	// second signal can follow.
+	none(t, signals, "after the retried wake")
 }

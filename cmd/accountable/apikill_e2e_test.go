@@ -82,7 +82,7 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 	// transactions have ended: a backend that had a whole command (up to its COMMIT or its
 	// pipeline's Sync) commits it after its client died; one that had not rolls back when it
 	// reads the end of the connection.
-	waitFor(t, 30*time.Second, "the killed process's transactions to end", func() bool { return openTransactions(t, conn) == 0 })
+	storetest.WaitFor(t, 30*time.Second, "the killed process's transactions to end", func() bool { return openTransactions(t, conn) == 0 })
 	before := loadKillState(t, conn, tenant.Principal.WorkspaceID)
 	for _, problem := range before.consistency() {
 		t.Errorf("after the kill: %s", problem)
@@ -220,7 +220,7 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 		}
 	}
 	var streamed map[string]bool
-	waitFor(t, 20*time.Second, "the stream serves every task event", func() bool {
+	storetest.WaitFor(t, 20*time.Second, "the stream serves every task event", func() bool {
 		streamed = streamIDs(t, c, "aggregate_type=task")
 		return len(streamed) >= len(taskEvents)
 	})
@@ -269,25 +269,21 @@ func startServeProcess(t *testing.T, bin, queue string) *serveProcess {
 	addr := freeAddr(t)
 	p := &serveProcess{process: startProcess(t, bin, "serve", "DATABASE_URL="+storetest.URL(t), "MIGRATION_DATABASE_URL="+storetest.OwnerURL(t),
 		"TEMPORAL_TASK_QUEUE="+queue, "HTTP_ADDR="+addr, "SITE_URL=http://"+addr, "LOG_LEVEL=info"), base: "http://" + addr}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	storetest.WaitFor(t, 60*time.Second, "accountable serve on "+addr+" to answer 200 from /healthz", func() bool {
 		select {
 		case <-p.exited:
 			t.Fatalf("accountable serve ended before answering /healthz: %v", p.cmd.ProcessState)
 		default:
 		}
-		if res, err := http.Get(p.base + "/healthz"); err == nil {
-			io.Copy(io.Discard, res.Body) //nolint:errcheck // only the status matters
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return p
-			}
+		res, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("accountable serve on %s: no 200 from /healthz within 60s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		io.Copy(io.Discard, res.Body) //nolint:errcheck // only the status matters
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return p
 }
 
 type killStats struct {
@@ -356,7 +352,9 @@ func runKillCycle(t *testing.T, p *serveProcess, hc *http.Client, apiKey string,
 			}
 		}()
 	}
-	// Kill once the clients are well under way, while requests are in flight.
+	// Kill once the clients are well under way, while requests are in flight. These polls
+	// choose the moment of the kill, and the kill comes at their bounds whatever happened:
+	// they assert nothing, so they are not storetest.WaitFor.
 	for started.Load() < killAfter && time.Since(start) < killLoadMax {
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -424,7 +422,7 @@ func resend(t *testing.T, hc *http.Client, base, apiKey string, r *killRequest) 
 		if status != http.StatusConflict || e == nil || e["code"] != accountable.ECodeIdempotencyInProgress || time.Now().After(deadline) {
 			return status, body
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a client's pause before it retries, as it is told to; the answer is the test's
 	}
 }
 

@@ -49,11 +49,11 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 		return n, kinds
 	}
 	load := startBackgroundLoad(t, cfg.SiteURL, db)
-	waitFor(t, 20*time.Second, "the run's workflow to start", func() bool { n, _ := outbox(); return n == 0 })
+	storetest.WaitFor(t, 20*time.Second, "the run's workflow to start", func() bool { n, _ := outbox(); return n == 0 })
 	first.kill()
 	startWorkerProcess(t, bin, queue)
 	var result map[string]any
-	waitFor(t, 90*time.Second, "the run to finish on the second worker", func() bool {
+	storetest.WaitFor(t, 90*time.Second, "the run to finish on the second worker", func() bool {
 		status, body := c.call("GET", "/discovery-runs/"+run, "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("read: %d %v", status, body)

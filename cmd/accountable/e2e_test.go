@@ -64,24 +64,11 @@ func requireTemporal(t *testing.T) string {
 	return addr
 }
 
-// waitFor polls cond until it holds or the deadline passes (the condition is the
-// synchronisation; the poll interval only bounds how late it is noticed).
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitVerification polls the verification until the workflow has recorded its result.
 func (c apiClient) waitVerification(id string, within time.Duration) map[string]any {
 	c.t.Helper()
 	var data map[string]any
-	waitFor(c.t, within, "verification "+id+" completed", func() bool {
+	storetest.WaitFor(c.t, within, "verification "+id+" completed", func() bool {
 		status, body := c.call("GET", "/events/verifications/"+id, "", nil)
 		if status != http.StatusOK {
 			c.t.Fatalf("GET verification: %d %v", status, body)
@@ -97,17 +84,15 @@ func (c apiClient) waitVerification(id string, within time.Duration) map[string]
 func workflowsOf(t *testing.T, c client.Client, workspaceID string, want int) int {
 	t.Helper()
 	n := -1
-	deadline := time.Now().Add(10 * time.Second)
-	for n != want && time.Now().Before(deadline) {
+	storetest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d workflows of workspace %s", want, workspaceID), func() bool {
 		res, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf("WorkspaceId = '%s'", workspaceID)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n = len(res.Executions); n != want {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+		n = len(res.Executions)
+		return n == want
+	})
 	return n
 }
 
@@ -146,7 +131,7 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 	// The result is itself a ledger event, chained to the request. The stream serves it once
 	// every transaction older than it has ended (its horizon), so wait for that.
 	var events []any
-	waitFor(t, 10*time.Second, "the stream serves the verification's events", func() bool {
+	storetest.WaitFor(t, 10*time.Second, "the stream serves the verification's events", func() bool {
 		status, body = c.call("GET", "/events/stream?aggregate_type=ledger_verification", "", nil)
 		events = body["data"].([]any)
 		return status != http.StatusOK || len(events) >= 2
@@ -183,7 +168,7 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		t.Fatalf("replay during outage: %d %v", status, body)
 	}
 	// The relay tried and failed, and keeps the message.
-	waitFor(t, 10*time.Second, "a failed delivery recorded", func() bool {
+	storetest.WaitFor(t, 10*time.Second, "a failed delivery recorded", func() bool {
 		var attempts int
 		err := conn.QueryRow(context.Background(), `SELECT COALESCE(max(attempts), 0) FROM outbox
 			WHERE workspace_id = $1 AND last_error IS NOT NULL`, tenant.Principal.WorkspaceID).Scan(&attempts)
@@ -207,7 +192,7 @@ func TestLedgerVerificationRunsThroughTemporal(t *testing.T) {
 		t.Fatalf("after outage: %v", done)
 	}
 	t.Logf("the workflow of the command committed during the outage finished %s after Temporal came back", time.Since(back).Round(time.Millisecond))
-	waitFor(t, 5*time.Second, "the outbox emptied", func() bool { return pending() == 0 })
+	storetest.WaitFor(t, 5*time.Second, "the outbox emptied", func() bool { return pending() == 0 })
 	if n := workflowsOf(t, tc, tenant.Principal.WorkspaceID, 2); n != 2 {
 		t.Fatalf("%d workflows for the workspace, want 2 (one per committed verification)", n)
 	}

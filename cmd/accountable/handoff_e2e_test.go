@@ -38,7 +38,7 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 	}
 	// The timer is started (by the relay) before the worker goes.
 	conn := storetest.Conn(t)
-	waitFor(t, 30*time.Second, "the handoff's timer to start", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the handoff's timer to start", func() bool {
 		var n int
 		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM outbox WHERE workspace_id = $1`,
 			tenant.Principal.WorkspaceID).Scan(&n); err != nil {
@@ -48,17 +48,19 @@ func TestHandoffSLASurvivesAStoppedWorker(t *testing.T) {
 	})
 	load := startBackgroundLoad(t, cfg.SiteURL, db)
 	w.kill()
+	// The passage of time is the subject: the handoff comes due (and 2 s more) with no worker
+	// running, so nothing can escalate it until one starts.
 	time.Sleep(time.Until(due) + 2*time.Second)
 	if s := read(); s != "proposed" {
 		t.Fatalf("escalated with no worker running: %s", s)
 	}
 	startWorkerProcess(t, bin, queue)
-	waitFor(t, 60*time.Second, "the restarted worker to escalate the handoff", func() bool { return read() == "escalated" })
+	storetest.WaitFor(t, 60*time.Second, "the restarted worker to escalate the handoff", func() bool { return read() == "escalated" })
 	load.stopAndCheck()
 	// The stream shows a commit once every transaction older than it has ended (under the
 	// load of other tests, a moment after the handoff reads escalated).
 	var breaches []any
-	waitFor(t, 30*time.Second, "the breach in the event stream", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the breach in the event stream", func() bool {
 		status, body = c.call("GET", "/events/stream?event_type=handoff.sla_breached", "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("breaches: %d %v", status, body)

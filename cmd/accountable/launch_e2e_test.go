@@ -172,11 +172,11 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 	}
 	// Kill a worker as soon as the launch has begun (a reservation made), in the middle of it.
 	load := startBackgroundLoad(t, cfg.SiteURL, db)
-	waitFor(t, 60*time.Second, "the launch to begin", func() bool { return read()["cost"].(map[string]any)["reserved_cents"].(float64) > 0 })
+	storetest.WaitFor(t, 60*time.Second, "the launch to begin", func() bool { return read()["cost"].(map[string]any)["reserved_cents"].(float64) > 0 })
 	first.kill()
 
 	var l map[string]any
-	waitFor(t, 90*time.Second, "three runs", func() bool { l = read(); return len(l["runs"].([]any)) == 3 })
+	storetest.WaitFor(t, 90*time.Second, "three runs", func() bool { l = read(); return len(l["runs"].([]any)) == 3 })
 	costs := []float64{350, 250, 150} // within the estimates of 400, 300 and 200
 	for i, run := range l["runs"].([]any) {
 		id := run.(map[string]any)["id"].(string)
@@ -189,7 +189,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 			t.Fatalf("finalize replay: %d", status)
 		}
 	}
-	waitFor(t, 90*time.Second, "the launch to settle", func() bool { l = read(); return l["state"] == "completed" })
+	storetest.WaitFor(t, 90*time.Second, "the launch to settle", func() bool { l = read(); return l["state"] == "completed" })
 	load.stopAndCheck()
 	cost := l["cost"].(map[string]any)
 	if cost["reserved_cents"] != 900.0 || cost["settled_cents"] != 750.0 || cost["server_estimate_cents"] != 900.0 {
@@ -202,7 +202,7 @@ func TestLaunchSurvivesAKilledWorker(t *testing.T) {
 	}
 	// Each job changed exactly three times (reserved, running, settled), once each.
 	changes := 0
-	waitFor(t, 20*time.Second, "the stream serves the launch's events", func() bool {
+	storetest.WaitFor(t, 20*time.Second, "the stream serves the launch's events", func() bool {
 		status, body := c.call("GET", "/events/stream?limit=1000&aggregate_type=launch", "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("stream: %d %v", status, body)

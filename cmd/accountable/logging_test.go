@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/accountablework/accountable/store/storetest"
 )
 
 type syncBuffer struct {
@@ -53,11 +55,5 @@ func TestLogLinesAreGatheredAndWarningsWrittenAtOnce(t *testing.T) {
 	buf2 := newLogBuffer(out2, 10*time.Millisecond)
 	defer buf2.Close()
 	slog.New(flushingHandler{slog.NewJSONHandler(buf2, nil), buf2}).Info("periodic")
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out2.String(), "periodic") {
-		if time.Now().After(deadline) {
-			t.Fatal("the periodic flush never wrote the line")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storetest.WaitFor(t, 5*time.Second, "the periodic flush to write the line", func() bool { return strings.Contains(out2.String(), "periodic") })
 }

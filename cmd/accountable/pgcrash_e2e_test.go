@@ -132,6 +132,9 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 		return res.StatusCode
 	}
 
+	// The schedule of the fault, on purpose: a second of load, the crash, 500 ms for the
+	// requests in flight to end (the analysis below counts answers from down+500ms as
+	// inside the outage), then PostgreSQL stays down 3 s in all.
 	time.Sleep(time.Second)
 	cluster.Crash()
 	down := time.Now()
@@ -150,13 +153,13 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 			wg.Wait()
 		}
 	})
-	waitFor(t, 30*time.Second, "the same process to serve writes again", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the same process to serve writes again", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(writes) > 0 && writes[len(writes)-1].status == http.StatusCreated && writes[len(writes)-1].at.After(upFrom)
 	})
 	recovered := time.Now()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // load after the recovery too, on purpose
 	close(stop)
 	wg.Wait()
 	if s := readyz(); s != http.StatusOK {

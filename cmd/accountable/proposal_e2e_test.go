@@ -100,7 +100,7 @@ func TestProposalSurvivesAKilledWorker(t *testing.T) {
 	// The stream shows an event once no older transaction can still commit before it; the
 	// killed worker's session may hold that horizon back a moment (seen once in a full run:
 	// an empty page right after the 201), so the one event is awaited, briefly.
-	waitFor(t, 10*time.Second, "the initiative_proposal.generated event in the stream", func() bool {
+	storetest.WaitFor(t, 10*time.Second, "the initiative_proposal.generated event in the stream", func() bool {
 		status, body = c.call("GET", "/events/stream?event_type=initiative_proposal.generated", "", nil)
 		return status == http.StatusOK && len(body["data"].([]any)) > 0
 	})

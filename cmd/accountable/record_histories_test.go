@@ -70,7 +70,7 @@ func TestRecordReplayHistories(t *testing.T) {
 	// handoff is fulfilled once the timer runs, so the history is the common case (a signal
 	// in a later workflow task), not the race of a signal that beats the first task.
 	onTime := handoff("on-time", time.Now().Add(time.Minute))
-	waitFor(t, 30*time.Second, "the on-time handoff's SLA timer started", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the on-time handoff's SLA timer started", func() bool {
 		return slices.ContainsFunc(historyOf(t, tc, workflows.HandoffSLAID(ws, onTime)), isEvent(enums.EVENT_TYPE_TIMER_STARTED))
 	})
 	act(onTime, "claim")
@@ -114,7 +114,7 @@ func recordHistory(t *testing.T, tc client.Client, id, name, wantResult string, 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	// The relay starts the workflow after the command's commit, a moment after the answer.
-	waitFor(t, 30*time.Second, id+" started", func() bool { return len(historyOf(t, tc, id)) > 0 })
+	storetest.WaitFor(t, 30*time.Second, id+" started", func() bool { return len(historyOf(t, tc, id)) > 0 })
 	var result json.RawMessage
 	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &result); err != nil {
 		t.Fatalf("%s: %v", id, err)

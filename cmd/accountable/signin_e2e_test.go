@@ -178,12 +178,12 @@ func TestSignInFloodIsBounded(t *testing.T) {
 					return
 				}
 				lat = append(lat, d)
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // an ordinary client's pace during the flood, not a synchronisation
 			}
 		}()
 		go func() {
 			defer others.Done()
-			time.Sleep(signInFloodFor / 2)
+			time.Sleep(signInFloodFor / 2) // on purpose: the user signs in halfway through the flood
 			start := time.Now()
 			userStatus, _ = postSignIn(user, p.base, tenant.Principal.UserEmail, password)
 			userTook = time.Since(start)

@@ -92,24 +92,16 @@ func (s *temporalDevServer) start() {
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	storetest.WaitFor(s.t, 90*time.Second, fmt.Sprintf("the Temporal dev server on %s to become healthy (log: %s)", s.addr, s.logPath), func() bool {
 		select {
 		case <-exited:
 			s.t.Fatalf("the Temporal dev server exited while starting (log: %s)", s.logPath)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := exec.CommandContext(ctx, s.bin, "operator", "cluster", "health", "--address", s.addr).Run()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the Temporal dev server on %s did not become healthy (log: %s)", s.addr, s.logPath)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		defer cancel()
+		return exec.CommandContext(ctx, s.bin, "operator", "cluster", "health", "--address", s.addr).Run() == nil
+	})
 }
 
 // kill stops the server with SIGKILL (a crash) and waits for it to be gone.
@@ -442,13 +434,13 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	// down ~6 s.
 	time.Sleep(2 * time.Second)
 	holdProposals.Store(true)
-	waitFor(t, 30*time.Second, "the proposal generations in flight to end before the crash", func() bool { return proposalsInFlight.Load() == 0 })
+	storetest.WaitFor(t, 30*time.Second, "the proposal generations in flight to end before the crash", func() bool { return proposalsInFlight.Load() == 0 })
 	time.Sleep(time.Until(t0.Add(3 * time.Second)))
 	ts.kill()
 	killAt := since()
 	close(outage)
 	holdProposals.Store(false)
-	waitFor(t, 15*time.Second, "/readyz to report Temporal unavailable", func() bool {
+	storetest.WaitFor(t, 15*time.Second, "/readyz to report Temporal unavailable", func() bool {
 		status, body, err := lc.do("GET", "/readyz", "", nil)
 		checks, _ := body["checks"].(map[string]any)
 		return err == nil && status == http.StatusServiceUnavailable && checks["temporal"] == "unavailable"
@@ -527,27 +519,31 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 		return n, kinds
 	}
 	var readyAt, drainedAt time.Duration
-	for deadline := time.Now().Add(60 * time.Second); readyAt == 0 || drainedAt == 0; time.Sleep(50 * time.Millisecond) {
+	var left int
+	var leftKinds string
+	t.Cleanup(func() {
+		if t.Failed() && (readyAt == 0 || drainedAt == 0) {
+			t.Logf("after Temporal came back: ready %v; %d of the messages that waited through the outage left: %s", readyAt > 0, left, leftKinds)
+		}
+	})
+	storetest.WaitFor(t, 60*time.Second, "/readyz and the messages that waited through the outage to recover", func() bool {
 		if readyAt == 0 {
 			if status, _, err := lc.do("GET", "/readyz", "", nil); err == nil && status == http.StatusOK {
 				readyAt = since()
 			}
 		}
 		if drainedAt == 0 {
-			if n, _ := pending(lastWaiting); n == 0 {
+			if left, leftKinds = pending(lastWaiting); left == 0 {
 				drainedAt = since()
 			}
 		}
-		if time.Now().After(deadline) {
-			n, kinds := pending(lastWaiting)
-			t.Fatalf("60 s after Temporal came back: ready %v; %d of the messages that waited through the outage left: %s", readyAt > 0, n, kinds)
-		}
-	}
+		return readyAt != 0 && drainedAt != 0
+	})
 	time.Sleep(3 * time.Second) // load after the recovery too
 	stopLoad()
 	loadEnd := since()
 	// Then the whole outbox drains (the messages of the commands made after the recovery too).
-	waitFor(t, 60*time.Second, "the outbox to drain", func() bool { n, _ := pending(1 << 62); return n == 0 })
+	storetest.WaitFor(t, 60*time.Second, "the outbox to drain", func() bool { n, _ := pending(1 << 62); return n == 0 })
 
 	// The answers, by kind and phase.
 	type tally struct{ before, outage, after map[string]int }
@@ -685,7 +681,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 			break
 		}
 		t.Logf("proposal after the recovery: 429 generation_in_progress, retrying after %vs", e["retryAfter"])
-		time.Sleep(time.Duration(e["retryAfter"].(float64)) * time.Second)
+		time.Sleep(time.Duration(e["retryAfter"].(float64)) * time.Second) // a client waiting out Retry-After, as it is told to
 	}
 	if status != http.StatusCreated {
 		t.Fatalf("proposal after the recovery: %d %v", status, body)
@@ -725,7 +721,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	for _, id := range launches {
 		var l map[string]any
-		waitFor(t, 60*time.Second, "launch "+id+" to dispatch its run", func() bool { l = readLaunch(id); return len(l["runs"].([]any)) == 1 })
+		storetest.WaitFor(t, 60*time.Second, "launch "+id+" to dispatch its run", func() bool { l = readLaunch(id); return len(l["runs"].([]any)) == 1 })
 		run := l["runs"].([]any)[0].(map[string]any)
 		runID := run["id"].(string)
 		if finalized[runID] {
@@ -739,7 +735,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	for _, id := range launches {
 		var l map[string]any
-		waitFor(t, 60*time.Second, "launch "+id+" to settle", func() bool { l = readLaunch(id); return l["state"] == "completed" })
+		storetest.WaitFor(t, 60*time.Second, "launch "+id+" to settle", func() bool { l = readLaunch(id); return l["state"] == "completed" })
 		cost := l["cost"].(map[string]any)
 		if cost["reserved_cents"] != 100.0 || cost["settled_cents"] != 70.0 || cost["server_estimate_cents"] != 100.0 {
 			t.Errorf("launch %s totals %v, want 100 reserved, 70 settled", id, cost)
@@ -753,7 +749,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	// Each launch's one job changed exactly three times (reserved, running, settled).
 	changes := map[string]int{}
 	total := 0
-	waitFor(t, 30*time.Second, "the stream serves the launches' job changes", func() bool {
+	storetest.WaitFor(t, 30*time.Second, "the stream serves the launches' job changes", func() bool {
 		status, body := c.call("GET", "/events/stream?event_type=launch.job_changed&limit=1000", "", nil)
 		if status != http.StatusOK {
 			t.Fatalf("stream: %d %v", status, body)
@@ -804,8 +800,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	countOf := func(workflowType string, want int) int {
 		n := -1
-		deadline := time.Now().Add(20 * time.Second)
-		for n != want && time.Now().Before(deadline) {
+		storetest.WaitFor(t, 20*time.Second, fmt.Sprintf("%d %s workflows for the workspace", want, workflowType), func() bool {
 			n = 0
 			var token []byte
 			for {
@@ -819,10 +814,8 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 					break
 				}
 			}
-			if n != want {
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
+			return n == want
+		})
 		return n
 	}
 	for _, w := range []struct {

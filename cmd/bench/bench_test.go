@@ -432,7 +432,7 @@ func TestOpenAndClosedLoops(t *testing.T) {
 		n := served.Add(1)
 		switch string(c.Path()) {
 		case "/slow":
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // a slow endpoint's latency, on purpose: the loops are measured against it
 			c.SetStatusCode(fasthttp.StatusOK)
 		case "/limited":
 			c.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
