@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,8 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 	queue := fmt.Sprintf("e2e-apikill-%d", time.Now().UnixNano())
 	tenant := storetest.NewTenant(t, storetest.Open(t))
 	conn := storetest.Conn(t)
+	// The backends connected before any API process: the killed processes' are the others.
+	ours := backendPIDs(t, conn)
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * killWorkers, DisableCompression: true}}
 	defer hc.CloseIdleConnections()
 
@@ -78,11 +81,20 @@ func TestAPIProcessKilledMidRequests(t *testing.T) {
 		}
 	}
 
-	// The state the killed processes left, straight from PostgreSQL, once their
-	// transactions have ended: a backend that had a whole command (up to its COMMIT or its
-	// pipeline's Sync) commits it after its client died; one that had not rolls back when it
-	// reads the end of the connection.
-	storetest.WaitFor(t, 30*time.Second, "the killed process's transactions to end", func() bool { return openTransactions(t, conn) == 0 })
+	// The state the killed processes left, straight from PostgreSQL, once their backends
+	// have exited: a backend that had a whole command (up to its COMMIT or its pipeline's
+	// Sync) commits it after its client died; one that had not rolls back when it reads the
+	// end of the connection. A backend exits only after it has read everything its client
+	// sent, so none can still commit once all are gone (with no transaction open, one may
+	// still hold a whole command unread in its socket).
+	storetest.WaitFor(t, 30*time.Second, "the killed processes' backends to exit", func() bool {
+		for _, pid := range backendPIDs(t, conn) {
+			if !slices.Contains(ours, pid) {
+				return false
+			}
+		}
+		return true
+	})
 	before := loadKillState(t, conn, tenant.Principal.WorkspaceID)
 	for _, problem := range before.consistency() {
 		t.Errorf("after the kill: %s", problem)
@@ -507,16 +519,19 @@ type killState struct {
 	records  map[string]string   // idempotency key -> record status
 }
 
-// openTransactions counts the transactions open in this package's database on other
-// connections than conn (each holds its virtualxid lock; pg_locks shows every role's).
-func openTransactions(t *testing.T, conn *pgx.Conn) int {
+// backendPIDs lists the client backends connected to this package's database.
+func backendPIDs(t *testing.T, conn *pgx.Conn) []int32 {
 	t.Helper()
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'virtualxid' AND l.granted AND a.datname = current_database() AND a.pid <> pg_backend_pid()`).Scan(&n); err != nil {
+	rows, err := conn.Query(context.Background(), `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend' ORDER BY pid`)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pids
 }
 
 // loadKillState reads the workspace's state in one snapshot.
