@@ -202,13 +202,14 @@ func (db *DB) ListWork(ctx context.Context, workspaceID string, f accountable.Wo
 	return tasks, next, mapError(rows.Err())
 }
 
-// completableStatuses lists, for SQL, the task statuses accountable.TaskStatus.Completable
+// CompletableStatusesSQL lists, for SQL, the task statuses accountable.TaskStatus.Completable
 // admits: 'todo', 'in_progress', 'blocked'. The completing UPDATE checks the status in its
 // WHERE rather than reading the row and asking Completable, so that the check is atomic
 // with the version check and costs no round trip (completion is the benchmarked path);
 // the list is made from the rule, which so has one definition, and
-// TestCompletionFollowsCompletable holds the statement to it.
-var completableStatuses = func() string {
+// TestCompletionFollowsCompletable holds the statement to it. It is exported for make
+// bench, whose pgbench script must send the statement the store sends.
+var CompletableStatusesSQL = func() string {
 	var quoted []string
 	for _, s := range accountable.TaskStatuses {
 		if s.Completable() {
@@ -241,7 +242,7 @@ func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *a
 		t, updateErr = accountable.Task{}, nil
 		pre.QueryRow(`UPDATE tasks SET status = $5, updated_at = $6, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2 AND aggregate_version = $3 AND updated_at = $4 AND $7
-			  AND status IN (`+completableStatuses+`) AND `+pre.Gate(8)+`
+			  AND status IN (`+CompletableStatusesSQL+`) AND `+pre.Gate(8)+`
 			RETURNING `+taskColumns,
 			func(row pgx.Row) error {
 				t, updateErr = scanTask(row)

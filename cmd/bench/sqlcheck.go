@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/accountablework/accountable/store"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -160,6 +161,7 @@ func storeSQL(dir string, files ...string) (map[string][]string, error) {
 			parsed = append(parsed, af)
 		}
 	}
+	storeValues := map[string]string{"CompletableStatusesSQL": store.CompletableStatusesSQL}
 	var eval func(e ast.Expr) (string, bool)
 	eval = func(e ast.Expr) (string, bool) {
 		switch e := e.(type) {
@@ -172,6 +174,10 @@ func storeSQL(dir string, files ...string) (map[string][]string, error) {
 		case *ast.Ident:
 			if c, ok := consts[e.Name]; ok {
 				return eval(c)
+			}
+			// A list the store makes from a domain rule when it starts.
+			if v, ok := storeValues[e.Name]; ok {
+				return v, true
 			}
 		case *ast.BinaryExpr:
 			if e.Op == token.ADD {
