@@ -31,6 +31,7 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 	"github.com/accountablework/accountable/webhook"
 	"github.com/accountablework/accountable/worker"
+	"github.com/accountablework/accountable/workflows"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -119,6 +120,9 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	if db == nil {
 		db = storetest.Open(t)
 	}
+	// Commands send the workflows' messages, as in the service (cmd binds them); an option
+	// may bind others (withRunTimeout).
+	db.UseWorkflowMessages(workflows.Messages{})
 	// Workflow-backed operations run on a worker of this env's own task queue, planning
 	// with the baseline (counted) unless an option says otherwise.
 	tc := temporalClient(t)

@@ -128,6 +128,8 @@ type tx struct {
 	batch  *pgx.Batch
 	events []accountable.Event
 	outbox int
+	// messages returns the DB's WorkflowMessages, read when the command sends a message.
+	messages func() WorkflowMessages
 	// unheaded are the aggregates the command declared that had no head: another command
 	// may create one before this one commits (errCreatedMeanwhile).
 	unheaded []aggregateRef
@@ -216,6 +218,10 @@ func (t *tx) Append(ref aggregateRef, eventType string, payload any) (accountabl
 	t.events = append(t.events, ev)
 	return ev, nil
 }
+
+// Messages makes the workflow messages the command sends (WorkflowMessages): a command
+// builds its message with it where it sends it.
+func (t *tx) Messages() WorkflowMessages { return t.messages() }
 
 // Send queues a workflow message, delivered by the relay once the command has committed.
 func (t *tx) Send(m accountable.WorkflowMessage) {
@@ -309,7 +315,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	}()
 
 	if cmd.blind {
-		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
+		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}, messages: db.workflowMessages}
 		result, err = runBlind(ctx, conn, t, cmd)
 		switch {
 		case err == nil:
@@ -324,7 +330,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		// implicit transaction of the batch has ended with its failure.
 	}
 
-	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}}
+	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}, messages: db.workflowMessages}
 	stored, err := begin(ctx, t, cmd.locks, cmd.prepare)
 	if err != nil {
 		return result, false, 0, err

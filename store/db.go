@@ -25,6 +25,8 @@ type DB struct {
 	pool        *pgxpool.Pool
 	metrics     metrics
 	outboxNudge func()
+	// messages make the workflow messages commands send (UseWorkflowMessages).
+	messages WorkflowMessages
 	// onAppended is told the workspace of every command that committed events (the
 	// process's LedgerFeed).
 	onAppended func(workspaceID string)

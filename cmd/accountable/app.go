@@ -27,6 +27,7 @@ import (
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/worker"
+	"github.com/accountablework/accountable/workflows"
 )
 
 // This file is the one place interfaces are bound to implementations.
@@ -85,6 +86,7 @@ func serveMetrics(lc fx.Lifecycle, cfg Config, m *Metrics, log *slog.Logger) {
 	})
 }
 
+// newDB opens the store, whose commands send the workflow messages of workflows.Messages.
 func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
 	db, err := store.Open(context.Background(), store.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns,
 		LockTimeout: cfg.DatabaseLockTimeout, StatementTimeout: cfg.DatabaseStatementTimeout,
@@ -93,6 +95,7 @@ func newDB(lc fx.Lifecycle, cfg Config) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	db.UseWorkflowMessages(workflows.Messages{RunTimeout: cfg.LaunchRunTimeout})
 	lc.Append(fx.StopHook(db.Close))
 	return db, nil
 }
