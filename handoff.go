@@ -320,10 +320,6 @@ func MissingProofs(req []ProofRequirement, proofs []Proof) []ProofKind {
 	return missing
 }
 
-// HandoffMessage makes the workflow message of a handoff's SLA timer: its start when the
-// handoff is proposed, its end when the handoff is fulfilled or cancelled.
-type HandoffMessage func(h Handoff) (WorkflowMessage, error)
-
 // HandoffFilter selects handoffs of a workspace (newest first, keyset pages).
 type HandoffFilter struct {
 	Limit  int

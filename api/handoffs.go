@@ -6,15 +6,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // HandoffStore is what the Handoffs area needs.
 type HandoffStore interface {
-	CreateHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateHandoff,
-		start accountable.HandoffMessage) (accountable.Handoff, bool, error)
-	ActOnHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ActOnHandoff,
-		closed accountable.HandoffMessage) (accountable.Handoff, bool, error)
+	CreateHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateHandoff) (accountable.Handoff, bool, error)
+	ActOnHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ActOnHandoff) (accountable.Handoff, bool, error)
 	GetHandoff(ctx context.Context, workspaceID, id string) (accountable.Handoff, error)
 	ListHandoffs(ctx context.Context, workspaceID string, f accountable.HandoffFilter) ([]accountable.Handoff, *accountable.WorkCursor, error)
 }
@@ -55,7 +52,7 @@ func (s *Server) handoffOperations() []operation {
 
 // createHandoff: POST /handoffs.
 func (s *Server) createHandoff(c *call, in *accountable.CreateHandoff) (accountable.Handoff, error) {
-	res, dup, err := s.deps.Handoffs.CreateHandoff(c.ctx, c.principal, c.idem, *in, workflows.HandoffSLAStart)
+	res, dup, err := s.deps.Handoffs.CreateHandoff(c.ctx, c.principal, c.idem, *in)
 	c.replayed(dup)
 	return res, err
 }
@@ -73,7 +70,7 @@ type handoffActionRequest struct {
 func (s *Server) actOnHandoff(c *call, in *handoffActionRequest, action accountable.HandoffAction) (accountable.Handoff, error) {
 	cmd := in.ActOnHandoff
 	cmd.HandoffID, cmd.Action = accountable.NormalizeUUID(in.handoffRef.HandoffID), action
-	res, dup, err := s.deps.Handoffs.ActOnHandoff(c.ctx, c.principal, c.idem, cmd, workflows.HandoffClosed)
+	res, dup, err := s.deps.Handoffs.ActOnHandoff(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }

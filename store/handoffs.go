@@ -50,10 +50,9 @@ func scanHandoff(row pgx.Row) (accountable.Handoff, error) {
 }
 
 // CreateHandoff records a proposed handoff with its handoff.proposed event; a handoff that
-// comes due also sends the message that starts its SLA timer (start), in the same
-// transaction, so none lacks its timer.
-func (db *DB) CreateHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateHandoff,
-	start accountable.HandoffMessage) (accountable.Handoff, bool, error) {
+// comes due also sends the message that starts its SLA timer (HandoffSLAStart), in the
+// same transaction, so none lacks its timer.
+func (db *DB) CreateHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateHandoff) (accountable.Handoff, bool, error) {
 	cmd := commandOf[accountable.Handoff](p, idem, in.Causation)
 	cmd.blind = true
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.Handoff, error) {
@@ -80,7 +79,7 @@ func (db *DB) CreateHandoff(ctx context.Context, p accountable.Principal, idem *
 			return h, err
 		}
 		if h.HasSLA() {
-			msg, err := start(h)
+			msg, err := tx.Messages().HandoffSLAStart(h)
 			if err != nil {
 				return h, err
 			}
@@ -94,10 +93,9 @@ func (db *DB) CreateHandoff(ctx context.Context, p accountable.Principal, idem *
 // ActOnHandoff claims, fulfils, returns, escalates or cancels a handoff (at the expected
 // version when given). A fulfilment needs a claimed handoff and every required proof kind
 // in its result (409 invalid_state_transition naming the missing kinds otherwise). A
-// handoff that ends (fulfilled or cancelled) tells its SLA timer (closed), in the same
-// transaction: the timer then escalates nothing.
-func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ActOnHandoff,
-	closed accountable.HandoffMessage) (accountable.Handoff, bool, error) {
+// handoff that ends (fulfilled or cancelled) tells its SLA timer (HandoffClosed), in the
+// same transaction: the timer then escalates nothing.
+func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ActOnHandoff) (accountable.Handoff, bool, error) {
 	ref := aggregate(accountable.AggregateHandoff, in.HandoffID)
 	cmd := commandOf[accountable.Handoff](p, idem, in.Causation)
 	cmd.locks = []aggregateRef{ref}
@@ -145,8 +143,8 @@ func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *a
 		if err := queueHandoff(tx, h, false); err != nil {
 			return h, err
 		}
-		if h.Status.Final() && h.HasSLA() && closed != nil {
-			msg, err := closed(h)
+		if h.Status.Final() && h.HasSLA() {
+			msg, err := tx.Messages().HandoffClosed(h)
 			if err != nil {
 				return h, err
 			}
