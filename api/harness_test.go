@@ -74,6 +74,12 @@ func (e *env) as(t *testing.T) *env {
 
 type envOption func(*api.Config, *api.Deps)
 
+// withRunTimeout binds messages on db (the env's) whose launches wait d for their runs
+// (LAUNCH_RUN_TIMEOUT in the service).
+func withRunTimeout(db *store.DB, d time.Duration) envOption {
+	return func(*api.Config, *api.Deps) { db.UseWorkflowMessages(workflows.Messages{RunTimeout: d}) }
+}
+
 func temporalClient(t *testing.T) client.Client {
 	t.Helper()
 	addr := os.Getenv("TEMPORAL_ADDRESS")

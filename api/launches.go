@@ -6,20 +6,17 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // LaunchStore is what the Launches and Runs areas need.
 type LaunchStore interface {
-	LaunchInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.LaunchInitiative,
-		start func(launchID string) (accountable.WorkflowMessage, error)) (accountable.Launch, bool, error)
+	LaunchInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.LaunchInitiative) (accountable.Launch, bool, error)
 	GetLaunch(ctx context.Context, workspaceID, id string) (accountable.Launch, error)
-	FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
-		signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
+	FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun) (accountable.Run, bool, error)
 	GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error)
 	ListRuns(ctx context.Context, workspaceID string, launchID *string, limit int, after *accountable.WorkCursor) ([]accountable.Run, *accountable.WorkCursor, error)
 	ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
-		in accountable.RunActionRequest, signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error)
+		in accountable.RunActionRequest) (accountable.Run, bool, error)
 }
 
 // launchOperations is the Launches and Runs areas.
@@ -64,11 +61,7 @@ type runActionCall struct {
 
 // actOnRun: POST /runs/{runId}/actions/{pause|resume|cancel|rollback}.
 func (s *Server) actOnRun(c *call, in *runActionCall, action accountable.RunAction) (accountable.Run, error) {
-	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Launches.ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest,
-		func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
-			return workflows.RunChangedSignal(ws, launchID, f)
-		})
+	res, dup, err := s.deps.Launches.ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest)
 	c.replayed(dup)
 	return res, err
 }
@@ -82,10 +75,7 @@ type launchRequest struct {
 func (s *Server) launchInitiative(c *call, in *launchRequest) (accountable.Launch, error) {
 	cmd := in.LaunchInitiative
 	cmd.InitiativeID = accountable.NormalizeUUID(in.InitiativeID)
-	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Launches.LaunchInitiative(c.ctx, c.principal, c.idem, cmd, func(launchID string) (accountable.WorkflowMessage, error) {
-		return workflows.LaunchDispatchStart(ws, launchID, s.cfg.LaunchRunTimeout)
-	})
+	res, dup, err := s.deps.Launches.LaunchInitiative(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }
@@ -117,10 +107,7 @@ type finalizeRequest struct {
 func (s *Server) finalizeRun(c *call, in *finalizeRequest) (accountable.Run, error) {
 	cmd := in.FinalizeRun
 	cmd.RunID = accountable.NormalizeUUID(in.runRef.RunID)
-	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd, func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
-		return workflows.RunChangedSignal(ws, launchID, f)
-	})
+	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }

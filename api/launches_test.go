@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -169,7 +168,8 @@ func TestLaunchBlockedOnBudget(t *testing.T) {
 
 // Runs not finalised in time fail (abandoned) and their reservations are released.
 func TestLaunchRunsTimeOut(t *testing.T) {
-	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.LaunchRunTimeout = time.Second })
+	db := storetest.Open(t)
+	e := newEnv(t, db, withRunTimeout(db, time.Second))
 	tenant := storetest.NewTenant(t, e.db)
 	key := tenant.Key
 	id := launchIt(t, e, key, launchable(t, e, key), 5000)["launch_id"].(string)
@@ -188,7 +188,8 @@ func TestLaunchRunsTimeOut(t *testing.T) {
 // A paused run is not timed out: its launch (told by signal, or finding it paused) waits
 // for it while the other run times out; resumed and finalised, it settles.
 func TestLaunchWaitsForPausedRun(t *testing.T) {
-	e := newEnv(t, nil, func(c *api.Config, _ *api.Deps) { c.LaunchRunTimeout = 3 * time.Second })
+	db := storetest.Open(t)
+	e := newEnv(t, db, withRunTimeout(db, 3*time.Second))
 	tenant := storetest.NewTenant(t, e.db)
 	key := tenant.Key
 	id := launchIt(t, e, key, launchable(t, e, key), 5000)["launch_id"].(string)

@@ -6,13 +6,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // LifecycleStore is what the Lifecycle area needs.
 type LifecycleStore interface {
-	ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle,
-		signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error)
+	ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle) (accountable.LifecycleResult, bool, error)
 }
 
 // lifecycleOperations is the Lifecycle area.
@@ -33,11 +31,7 @@ func (s *Server) lifecycleOperations() []operation {
 func (s *Server) applyLifecycle(c *call, in *accountable.ApplyLifecycle) (accountable.LifecycleResult, error) {
 	cmd := *in
 	cmd.ID = accountable.NormalizeUUID(cmd.ID)
-	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Lifecycle.ApplyLifecycle(c.ctx, c.principal, c.idem, cmd,
-		func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error) {
-			return workflows.RunChangedSignal(ws, launchID, f)
-		})
+	res, dup, err := s.deps.Lifecycle.ApplyLifecycle(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	if err == nil && !res.OK {
 		c.status = fiber.StatusUnprocessableEntity

@@ -88,9 +88,6 @@ type Config struct {
 	// ProposalsPerMinute bounds proposal generations per workspace and minute (default 6,
 	// the specification's).
 	ProposalsPerMinute int
-	// LaunchRunTimeout is how long a launch waits for its runs to be finalised (default
-	// workflows.DefaultRunTimeout).
-	LaunchRunTimeout time.Duration
 	// Deadlines are the server-side deadlines of the operation classes (defaults: read and
 	// command 15s, long 120s).
 	Deadlines map[DeadlineClass]time.Duration

@@ -47,9 +47,9 @@ type (
 )
 
 // LaunchInitiative records a launch of the initiative with one queued job per workstream
-// in scope and the message that starts its LaunchDispatch workflow, in one transaction.
-func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.LaunchInitiative,
-	start func(launchID string) (accountable.WorkflowMessage, error)) (accountable.Launch, bool, error) {
+// in scope and the message that starts its LaunchDispatch workflow (LaunchDispatchStart),
+// in one transaction.
+func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.LaunchInitiative) (accountable.Launch, bool, error) {
 	cmd := commandOf[accountable.Launch](p, idem, in.Causation)
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.Launch, error) {
 		var exists bool
@@ -96,7 +96,7 @@ func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, ide
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 				p.WorkspaceID, l.Jobs[i].JobID, l.LaunchID, i, j.WorkstreamID, j.TaskID, j.AgentID, string(l.Jobs[i].Status), j.EstimateCents)
 		}
-		msg, err := start(l.LaunchID)
+		msg, err := tx.Messages().LaunchDispatchStart(p.WorkspaceID, l.LaunchID)
 		if err != nil {
 			return l, err
 		}

@@ -23,8 +23,7 @@ type statusChangedPayload struct {
 // its actions do), a task, or every task of a milestone, a workstream or an initiative
 // (and the initiative itself), each change with its event. An action that changes nothing
 // is blocked: the result says why, with ok false, and nothing is written.
-func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle,
-	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.LifecycleResult, bool, error) {
+func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle) (accountable.LifecycleResult, bool, error) {
 	res := in.Result()
 	cmd := commandOf[accountable.LifecycleResult](p, idem, in.Causation)
 	// A blocked action is a refusal: its transaction is rolled back and no idempotency
@@ -53,7 +52,7 @@ func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem 
 			if action == "" {
 				return res.Blocked(refusal), nil
 			}
-			_, err := actOnRun(ctx, tx, p.WorkspaceID, in.ID, action, accountable.RunActionRequest{Reason: in.Reason, Causation: in.Causation}, signal)
+			_, err := actOnRun(ctx, tx, p.WorkspaceID, in.ID, action, accountable.RunActionRequest{Reason: in.Reason, Causation: in.Causation})
 			if accountable.ErrorCode(err) == accountable.ECodeInvalidStateTransition {
 				return res.Blocked(err.(*accountable.Error).Message), nil
 			}

@@ -28,10 +28,9 @@ func scanRun(row pgx.Row) (accountable.Run, error) {
 }
 
 // FinalizeRun records the end of a running run as its agent reports it, with its event and
-// the signal that tells the run's launch (signal builds it from the launch id), once: a run
-// that has ended is 409 invalid_state_transition.
-func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun,
-	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+// the signal that tells the run's launch (RunChanged), once: a run that has ended is 409
+// invalid_state_transition.
+func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.FinalizeRun) (accountable.Run, bool, error) {
 	cmd := commandOf[accountable.Run](p, idem, in.Causation)
 	ref := aggregate(accountable.AggregateRun, in.RunID)
 	cmd.locks = []aggregateRef{ref}
@@ -46,14 +45,14 @@ func (db *DB) FinalizeRun(ctx context.Context, p accountable.Principal, idem *ac
 		if r.Status.Final() {
 			return r, accountable.Errorf(accountable.ECodeInvalidStateTransition, "Run %s has ended (%s).", r.ID, r.Status)
 		}
-		return endRun(tx, p.WorkspaceID, r, in, signal)
+		return endRun(tx, p.WorkspaceID, r, in, true)
 	}
 	return runCommand(ctx, db, cmd)
 }
 
-// endRun moves run r to the status of in, with its event and the launch's signal.
-func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.FinalizeRun,
-	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+// endRun moves run r to the status of in, with its event and, when signal is set, the
+// launch's signal (RunChanged).
+func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.FinalizeRun, signal bool) (accountable.Run, error) {
 	now := accountable.TimeOf(tx.Now())
 	r.Status, r.OutcomeKind, r.Summary, r.UpdatedAt, r.FinalizedAt = in.Status, in.OutcomeKind, in.Summary, now, &now
 	if in.CostCents != nil {
@@ -76,7 +75,10 @@ func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.Finali
 	tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, cost_cents = $5, summary = $6, evidence = $7, updated_at = $8,
 			finalized_at = $8, aggregate_version = $9 WHERE workspace_id = $1 AND id = $2`,
 		workspaceID, r.ID, string(r.Status), outcome, r.CostCents, r.Summary, string(r.Evidence), now, r.AggregateVersion)
-	msg, err := signal(r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: r.Status, CostCents: r.CostCents})
+	if !signal {
+		return r, nil
+	}
+	msg, err := tx.Messages().RunChanged(workspaceID, r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: r.Status, CostCents: r.CostCents})
 	if err != nil {
 		return r, err
 	}
@@ -97,20 +99,11 @@ func (db *DB) TimeOutRun(ctx context.Context, workspaceID, runID string, sparePa
 		}
 		abandoned, summary := accountable.OutcomeAbandoned, "The run was not finalised before its timeout."
 		// The workflow that timed it out settles it itself: the signal would only repeat that.
-		none := func(string, accountable.RunChanged) (accountable.WorkflowMessage, error) {
-			return accountable.WorkflowMessage{}, errNoSignal
-		}
-		r, err = endRun(tx, workspaceID, r, accountable.FinalizeRun{Status: accountable.RunFailed, OutcomeKind: &abandoned, Summary: &summary}, none)
-		if errors.Is(err, errNoSignal) {
-			err = nil
-		}
-		return r, err
+		return endRun(tx, workspaceID, r, accountable.FinalizeRun{Status: accountable.RunFailed, OutcomeKind: &abandoned, Summary: &summary}, false)
 	}
 	r, _, err := runCommand(ctx, db, cmd)
 	return r, err
 }
-
-var errNoSignal = errors.New("store: no signal")
 
 // GetRun reads a run of the workspace.
 func (db *DB) GetRun(ctx context.Context, workspaceID, id string) (accountable.Run, error) {
@@ -146,23 +139,22 @@ type runActionPayload struct {
 
 // ActOnRun pauses, resumes, cancels or rolls back a run; an action its status does not
 // allow is 409 invalid_state_transition. Cancelling ends the run like a finalisation (its
-// launch settles it, through signal); the others are recorded with a run.actioned event,
-// and a pause or a resumption is signalled to the launch too (it does not time out a
-// paused run).
+// launch settles it, told by RunChanged); the others are recorded with a run.actioned
+// event, and a pause or a resumption is signalled to the launch too (it does not time out
+// a paused run).
 func (db *DB) ActOnRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, runID string, action accountable.RunAction,
-	in accountable.RunActionRequest, signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, bool, error) {
+	in accountable.RunActionRequest) (accountable.Run, bool, error) {
 	cmd := commandOf[accountable.Run](p, idem, in.Causation)
 	ref := aggregate(accountable.AggregateRun, runID)
 	cmd.locks = []aggregateRef{ref}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.Run, error) {
-		return actOnRun(ctx, tx, p.WorkspaceID, runID, action, in, signal)
+		return actOnRun(ctx, tx, p.WorkspaceID, runID, action, in)
 	}
 	return runCommand(ctx, db, cmd)
 }
 
 // actOnRun is ActOnRun inside a command that locked the run's head.
-func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action accountable.RunAction, in accountable.RunActionRequest,
-	signal func(launchID string, f accountable.RunChanged) (accountable.WorkflowMessage, error)) (accountable.Run, error) {
+func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action accountable.RunAction, in accountable.RunActionRequest) (accountable.Run, error) {
 	ref := aggregate(accountable.AggregateRun, runID)
 	p := accountable.Principal{WorkspaceID: workspaceID}
 	{
@@ -194,7 +186,7 @@ func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action acc
 			}
 			abandoned := accountable.OutcomeAbandoned
 			return endRun(tx, p.WorkspaceID, r, accountable.FinalizeRun{Status: accountable.RunCancelled, OutcomeKind: &abandoned,
-				Summary: in.Reason, Causation: in.Causation}, signal)
+				Summary: in.Reason, Causation: in.Causation}, true)
 		case accountable.RunRollback:
 			if !r.Status.Final() || (r.OutcomeKind != nil && *r.OutcomeKind == accountable.OutcomeAbandoned) {
 				return r, refuse
@@ -218,7 +210,7 @@ func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action acc
 		tx.Queue(`UPDATE runs SET status = $3, outcome_kind = $4, updated_at = $5, aggregate_version = $6 WHERE workspace_id = $1 AND id = $2`,
 			p.WorkspaceID, r.ID, string(next), o, now, r.AggregateVersion)
 		if action == accountable.RunPause || action == accountable.RunResume {
-			msg, err := signal(r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: next, CostCents: r.CostCents})
+			msg, err := tx.Messages().RunChanged(p.WorkspaceID, r.LaunchID, accountable.RunChanged{RunID: r.ID, JobID: r.JobID, Status: next, CostCents: r.CostCents})
 			if err != nil {
 				return r, err
 			}
