@@ -6,14 +6,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // DecisionStore is what the Decisions area needs.
 type DecisionStore interface {
 	CreateDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateDecision) (accountable.DecisionEnvelope, bool, error)
-	DecideDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.DecideDecision, to accountable.DecisionStatus,
-		notify func(launchID string, d accountable.DecisionDecided) (accountable.WorkflowMessage, error)) (accountable.DecisionEnvelope, bool, error)
+	DecideDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.DecideDecision, to accountable.DecisionStatus) (accountable.DecisionEnvelope, bool, error)
 	GetDecision(ctx context.Context, workspaceID, id string) (accountable.Decision, error)
 	ListDecisions(ctx context.Context, workspaceID string, f accountable.DecisionFilter) ([]accountable.Decision, *accountable.WorkCursor, error)
 }
@@ -68,11 +66,7 @@ func (s *Server) declineDecision(c *call, in *decideRequest) (accountable.Decisi
 func (s *Server) decide(c *call, in *decideRequest, to accountable.DecisionStatus) (accountable.DecisionEnvelope, error) {
 	cmd := in.DecideDecision
 	cmd.DecisionID = accountable.NormalizeUUID(in.decisionRef.DecisionID)
-	ws := c.principal.WorkspaceID
-	res, dup, err := s.deps.Decisions.DecideDecision(c.ctx, c.principal, c.idem, cmd, to,
-		func(launchID string, d accountable.DecisionDecided) (accountable.WorkflowMessage, error) {
-			return workflows.LaunchSignal(ws, launchID, workflows.DecisionDecidedSignal, d)
-		})
+	res, dup, err := s.deps.Decisions.DecideDecision(c.ctx, c.principal, c.idem, cmd, to)
 	c.replayed(dup)
 	return res, err
 }

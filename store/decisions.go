@@ -102,11 +102,10 @@ func proposeDecision(tx *tx, workspaceID string, d accountable.Decision) error {
 // invalid_state_transition; an expected_aggregate_version that is not the current one is
 // 409 version_conflict; an option_select decision is approved with one of its options.
 //
-// A decision that blocks a launch job reaches its launch: notify makes the signal, sent
-// once the decision has committed.
+// A decision that blocks a launch job reaches its launch: its signal (DecisionDecided) is
+// sent once the decision has committed.
 func (db *DB) DecideDecision(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
-	in accountable.DecideDecision, to accountable.DecisionStatus,
-	notify func(launchID string, d accountable.DecisionDecided) (accountable.WorkflowMessage, error)) (accountable.DecisionEnvelope, bool, error) {
+	in accountable.DecideDecision, to accountable.DecisionStatus) (accountable.DecisionEnvelope, bool, error) {
 	ref := aggregate(accountable.AggregateDecision, in.DecisionID)
 	cmd := commandOf[accountable.DecisionEnvelope](p, idem, in.Causation)
 	cmd.locks = []aggregateRef{ref}
@@ -152,8 +151,8 @@ func (db *DB) DecideDecision(ctx context.Context, p accountable.Principal, idem 
 				decided_at = $7, note = $8, updated_at = $7, aggregate_version = $9
 			WHERE workspace_id = $1 AND id = $2`,
 			p.WorkspaceID, d.ID, string(to), d.SelectedOption, string(actor.Type), actor.ID, now, d.Note, d.AggregateVersion)
-		if d.LaunchID != nil && d.JobID != nil && notify != nil {
-			msg, err := notify(*d.LaunchID, accountable.DecisionDecided{DecisionID: d.ID, JobID: *d.JobID, Status: to})
+		if d.LaunchID != nil && d.JobID != nil {
+			msg, err := tx.Messages().DecisionDecided(p.WorkspaceID, *d.LaunchID, accountable.DecisionDecided{DecisionID: d.ID, JobID: *d.JobID, Status: to})
 			if err != nil {
 				return accountable.DecisionEnvelope{}, err
 			}
