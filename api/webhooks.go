@@ -7,13 +7,12 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/webhook"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // WebhookStore is what the Webhooks area needs.
 type WebhookStore interface {
 	RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook, limit int,
-		seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error)
+		seal func(webhookID string) []byte) (accountable.WebhookRegistration, bool, error)
 	ListWebhooks(ctx context.Context, workspaceID string) ([]accountable.Webhook, error)
 	DeleteWebhook(ctx context.Context, p accountable.Principal, id string) (accountable.Webhook, error)
 	ListWebhookAttempts(ctx context.Context, workspaceID, webhookID string, limit int) ([]accountable.WebhookAttempt, error)
@@ -74,7 +73,7 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 		limit = accountable.DefaultWebhookMaxEndpoints
 	}
 	reg, dup, err := s.deps.Webhooks.RegisterWebhook(c.ctx, c.principal, c.idem, *in, limit,
-		func(id string) []byte { return key.Seal(id, secret) }, workflows.WebhookDeliveryStart)
+		func(id string) []byte { return key.Seal(id, secret) })
 	if err != nil {
 		return reg, err
 	}

@@ -91,12 +91,7 @@ func newWebhookFixture(t *testing.T, db *store.DB) webhookFixture {
 	register := func() accountable.Webhook {
 		t.Helper()
 		reg, _, err := db.RegisterWebhook(ctx, f.p, nil, accountable.RegisterWebhook{URL: "https://hooks.example.test/in", EventTypes: []string{"*"}}, 10,
-			func(string) []byte { return []byte("sealed") },
-			// Never relayed: no worker reads this test database's outbox.
-			func(workspaceID, webhookID string) (accountable.WorkflowMessage, error) {
-				return accountable.WorkflowMessage{WorkspaceID: workspaceID, Kind: accountable.StartWorkflow, WorkflowName: "WebhookDelivery",
-					WorkflowID: "webhook-delivery/" + workspaceID + "/" + webhookID, Input: []byte(`{}`)}, nil
-			})
+			func(string) []byte { return []byte("sealed") })
 		if err != nil {
 			t.Fatalf("RegisterWebhook: %v", err)
 		}
@@ -131,6 +126,7 @@ func newWebhookFixture(t *testing.T, db *store.DB) webhookFixture {
 // endpoint's own row and version (aggregateTables), which nothing else would notice.
 func TestVerifyLedgerComparesWebhooksWithTheirChains(t *testing.T) {
 	db := storetest.Open(t)
+	db.UseWorkflowMessages(fakeMessages{}) // never relayed: no worker reads this test database's outbox
 
 	t.Run("intact", func(t *testing.T) {
 		f := newWebhookFixture(t, db)

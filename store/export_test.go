@@ -28,6 +28,9 @@ func BlindCreateThenFail(ctx context.Context, db *DB, p accountable.Principal, i
 	return id, err
 }
 
+// ErrNoWorkflowMessages is errNoWorkflowMessages.
+var ErrNoWorkflowMessages = errNoWorkflowMessages
+
 // ErrMissingPredecessor is errMissingPredecessor.
 var ErrMissingPredecessor = errMissingPredecessor
 

@@ -45,8 +45,8 @@ func (db *DB) workflowMessages() WorkflowMessages {
 }
 
 // errNoWorkflowMessages is the error of a command that sends a workflow message on a DB
-// without bound WorkflowMessages: a wiring bug.
-var errNoWorkflowMessages = errors.New("store: this DB has no WorkflowMessages bound (DB.UseWorkflowMessages; cmd binds workflows.Messages): " +
+// without bound WorkflowMessages: a wiring bug. (The command path prefixes it "store: ".)
+var errNoWorkflowMessages = errors.New("no WorkflowMessages bound to this DB (DB.UseWorkflowMessages; cmd binds workflows.Messages): " +
 	"a command that sends a workflow message cannot run")
 
 // unboundMessages are the messages of a DB without bound ones: each is errNoWorkflowMessages.

@@ -30,10 +30,10 @@ func scanWebhook(row pgx.Row) (accountable.Webhook, error) {
 }
 
 // RegisterWebhook records an endpoint with its webhook.created event and the message that
-// starts its delivery workflow once the command commits, unless the workspace has limit
-// active endpoints already (accountable.CheckWebhookCapacity). seal encrypts the secret
-// for the endpoint's id. The result carries no secret (it is the idempotency record's
-// document).
+// starts its delivery workflow (WebhookDeliveryStart) once the command commits, unless
+// the workspace has limit active endpoints already (accountable.CheckWebhookCapacity).
+// seal encrypts the secret for the endpoint's id. The result carries no secret (it is the
+// idempotency record's document).
 //
 // The count is taken under the workspace's webhook lock, held to the commit, in a
 // statement after the lock (under READ COMMITTED each statement sees what committed
@@ -41,7 +41,7 @@ func scanWebhook(row pgx.Row) (accountable.Webhook, error) {
 // sees the first's endpoint. A replay of a registration is answered before the count, so
 // it is answered at the cap too.
 func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.RegisterWebhook, limit int,
-	seal func(webhookID string) []byte, start func(workspaceID, webhookID string) (accountable.WorkflowMessage, error)) (accountable.WebhookRegistration, bool, error) {
+	seal func(webhookID string) []byte) (accountable.WebhookRegistration, bool, error) {
 	cmd := commandOf[accountable.WebhookRegistration](p, idem, accountable.Causation{})
 	var active int
 	var countErr error
@@ -75,7 +75,7 @@ func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem
 		tx.Queue(`INSERT INTO webhooks (workspace_id, id, url, event_types, secret_sealed, created_at, created_event_id, aggregate_version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 1)`,
 			p.WorkspaceID, w.ID, w.URL, w.EventTypes, seal(w.ID), w.CreatedAt.Time, ev.ID)
-		msg, err := start(p.WorkspaceID, w.ID)
+		msg, err := tx.Messages().WebhookDeliveryStart(p.WorkspaceID, w.ID)
 		if err != nil {
 			return accountable.WebhookRegistration{}, err
 		}
