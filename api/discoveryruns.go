@@ -14,8 +14,7 @@ import (
 
 // DiscoveryStore is what the Discovery runs area needs.
 type DiscoveryStore interface {
-	StartDiscoveryRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string, in accountable.StartDiscoveryRun,
-		start accountable.WorkflowMessage) (accountable.DiscoveryRun, bool, error)
+	StartDiscoveryRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string, in accountable.StartDiscoveryRun) (accountable.DiscoveryRun, bool, error)
 	GetDiscoveryRun(ctx context.Context, workspaceID, id string) (accountable.DiscoveryResult, error)
 	ListDiscoveryRuns(ctx context.Context, workspaceID string, limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryResult, *accountable.WorkCursor, error)
 	ProposeDiscoveredProcess(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
@@ -54,11 +53,7 @@ func (s *Server) discoveryRunOperations() []operation {
 func (s *Server) startDiscoveryRun(c *call, in *accountable.StartDiscoveryRun) (accountable.DiscoveryResult, error) {
 	ws := c.principal.WorkspaceID
 	id := uuid.Must(uuid.NewV7()).String()
-	start, err := workflows.DiscoveryRunStart(ws, id)
-	if err != nil {
-		return accountable.DiscoveryResult{}, err
-	}
-	run, dup, err := s.deps.Discovery.StartDiscoveryRun(c.ctx, c.principal, c.idem, id, *in, start)
+	run, dup, err := s.deps.Discovery.StartDiscoveryRun(c.ctx, c.principal, c.idem, id, *in)
 	if err != nil {
 		return accountable.DiscoveryResult{}, err
 	}

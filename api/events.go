@@ -5,7 +5,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/workflows"
 )
 
 // eventOperations is the Events area.
@@ -109,11 +108,7 @@ func (s *Server) verifyLedger(c *call, in *verifyQuery) (accountable.LedgerVerif
 // starts the workflow after the commit (at once, or when Temporal is back).
 func (s *Server) startLedgerVerification(c *call, in *accountable.StartLedgerVerification) (accountable.LedgerVerificationJob, error) {
 	id := uuid.Must(uuid.NewV7()).String()
-	start, err := workflows.LedgerVerificationStart(c.principal.WorkspaceID, id)
-	if err != nil {
-		return accountable.LedgerVerificationJob{}, err
-	}
-	job, dup, err := s.deps.Ledger.StartLedgerVerification(c.ctx, c.principal, c.idem, id, start)
+	job, dup, err := s.deps.Ledger.StartLedgerVerification(c.ctx, c.principal, c.idem, id)
 	c.replayed(dup)
 	return job, err
 }

@@ -115,7 +115,7 @@ type WorkStore interface {
 type LedgerStore interface {
 	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
 	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
-	StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string, start accountable.WorkflowMessage) (accountable.LedgerVerificationJob, bool, error)
+	StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string) (accountable.LedgerVerificationJob, bool, error)
 	GetLedgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error)
 }
 

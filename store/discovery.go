@@ -31,12 +31,17 @@ type discoveryCompletedPayload struct {
 }
 
 // StartDiscoveryRun records a queued discovery run with its discovery_run.requested event
-// and the message that starts its DiscoveryRun workflow, in one transaction.
+// and the message that starts its DiscoveryRun workflow (DiscoveryRunStart, whose workflow
+// id the run records), in one transaction.
 func (db *DB) StartDiscoveryRun(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string,
-	in accountable.StartDiscoveryRun, start accountable.WorkflowMessage) (accountable.DiscoveryRun, bool, error) {
+	in accountable.StartDiscoveryRun) (accountable.DiscoveryRun, bool, error) {
 	cmd := commandOf[accountable.DiscoveryRun](p, idem, in.Causation)
 	cmd.blind = true
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.DiscoveryRun, error) {
+		start, err := tx.Messages().DiscoveryRunStart(p.WorkspaceID, id)
+		if err != nil {
+			return accountable.DiscoveryRun{}, err
+		}
 		now := accountable.TimeOf(tx.Now())
 		kinds := in.SourceKinds
 		if len(kinds) == 0 {

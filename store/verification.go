@@ -40,12 +40,17 @@ type verificationRequestedPayload struct {
 }
 
 // StartLedgerVerification records a requested background verification with its ledger
-// event and the message that starts its workflow, in one transaction: the relay starts
-// the workflow (named by start.WorkflowID) once this has committed.
+// event and the message that starts its workflow (LedgerVerificationStart), in one
+// transaction: the relay starts the workflow (the job's WorkflowID) once this has
+// committed.
 func (db *DB) StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency,
-	id string, start accountable.WorkflowMessage) (accountable.LedgerVerificationJob, bool, error) {
+	id string) (accountable.LedgerVerificationJob, bool, error) {
 	cmd := command[accountable.LedgerVerificationJob]{workspaceID: p.WorkspaceID, actor: p.Actor(), idempotency: idem}
 	cmd.run = func(ctx context.Context, tx *tx) (accountable.LedgerVerificationJob, error) {
+		start, err := tx.Messages().LedgerVerificationStart(p.WorkspaceID, id)
+		if err != nil {
+			return accountable.LedgerVerificationJob{}, err
+		}
 		job := accountable.LedgerVerificationJob{ID: id, WorkspaceID: p.WorkspaceID, Status: accountable.VerificationRunning,
 			WorkflowID: start.WorkflowID, RequestedAt: accountable.TimeOf(tx.Now())}
 		tx.Queue(`INSERT INTO ledger_verifications (workspace_id, id, status, workflow_id, requested_at) VALUES ($1, $2, $3, $4, $5)`,

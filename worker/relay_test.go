@@ -51,17 +51,14 @@ func (s *starter) count(id string) int {
 func TestRelayKeepsPermanentRefusalsAsDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t)
+	db.UseWorkflowMessages(workflows.Messages{})
 	p := storetest.NewTenant(t, db).Principal
 	send := func() string {
-		id := uuid.NewString()
-		msg, err := workflows.LedgerVerificationStart(p.WorkspaceID, id)
+		job, _, err := db.StartLedgerVerification(ctx, p, nil, uuid.NewString())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.StartLedgerVerification(ctx, p, nil, id, msg); err != nil {
-			t.Fatal(err)
-		}
-		return msg.WorkflowID
+		return job.WorkflowID
 	}
 	refused, unavailable := send(), send()
 	s := &starter{attempts: map[string]int{}, refuse: map[string]error{
@@ -98,13 +95,10 @@ func TestRelayKeepsPermanentRefusalsAsDeadLetters(t *testing.T) {
 func TestReleaseLeavesLeasedMessagesToTheirRelay(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t)
+	db.UseWorkflowMessages(workflows.Messages{})
 	p := storetest.NewTenant(t, db).Principal
-	id := uuid.NewString()
-	msg, err := workflows.LedgerVerificationStart(p.WorkspaceID, id)
+	job, _, err := db.StartLedgerVerification(ctx, p, nil, uuid.NewString())
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := db.StartLedgerVerification(ctx, p, nil, id, msg); err != nil {
 		t.Fatal(err)
 	}
 	claim := func() (int64, bool) {
@@ -113,7 +107,7 @@ func TestReleaseLeavesLeasedMessagesToTheirRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range msgs {
-			if m.WorkflowID == msg.WorkflowID {
+			if m.WorkflowID == job.WorkflowID {
 				return m.ID, true
 			}
 		}
