@@ -66,6 +66,13 @@ var importRules = []importRule{
 		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) },
 	},
 	{
+		// Canonical JSON is what every digest of the ledger rests on: it stays a leaf, so
+		// that nothing it imports can change a hash.
+		name:    "canonical is a leaf (canonical -> stdlib)",
+		applies: func(f goFile) bool { return f.dir == "canonical" && !f.test },
+		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) },
+	},
+	{
 		// Tests may read rows themselves (DESIGN §5: api and end-to-end tests run against
 		// real PostgreSQL), and cmd may import anything.
 		name: "SQL only in store (store -> root, pgx; cmd -> anything)",
@@ -199,6 +206,7 @@ func TestImportRulesCatchDrift(t *testing.T) {
 		rule string // the start of the rule that must catch it
 	}{
 		{goFile{rel: "work.go", imports: []string{"github.com/google/uuid"}}, "the root package imports only"},
+		{goFile{rel: "canonical/canonical.go", dir: "canonical", imports: []string{modulePath}}, "canonical is a leaf"},
 		{goFile{rel: "api/work.go", dir: "api", imports: []string{"github.com/jackc/pgx/v5"}}, "SQL only in store"},
 		{goFile{rel: "planner/model.go", dir: "planner", imports: []string{"database/sql"}}, "SQL only in store"},
 		{goFile{rel: "store/db_test.go", dir: "store", test: true, imports: []string{"go.uber.org/fx"}}, "fx appears only"},
