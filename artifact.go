@@ -1,6 +1,7 @@
 package accountable
 
 import (
+	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -396,8 +397,9 @@ type CreateArtifact struct {
 }
 
 // Validate checks the command's rules: the bounds, a URL (at least one of the two), each
-// an absolute URI, a UUID for an entity the service holds, bounded metadata, and a given
-// digest that matches.
+// an absolute URI, a UUID for an entity the service holds, and bounded metadata. Once
+// they hold, a given digest must match the content's (CheckContentDigest, which the API
+// calls with the digest it computes).
 func (c CreateArtifact) Validate() error {
 	is := CheckFields(c)
 	if c.ArtifactURL == nil && c.ExternalURL == nil {
@@ -418,12 +420,17 @@ func (c CreateArtifact) Validate() error {
 	if len(c.Metadata) > MaxArtifactMetadataBytes {
 		is.Add("/metadata", "must be at most %d bytes of JSON", MaxArtifactMetadataBytes)
 	}
-	if c.ContentDigest != nil && len(is) == 0 {
-		if d, err := c.contentDigest(); err == nil && d != *c.ContentDigest {
-			is.Add("/content_digest", "does not match the digest of the artifact's content (%s)", d)
-		}
-	}
 	return is.Err()
+}
+
+// CheckContentDigest refuses a command whose content_digest differs from computed, the
+// digest of its Content.
+func (c CreateArtifact) CheckContentDigest(computed string) error {
+	if c.ContentDigest == nil || *c.ContentDigest == computed {
+		return nil
+	}
+	return ValidationError(Issue{Path: "/content_digest",
+		Message: fmt.Sprintf("does not match the digest of the artifact's content (%s)", computed)})
 }
 
 // validArtifactURI reports whether s is an absolute URI: a scheme, something after it,
@@ -436,8 +443,13 @@ func validArtifactURI(s string) bool {
 	return err == nil && u.Scheme != "" && (u.Opaque != "" || u.Host != "" || u.Path != "")
 }
 
-// artifactContent is what an artifact's content digest covers (ArtifactDigestV2).
-type artifactContent struct {
+// ArtifactContent is what an artifact's content digest covers (ArtifactDigestV2): the
+// digest is "sha256:" + the hex SHA-256 of its RFC 8785 canonical JSON ({artifact_type,
+// artifact_url, external_url, media_type, preview_markdown}, absent members as null),
+// artifact_type being the type as sent. It covers what the artifact is and where it is,
+// not what is said about it (name, description, status, metadata, entity): the same work
+// product located, typed and previewed the same way has the same digest.
+type ArtifactContent struct {
 	ArtifactType    string  `json:"artifact_type"`
 	ArtifactURL     *string `json:"artifact_url"`
 	ExternalURL     *string `json:"external_url"`
@@ -445,19 +457,10 @@ type artifactContent struct {
 	PreviewMarkdown *string `json:"preview_markdown"`
 }
 
-// ArtifactContentDigest is the content digest of an artifact (ArtifactDigestV2): "sha256:"
-// + the hex SHA-256 of the RFC 8785 canonical JSON of {artifact_type, artifact_url,
-// external_url, media_type, preview_markdown} (absent members as null), artifact_type
-// being the type as sent. It covers what the artifact is and where it is, not what is said
-// about it (name, description, status, metadata, entity): the same work product located,
-// typed and previewed the same way has the same digest.
-func ArtifactContentDigest(artifactType string, artifactURL, externalURL, mediaType, preview *string) (string, error) {
-	return CanonicalDigest(artifactContent{ArtifactType: artifactType, ArtifactURL: artifactURL, ExternalURL: externalURL,
-		MediaType: mediaType, PreviewMarkdown: preview})
-}
-
-func (c CreateArtifact) contentDigest() (string, error) {
-	return ArtifactContentDigest(c.ArtifactType, c.ArtifactURL, c.ExternalURL, c.MediaType, c.PreviewMarkdown)
+// Content is what the artifact's content digest covers.
+func (c CreateArtifact) Content() ArtifactContent {
+	return ArtifactContent{ArtifactType: c.ArtifactType, ArtifactURL: c.ArtifactURL, ExternalURL: c.ExternalURL,
+		MediaType: c.MediaType, PreviewMarkdown: c.PreviewMarkdown}
 }
 
 // ArtifactInitiative decides the initiative of an artifact from the one the command names
@@ -506,13 +509,9 @@ type ArtifactCreatedPayload struct {
 }
 
 // NewArtifact makes the artifact the command records, with its id, workspace, initiative
-// (ArtifactInitiative) and creation instant, recorded by the actor. Its verification's
-// event is filled in once the event is appended.
-func (c CreateArtifact) NewArtifact(id, workspaceID string, initiative *string, by Actor, now time.Time) (Artifact, error) {
-	digest, err := c.contentDigest()
-	if err != nil {
-		return Artifact{}, err
-	}
+// (ArtifactInitiative), creation instant and content digest (of its Content), recorded by
+// the actor. Its verification's event is filled in once the event is appended.
+func (c CreateArtifact) NewArtifact(id, workspaceID string, initiative *string, by Actor, now time.Time, digest string) Artifact {
 	effective, _ := EffectiveArtifactType(c.ArtifactType)
 	entityID := c.EntityType.NormalizeEntityID(c.EntityID)
 	entityType := c.EntityType
@@ -538,7 +537,7 @@ func (c CreateArtifact) NewArtifact(id, workspaceID string, initiative *string, 
 	if len(a.Metadata) == 0 {
 		a.Metadata = Object("{}")
 	}
-	return a, nil
+	return a
 }
 
 // CreatedPayload is the artifact.created payload of a.

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 func TestCreateArtifactRules(t *testing.T) {
 	id := "0190C0DE-0000-7000-8000-000000000000"
 	preview := "# Findings\n\nAll green."
 	uri := "https://example.com/reports/1"
-	digest, err := accountable.ArtifactContentDigest("report", &uri, nil, nil, &preview)
+	digest, err := canonical.DigestOf(accountable.ArtifactContent{ArtifactType: "report", ArtifactURL: &uri, PreviewMarkdown: &preview})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +84,26 @@ func TestCreateArtifactRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := issuePaths(c.cmd.Validate())
+			got := issuePaths(validateArtifact(c.cmd))
 			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
-				t.Fatalf("issues at %q, want %q (%v)", got, c.want, c.cmd.Validate())
+				t.Fatalf("issues at %q, want %q (%v)", got, c.want, validateArtifact(c.cmd))
 			}
 		})
 	}
+}
+
+// validateArtifact checks c as the API does: its rules, then, once they hold, a declared
+// digest against the digest of its content.
+func validateArtifact(c accountable.CreateArtifact) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	d, err := canonical.DigestOf(c.Content())
+	if err != nil {
+		return err
+	}
+	return c.CheckContentDigest(d)
 }
 
 // The catalogue: every type listed once, with every member; the types of earlier
@@ -129,19 +143,28 @@ func TestArtifactTypeCatalogue(t *testing.T) {
 // external_url, media_type, preview_markdown}: checked against the JSON written out by hand.
 func TestArtifactContentDigest(t *testing.T) {
 	preview, uri := "line 1\n\"quoted\" é", "https://example.com/x"
-	got, err := accountable.ArtifactContentDigest("pull_request", &uri, nil, nil, &preview)
+	content := func(typ string, artifactURL, externalURL, preview *string) string {
+		d, err := canonical.DigestOf(accountable.ArtifactContent{ArtifactType: typ, ArtifactURL: artifactURL, ExternalURL: externalURL,
+			PreviewMarkdown: preview})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	got, err := canonical.DigestOf(accountable.CreateArtifact{ArtifactType: "pull_request", ArtifactURL: &uri, PreviewMarkdown: &preview,
+		Name: "not content"}.Content())
 	if err != nil {
 		t.Fatal(err)
 	}
-	canonical := `{"artifact_type":"pull_request","artifact_url":"https://example.com/x","external_url":null,"media_type":null,` +
+	text := `{"artifact_type":"pull_request","artifact_url":"https://example.com/x","external_url":null,"media_type":null,` +
 		`"preview_markdown":"line 1\n\"quoted\" é"}`
-	sum := sha256.Sum256([]byte(canonical))
+	sum := sha256.Sum256([]byte(text))
 	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
 	}
-	other, _ := accountable.ArtifactContentDigest("report", &uri, nil, nil, &preview)
-	external, _ := accountable.ArtifactContentDigest("pull_request", nil, &uri, nil, &preview)
-	none, _ := accountable.ArtifactContentDigest("pull_request", &uri, nil, nil, nil)
+	other := content("report", &uri, nil, &preview)
+	external := content("pull_request", nil, &uri, &preview)
+	none := content("pull_request", &uri, nil, nil)
 	if other == got || external == got || none == got {
 		t.Fatal("the type, where the url is and the preview are part of the digest")
 	}
@@ -154,17 +177,19 @@ func TestNewArtifact(t *testing.T) {
 	by := accountable.Actor{Type: accountable.ActorAgent, ID: "codex"}
 	cmd := accountable.CreateArtifact{EntityType: accountable.EntityTask, EntityID: id, Name: "Call", ArtifactType: "call_notes",
 		ExternalURL: ptr("https://example.com/call"), PreviewMarkdown: &preview}
-	a, err := cmd.NewArtifact("a-id", "ws", nil, by, now)
+	digest, err := canonical.DigestOf(cmd.Content())
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := cmd.NewArtifact("a-id", "ws", nil, by, now, digest)
 	if *a.PreviewBytes != 6 || *a.EntityID != strings.ToLower(id) || a.Version != 1 || string(a.Metadata) != "{}" || a.Status != accountable.ArtifactDraft ||
 		a.ArtifactType != "other" || a.RequestedArtifactType != "call_notes" || !a.CreatedAt.Equal(now.Truncate(time.Microsecond)) ||
 		a.UpdatedAt != a.CreatedAt || *a.PreviewMarkdown != preview || *a.CreatedByType != accountable.ArtifactCreatorAgent || *a.CreatedByID != "codex" ||
 		a.Verification.RecordedBy != by || a.Verification.DigestScheme != accountable.ArtifactDigestV2 || a.InitiativeID != nil {
 		t.Fatalf("artifact %+v", a)
 	}
-	if d, _ := accountable.ArtifactContentDigest("call_notes", nil, cmd.ExternalURL, nil, &preview); a.Verification.ContentDigest != d {
+	if d, _ := canonical.DigestOf(accountable.ArtifactContent{ArtifactType: "call_notes", ExternalURL: cmd.ExternalURL,
+		PreviewMarkdown: &preview}); a.Verification.ContentDigest != d {
 		t.Fatalf("digest %s, want %s (of the type as sent)", a.Verification.ContentDigest, d)
 	}
 	p := a.CreatedPayload(nil)
@@ -175,10 +200,10 @@ func TestNewArtifact(t *testing.T) {
 	// The creator as the caller says it, even in part; a project's id as given.
 	said := accountable.CreateArtifact{EntityType: accountable.EntityProject, EntityID: "Proj-7", Name: "PR", ArtifactType: "pull_request",
 		ArtifactURL: ptr("https://example.com/pr/1"), CreatedByType: ptr(accountable.ArtifactCreatorHuman), Status: ptr(accountable.ArtifactApproved)}
-	l, err := said.NewArtifact("l", "ws", nil, by, now)
-	if err != nil || l.PreviewBytes != nil || l.PreviewMarkdown != nil || *l.EntityID != "Proj-7" || *l.CreatedByType != accountable.ArtifactCreatorHuman ||
+	l := said.NewArtifact("l", "ws", nil, by, now, digest)
+	if l.PreviewBytes != nil || l.PreviewMarkdown != nil || *l.EntityID != "Proj-7" || *l.CreatedByType != accountable.ArtifactCreatorHuman ||
 		l.CreatedByID != nil || l.Status != accountable.ArtifactApproved || l.Verification.RecordedBy != by {
-		t.Fatalf("link %+v %v", l, err)
+		t.Fatalf("link %+v", l)
 	}
 }
 

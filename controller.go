@@ -111,15 +111,25 @@ func init() {
 	}
 }
 
-// SpecRevision is the controller's spec_revision: controller_spec_revision:<hex sha256 of
-// the spec's canonical JSON>.
-func (s ControllerSpec) SpecRevision() string {
-	d, err := CanonicalDigest(s)
-	if err != nil {
-		panic(err) // a spec is plain data
-	}
-	return "controller_spec_revision:" + strings.TrimPrefix(d, "sha256:")
+// Digester returns "sha256:" + the hex SHA-256 of the RFC 8785 canonical JSON of v
+// (canonical.DigestOf): the root says what is digested, its callers digest it.
+type Digester func(v any) (string, error)
+
+// DigestID is the id named prefix of what has the digest digest ("sha256:<hex>"):
+// prefix:<hex>.
+func DigestID(prefix, digest string) string {
+	return prefix + ":" + strings.TrimPrefix(digest, "sha256:")
 }
+
+// Prefixes of the ids DigestID makes of a controller's digests.
+const (
+	// SpecRevisionPrefix: a controller's spec_revision, of its spec (ControllerSpec).
+	SpecRevisionPrefix = "controller_spec_revision"
+	// RunIDPrefix: a reconcile's run id, of its RunContent.
+	RunIDPrefix = "controller_run"
+	// SignalIDPrefix: a signal's id, of its SignalContent.
+	SignalIDPrefix = "controller_signal"
+)
 
 // Reconcile is the body of POST /controllers/{domain}/reconcile.
 type Reconcile struct {
@@ -144,14 +154,10 @@ func (c Reconcile) Validate() error {
 	return is.Err()
 }
 
-// RunID is the run's id: controller_run:<hex sha256 of the canonical {workspace, domain,
-// idempotency_key}>; the same request names the same run.
-func (c Reconcile) RunID(workspaceID string) string {
-	d, err := CanonicalDigest(map[string]string{"workspace_id": workspaceID, "domain": string(c.Domain), "idempotency_key": c.IdempotencyKey})
-	if err != nil {
-		panic(err)
-	}
-	return "controller_run:" + strings.TrimPrefix(d, "sha256:")
+// RunContent is what the run's id covers (RunIDPrefix:<hex sha256 of its canonical JSON>):
+// {workspace, domain, idempotency_key}; the same request names the same run.
+func (c Reconcile) RunContent(workspaceID string) map[string]string {
+	return map[string]string{"workspace_id": workspaceID, "domain": string(c.Domain), "idempotency_key": c.IdempotencyKey}
 }
 
 // SourceHealth is how a controller's input looked.
@@ -224,28 +230,25 @@ type SignalRecord struct {
 	UpdatedAt Time   `json:"updated_at"`
 }
 
-// SignalID names a signal by the records it found: the same records, the same signal.
-func SignalID(d Domain, records []SignalRecord) string {
+// SignalContent is what names a signal (SignalIDPrefix:<hex sha256 of its canonical
+// JSON>): the records it found, so the same records make the same signal.
+func SignalContent(d Domain, records []SignalRecord) map[string]any {
 	ids := make([]string, len(records))
 	for i, r := range records {
 		ids[i] = r.Kind + ":" + r.ID
 	}
 	sort.Strings(ids)
-	dg, err := CanonicalDigest(map[string]any{"domain": d, "records": ids})
-	if err != nil {
-		panic(err)
-	}
-	return "controller_signal:" + strings.TrimPrefix(dg, "sha256:")
+	return map[string]any{"domain": d, "records": ids}
 }
 
-// CheckSpecRevision refuses a reconcile that names a spec_revision other than the
-// controller's current one (version_conflict, with the current revision).
-func (s ControllerSpec) CheckSpecRevision(asked *string) error {
-	if asked == nil || *asked == s.SpecRevision() {
+// CheckSpecRevision refuses a reconcile that names a spec_revision other than current, the
+// controller's (version_conflict, with the current revision).
+func (s ControllerSpec) CheckSpecRevision(current string, asked *string) error {
+	if asked == nil || *asked == current {
 		return nil
 	}
-	return Errorf(ECodeVersionConflict, "The %s controller's spec is at %s, not %s.", s.Domain, s.SpecRevision(), *asked).
-		WithDetails(map[string]any{"current_spec_revision": s.SpecRevision()})
+	return Errorf(ECodeVersionConflict, "The %s controller's spec is at %s, not %s.", s.Domain, current, *asked).
+		WithDetails(map[string]any{"current_spec_revision": current})
 }
 
 // SignalReading is what a reconcile read of its input inside its transaction.
@@ -286,8 +289,8 @@ type PendingDecisionFinder func(signalID string) (bool, error)
 // max_input_age_seconds is stale, more records than MaxRecords are truncated, fewer than
 // the Threshold propose nothing (the signal cleared, if the last run saw it active), and a
 // signal a pending decision already answers is in cooldown (pending is asked only then);
-// otherwise the signal is proposed on.
-func (s ControllerSpec) Assess(r SignalReading, pending PendingDecisionFinder) (ControllerVerdict, error) {
+// otherwise the signal is proposed on. digest names the signal (of its SignalContent).
+func (s ControllerSpec) Assess(r SignalReading, digest Digester, pending PendingDecisionFinder) (ControllerVerdict, error) {
 	health := SourceHealth{State: SourceHealthy, ObservedAt: r.Now, FreshnessWatermark: r.Watermark, SourceCursor: r.SourceCursor,
 		RecordCount: len(r.Records), Limitations: []string{}}
 	v := ControllerVerdict{Status: ControllerHealthy, SignalState: SignalCleared}
@@ -305,7 +308,11 @@ func (s ControllerSpec) Assess(r SignalReading, pending PendingDecisionFinder) (
 			v.Noop = NoopSignalCleared
 		}
 	default:
-		id := SignalID(s.Domain, r.Records)
+		d, err := digest(SignalContent(s.Domain, r.Records))
+		if err != nil {
+			return v, err
+		}
+		id := DigestID(SignalIDPrefix, d)
 		v.SignalID, v.SignalState = &id, SignalActive
 		answered, err := pending(id)
 		if err != nil {

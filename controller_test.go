@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Each branch of a reconcile's decision, in the order the rule takes them: stale input,
@@ -25,7 +27,14 @@ func TestControllerAssess(t *testing.T) {
 	}
 	maxAge := int64(60)
 	active, cleared := accountable.SignalActive, accountable.SignalCleared
-	signal := accountable.SignalID(accountable.DomainEngineering, records(2))
+	d, err := canonical.DigestOf(accountable.SignalContent(accountable.DomainEngineering, records(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signal := accountable.DigestID(accountable.SignalIDPrefix, d)
+	if !strings.HasPrefix(signal, "controller_signal:") || len(signal) != len("controller_signal:")+64 {
+		t.Fatalf("signal id %s", signal)
+	}
 	for _, c := range []struct {
 		name    string
 		reading accountable.SignalReading
@@ -61,7 +70,7 @@ func TestControllerAssess(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.reading.Now = now
 			asked := false
-			v, err := spec.Assess(c.reading, func(id string) (bool, error) {
+			v, err := spec.Assess(c.reading, canonical.DigestOf, func(id string) (bool, error) {
 				asked = true
 				if id != signal {
 					t.Errorf("asked about signal %s, want %s", id, signal)
@@ -85,21 +94,25 @@ func TestControllerAssess(t *testing.T) {
 	}
 
 	fail := errors.New("the decisions could not be read")
-	if _, err := spec.Assess(accountable.SignalReading{Now: now, Records: records(1)}, func(string) (bool, error) { return false, fail }); !errors.Is(err, fail) {
+	if _, err := spec.Assess(accountable.SignalReading{Now: now, Records: records(1)}, canonical.DigestOf, func(string) (bool, error) { return false, fail }); !errors.Is(err, fail) {
 		t.Errorf("a failed cooldown read: %v, want it returned", err)
 	}
 }
 
 func TestControllerSpecRevisionCheck(t *testing.T) {
 	spec := accountable.ControllerSpecs[accountable.DomainSales]
-	current, other := spec.SpecRevision(), "controller_spec_revision:"+fmt.Sprintf("%064d", 0)
-	if err := spec.CheckSpecRevision(nil); err != nil {
+	d, err := canonical.DigestOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, other := accountable.DigestID(accountable.SpecRevisionPrefix, d), "controller_spec_revision:"+fmt.Sprintf("%064d", 0)
+	if err := spec.CheckSpecRevision(current, nil); err != nil {
 		t.Errorf("no revision asked: %v", err)
 	}
-	if err := spec.CheckSpecRevision(&current); err != nil {
+	if err := spec.CheckSpecRevision(current, &current); err != nil {
 		t.Errorf("the current revision: %v", err)
 	}
-	err := spec.CheckSpecRevision(&other)
+	err = spec.CheckSpecRevision(current, &other)
 	var ae *accountable.Error
 	if !errors.As(err, &ae) || ae.Code != accountable.ECodeVersionConflict || ae.Details["current_spec_revision"] != current {
 		t.Errorf("another revision: %v", err)

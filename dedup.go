@@ -44,19 +44,20 @@ func (c ClaimDedup) TTL() time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// dedupFingerprint is what a fingerprint covers: the event's identity in its workspace.
-type dedupFingerprint struct {
+// DedupFingerprint is what the fingerprint of an event in a workspace covers: the
+// fingerprint is "sha256:" + the hex SHA-256 of its RFC 8785 canonical JSON
+// ({event_key, source, workspace_id}). Including the workspace keeps the same event of two
+// workspaces apart (and tells neither anything of the other).
+type DedupFingerprint struct {
 	WorkspaceID string `json:"workspace_id"`
 	Source      string `json:"source"`
 	EventKey    string `json:"event_key"`
 }
 
-// DedupFingerprint is the fingerprint of an event in a workspace: "sha256:" + the hex
-// SHA-256 of the RFC 8785 canonical JSON of {event_key, source, workspace_id}. Including
-// the workspace keeps the same event of two workspaces apart (and tells neither anything
-// of the other).
-func DedupFingerprint(workspaceID, source, eventKey string) (string, error) {
-	return CanonicalDigest(dedupFingerprint{WorkspaceID: NormalizeUUID(workspaceID), Source: source, EventKey: eventKey})
+// DedupFingerprintOf is what the fingerprint of the event eventKey of source in the
+// workspace covers.
+func DedupFingerprintOf(workspaceID, source, eventKey string) DedupFingerprint {
+	return DedupFingerprint{WorkspaceID: NormalizeUUID(workspaceID), Source: source, EventKey: eventKey}
 }
 
 // DedupClaimResult is the answer to a claim: claimed (this request won, deduped false) or

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 func TestClaimDedupRules(t *testing.T) {
@@ -51,7 +52,7 @@ func TestClaimDedupRules(t *testing.T) {
 // event in two workspaces has two fingerprints; the workspace id's case does not matter.
 func TestDedupFingerprint(t *testing.T) {
 	ws := "0190c0de-0000-7000-8000-00000000abcd"
-	got, err := accountable.DedupFingerprint(strings.ToUpper(ws), "github", "delivery \"1\"")
+	got, err := canonical.DigestOf(accountable.DedupFingerprintOf(strings.ToUpper(ws), "github", "delivery \"1\""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,8 @@ func TestDedupFingerprint(t *testing.T) {
 	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
 		t.Fatalf("fingerprint %s, want %s", got, want)
 	}
-	other, _ := accountable.DedupFingerprint("0190c0de-0000-7000-8000-00000000abce", "github", "delivery \"1\"")
-	swapped, _ := accountable.DedupFingerprint(ws, "delivery \"1\"", "github")
+	other, _ := canonical.DigestOf(accountable.DedupFingerprintOf("0190c0de-0000-7000-8000-00000000abce", "github", "delivery \"1\""))
+	swapped, _ := canonical.DigestOf(accountable.DedupFingerprintOf(ws, "delivery \"1\"", "github"))
 	if other == got || swapped == got {
 		t.Fatal("the workspace, the source and the key each make the fingerprint")
 	}

@@ -282,7 +282,7 @@ func (c ActOnHandoff) AllProofs() ([]Proof, error) {
 }
 
 // FulfilmentResult is the result a fulfilment records: the given result object with every
-// proof under proofs.
+// proof under proofs (not in canonical form: the store records its canonical form).
 func (c ActOnHandoff) FulfilmentResult() (Object, error) {
 	proofs, err := c.AllProofs()
 	if err != nil {
@@ -302,11 +302,7 @@ func (c ActOnHandoff) FulfilmentResult() (Object, error) {
 		return nil, err
 	}
 	m[handoffResultProofsField] = raw
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return CanonicalizeJSON(b)
+	return json.Marshal(m)
 }
 
 // MissingProofs returns the required proof kinds the proofs do not include.

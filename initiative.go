@@ -477,9 +477,10 @@ type InitiativeProposal struct {
 	Encoded           `json:"-"`
 }
 
-// proposalContent is what a proposal's digest covers: everything but its status (which
-// moves) and the digest itself.
-type proposalContent struct {
+// ProposalContent is what a proposal's digest covers (its proposal_digest: sha256 of the
+// RFC 8785 canonical JSON of it): everything but its status (which moves) and the digest
+// itself.
+type ProposalContent struct {
 	ProposalID        string            `json:"proposal_id"`
 	ExpiresAt         Time              `json:"expires_at"`
 	Plan              Plan              `json:"plan"`
@@ -488,11 +489,10 @@ type proposalContent struct {
 	GenerationReceipt GenerationReceipt `json:"generation_receipt"`
 }
 
-// ContentDigest returns the proposal's digest: sha256 of the RFC 8785 canonical JSON of
-// its content.
-func (p InitiativeProposal) ContentDigest() (string, error) {
-	return CanonicalDigest(proposalContent{ProposalID: p.ProposalID, ExpiresAt: p.ExpiresAt, Plan: p.Plan,
-		AssignmentSource: p.AssignmentSource, Economics: p.Economics, GenerationReceipt: p.GenerationReceipt})
+// ProposalContent returns what the proposal's digest covers.
+func (p InitiativeProposal) ProposalContent() ProposalContent {
+	return ProposalContent{ProposalID: p.ProposalID, ExpiresAt: p.ExpiresAt, Plan: p.Plan,
+		AssignmentSource: p.AssignmentSource, Economics: p.Economics, GenerationReceipt: p.GenerationReceipt}
 }
 
 // StatusAt returns the proposal's status at now: a proposed proposal past its expiry is

@@ -38,9 +38,6 @@ type EventHeader struct {
 	PreviousHash     *string   `json:"previousHash" pattern:"^sha256:[a-f0-9]{64}$"`
 }
 
-// Hash returns the eventHash of an event with header h.
-func (h EventHeader) Hash() (string, error) { return CanonicalDigest(h) }
-
 // Ref returns the event reference commands return.
 func (e Event) Ref() EventRef {
 	return EventRef{EventID: e.ID, AggregateVersion: e.AggregateVersion, EventHash: e.EventHash, PayloadDigest: e.PayloadDigest}

@@ -18,9 +18,12 @@ func (o Object) MarshalJSON() ([]byte, error) {
 	return o, nil
 }
 
-// UnmarshalJSON accepts a JSON object or null (absent). The object is kept in its
-// canonical form (RFC 8785): the ledger must be able to hash what it stores, so an object
-// without one (a number beyond double range, say) is refused here.
+// UnmarshalJSON accepts a JSON object or null (absent), and keeps the object's text as
+// given. Free-form JSON from clients is kept in its canonical form (RFC 8785), so that
+// the ledger can hash what it stores and answers echo it alike: the API's request
+// decoding puts it in that form, nested at most MaxFreeFormDepth deep, and refuses an
+// object without one (a number beyond double range, say); the store does the same for
+// what it reads back.
 func (o *Object) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if string(b) == "null" {
@@ -30,11 +33,7 @@ func (o *Object) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("must be a JSON object")
 	}
-	canonical, err := canonicalFreeForm(b)
-	if err != nil {
-		return err
-	}
-	*o = canonical
+	*o = append(Object(nil), b...)
 	return nil
 }
 
@@ -47,17 +46,7 @@ const MaxFreeFormDepth = 64
 // ErrFreeFormTooDeep is the refusal of free-form JSON nested deeper than MaxFreeFormDepth.
 var ErrFreeFormTooDeep = fmt.Errorf("must not nest objects and arrays more than %d deep", MaxFreeFormDepth)
 
-// canonicalFreeForm returns the canonical form (RFC 8785) of free-form JSON a client
-// gave: ErrFreeFormTooDeep when it nests deeper than MaxFreeFormDepth, and an error
-// wrapping ErrNotCanonicalizable when it has no canonical form (a number beyond double
-// range, invalid Unicode).
-func canonicalFreeForm(raw []byte) ([]byte, error) {
-	canonical, err := canonicalizeWithin(raw, MaxFreeFormDepth)
-	switch {
-	case errors.Is(err, ErrNestedTooDeep):
-		return nil, ErrFreeFormTooDeep
-	case err != nil:
-		return nil, fmt.Errorf("must be I-JSON (numbers within double precision, valid Unicode): %w", ErrNotCanonicalizable)
-	}
-	return canonical, nil
-}
+// ErrFreeFormNotIJSON is the refusal of free-form JSON that has no canonical form (a
+// number beyond double range, invalid Unicode). The API wraps it with the canonical
+// package's ErrNotCanonicalizable, which makes the answer invalid_json.
+var ErrFreeFormNotIJSON = errors.New("must be I-JSON (numbers within double precision, valid Unicode)")

@@ -196,17 +196,21 @@ func (s *ProcessStage) UnmarshalJSON(b []byte) error {
 		}
 		delete(m, f.name)
 	}
-	for k, v := range m {
-		c, err := canonicalFreeForm(v)
-		if err != nil {
-			return fmt.Errorf("a stage's %s %w", k, err)
-		}
-		m[k] = c
-	}
 	if len(m) > 0 {
 		s.extra = m
 	}
 	return nil
+}
+
+// Others returns the stage's members beyond key and name, as given (nil without any). The
+// map is the stage's own: the API and the store put its values in canonical form in place
+// (see Object.UnmarshalJSON).
+func (s ProcessStage) Others() map[string]json.RawMessage { return s.extra }
+
+// OtherMemberError is the refusal of the stage's member name as free-form JSON (err:
+// ErrFreeFormTooDeep, ErrFreeFormNotIJSON or an error wrapping one).
+func OtherMemberError(name string, err error) error {
+	return fmt.Errorf("a stage's %s %w", name, err)
 }
 
 // RevisionContent is what a revision of a process says (the specification's optional
@@ -246,9 +250,6 @@ type ProcessSpecRevision struct {
 	AuthoredBy     Actor  `json:"authoredBy"`
 	RevisionContent
 }
-
-// Digest is the revision's contentDigest: sha256 of the canonical JSON of its content.
-func (c RevisionContent) Digest() (string, error) { return CanonicalDigest(c) }
 
 // RevisionInput is a revision's content as a request gives it (snake_case members, and
 // references by id alone); Content makes the RevisionContent of it, and a test holds the

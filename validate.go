@@ -62,10 +62,7 @@ func rulesOf(t reflect.Type) []fieldRule {
 	if r, ok := fieldRuleCache.Load(t); ok {
 		return r.([]fieldRule)
 	}
-	fields, err := canonFieldsOf(t)
-	if err != nil {
-		panic(err)
-	}
+	fields := jsonFieldsOf(t)
 	rules := make([]fieldRule, 0, len(fields))
 	for _, f := range fields {
 		sf := t.FieldByIndex(f.index)

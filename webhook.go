@@ -1,6 +1,8 @@
 package accountable
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"slices"
@@ -174,7 +176,8 @@ type WebhookDeletedPayload struct {
 // WebhookDeliveryID is the stable id of the delivery of an event to an endpoint: every
 // attempt and every redelivery of it carries the same id, so a receiver can drop repeats.
 func WebhookDeliveryID(webhookID, eventID string) string {
-	return "whd_" + Digest([]byte(webhookID + ":" + eventID))[len("sha256:"):][:24]
+	sum := sha256.Sum256([]byte(webhookID + ":" + eventID))
+	return "whd_" + hex.EncodeToString(sum[:])[:24]
 }
 
 // WebhookDelivery is one event due to an endpoint.

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Planner makes the plan of a proposal request (planner.Model or planner.Baseline).
@@ -59,7 +60,7 @@ func (a *Proposals) PlanProposal(ctx context.Context, in ProposalRequest) (accou
 		ExpiresAt: accountable.TimeOf(time.Now().Add(accountable.ProposalLifetime)),
 		Plan:      res.Plan, AssignmentSource: res.Source, Economics: accountable.EconomicsOf(res.Plan), GenerationReceipt: receipt,
 	}
-	if p.ProposalDigest, err = p.ContentDigest(); err != nil {
+	if p.ProposalDigest, err = canonical.DigestOf(p.ProposalContent()); err != nil {
 		return p, temporal.NewNonRetryableApplicationError(err.Error(), "invalid_plan", err)
 	}
 	return p, nil

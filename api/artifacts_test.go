@@ -22,6 +22,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -145,7 +146,8 @@ func TestArtifactsAsTheClientsCallThem(t *testing.T) {
 	d := r.data()
 	a := d["artifact"].(map[string]any)
 	v := a["verification"].(map[string]any)
-	digest, _ := accountable.ArtifactContentDigest("pull_request", &prURL, &ciURL, nil, &preview)
+	digest, _ := canonical.DigestOf(accountable.ArtifactContent{ArtifactType: "pull_request", ArtifactURL: &prURL, ExternalURL: &ciURL,
+		PreviewMarkdown: &preview})
 	if d["ok"] != true || d["artifact_type_fallback"] != false || d["effective_artifact_type"] != "pull_request" || r.meta()["duplicate"] != false ||
 		a["name"] != "Status page PR" || a["artifact_type"] != "pull_request" || a["requested_artifact_type"] != "pull_request" ||
 		a["artifact_url"] != prURL || a["external_url"] != ciURL || a["entity_type"] != "task" || a["entity_id"] != task ||
@@ -706,7 +708,7 @@ func oldArtifact(t *testing.T, conn *pgx.Conn, ws, user string, members map[stri
 	id := uuid.Must(uuid.NewV7()).String()
 	now := accountable.Now()
 	createdAt := accountable.TimeOf(now)
-	digest, err := accountable.CanonicalDigest(map[string]any{"type": members["type"], "uri": members["uri"], "media_type": members["media_type"],
+	digest, err := canonical.DigestOf(map[string]any{"type": members["type"], "uri": members["uri"], "media_type": members["media_type"],
 		"content": content})
 	if err != nil {
 		t.Fatal(err)
@@ -725,21 +727,21 @@ func oldArtifact(t *testing.T, conn *pgx.Conn, ws, user string, members map[stri
 			payload[k] = v
 		}
 	}
-	canonical, err := accountable.CanonicalJSON(payload)
+	body, err := canonical.JSON(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := accountable.Event{EventHeader: accountable.EventHeader{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws,
 		AggregateType: accountable.AggregateArtifact, AggregateID: id, AggregateVersion: 1, EventType: accountable.EventArtifactCreated,
-		SchemaVersion: accountable.SchemaVersion, ActorType: accountable.ActorHuman, ActorID: user, PayloadDigest: accountable.Digest(canonical),
-		OccurredAt: createdAt, RecordedAt: createdAt}, Payload: canonical}
-	if ev.EventHash, err = ev.Hash(); err != nil {
+		SchemaVersion: accountable.SchemaVersion, ActorType: accountable.ActorHuman, ActorID: user, PayloadDigest: canonical.Digest(body),
+		OccurredAt: createdAt, RecordedAt: createdAt}, Payload: body}
+	if ev.EventHash, err = canonical.DigestOf(ev.EventHeader); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO ledger_events (workspace_id, id, aggregate_type, aggregate_id, aggregate_version, event_type,
 			schema_version, actor_type, actor_id, payload, payload_digest, occurred_at, recorded_at, event_hash)
 		VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9::jsonb, $10, $11, $11, $12)`,
-		ws, ev.ID, ev.AggregateType, id, ev.EventType, ev.SchemaVersion, string(ev.ActorType), ev.ActorID, string(canonical),
+		ws, ev.ID, ev.AggregateType, id, ev.EventType, ev.SchemaVersion, string(ev.ActorType), ev.ActorID, string(body),
 		ev.PayloadDigest, createdAt.Time, ev.EventHash); err != nil {
 		t.Fatal(err)
 	}
@@ -807,7 +809,7 @@ func TestDedupClaim(t *testing.T) {
 	first := claim(key, body)
 	expect(t, first, http.StatusOK, "")
 	f := first.data()
-	fp, _ := accountable.DedupFingerprint(tenant.Principal.WorkspaceID, "github", "delivery-1")
+	fp, _ := canonical.DigestOf(accountable.DedupFingerprintOf(tenant.Principal.WorkspaceID, "github", "delivery-1"))
 	claimedAt, _ := time.Parse(time.RFC3339Nano, f["claimed_at"].(string))
 	expiresAt, _ := time.Parse(time.RFC3339Nano, f["expires_at"].(string))
 	if f["ok"] != true || f["claimed"] != true || f["deduped"] != false || f["fingerprint_hash"] != fp || expiresAt.Sub(claimedAt) != 10*time.Minute ||

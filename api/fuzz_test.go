@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // The body decoders either produce a command within the specification's bounds or refuse
@@ -116,7 +117,7 @@ func FuzzCreateWorkBody(f *testing.F) {
 		if (cmd.InitiativeID == nil) != (cmd.MilestoneID == nil) || (cmd.InitiativeID == nil) != (cmd.WorkstreamID == nil) {
 			t.Fatal("partial initiative/workstream/milestone accepted")
 		}
-		if _, err := accountable.CanonicalJSON(cmd); err != nil {
+		if _, err := canonical.JSON(cmd); err != nil {
 			t.Fatalf("accepted a body with no canonical form: %v", err)
 		}
 	})

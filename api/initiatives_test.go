@@ -15,6 +15,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/canonical"
 	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -45,7 +46,7 @@ func TestProposeInitiative(t *testing.T) {
 	if err := json.Unmarshal(mustJSON(t, r.data()), &p); err != nil {
 		t.Fatal(err)
 	}
-	digest, err := p.ContentDigest()
+	digest, err := canonical.DigestOf(p.ProposalContent())
 	if err != nil || p.ProposalDigest != digest || !strings.HasPrefix(digest, "sha256:") {
 		t.Fatalf("digest %s, content digest %s %v", p.ProposalDigest, digest, err)
 	}

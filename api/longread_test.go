@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -61,7 +62,7 @@ func seedLedger(t *testing.T, tenant storetest.Tenant, n int) {
 			task := accountable.Task{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws, Title: fmt.Sprintf("Seeded report %d", k),
 				Description: &desc, Status: accountable.TaskTodo, Priority: accountable.PriorityHigh,
 				Metadata: accountable.Object(metadata), CreatedAt: at, UpdatedAt: at, AggregateVersion: 1}
-			payload, err := accountable.CanonicalJSON(accountable.WorkCreatedPayload{Task: task})
+			payload, err := canonical.JSON(accountable.WorkCreatedPayload{Task: task})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,10 +70,10 @@ func seedLedger(t *testing.T, tenant storetest.Tenant, n int) {
 			e := accountable.Event{EventHeader: accountable.EventHeader{
 				ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws, AggregateType: accountable.AggregateTask, AggregateID: task.ID,
 				AggregateVersion: 1, EventType: accountable.EventWorkCreated, SchemaVersion: accountable.SchemaVersion,
-				ActorType: accountable.ActorHuman, ActorID: actor, PayloadDigest: accountable.Digest(payload),
+				ActorType: accountable.ActorHuman, ActorID: actor, PayloadDigest: canonical.Digest(payload),
 				OccurredAt: at, RecordedAt: at, IdempotencyKey: &key,
 			}, Payload: payload}
-			if e.EventHash, err = e.Hash(); err != nil {
+			if e.EventHash, err = canonical.DigestOf(e.EventHeader); err != nil {
 				t.Fatal(err)
 			}
 			events = append(events, []any{ws, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion, e.EventType, e.SchemaVersion,

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // An operation is declared once, in the table of its area (work.go, events.go, ...):
@@ -227,6 +228,25 @@ func (c *call) document() []byte {
 // validator is implemented by commands: the rules of the root package.
 type validator interface{ Validate() error }
 
+// digestChecker is implemented by commands that may declare the digest of their content
+// (createArtifact's content_digest): the root says what the digest covers and how a
+// mismatch is refused; the digest itself is canonical JSON's, which the root leaves to
+// the canonical package.
+type digestChecker interface {
+	Content() accountable.ArtifactContent
+	CheckContentDigest(computed string) error
+}
+
+// checkContentDigest refuses a command whose declared digest differs from its content's,
+// once its other rules hold (validation_failed at /content_digest). Content without a
+// canonical form cannot be checked, and is left to the command.
+func checkContentDigest(c digestChecker) error {
+	if d, err := canonical.DigestOf(c.Content()); err == nil {
+		return c.CheckContentDigest(d)
+	}
+	return nil
+}
+
 // op declares an operation served by h.
 func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	if o.Status == 0 {
@@ -355,6 +375,11 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 	} else if err := accountable.CheckFields(in).Err(); err != nil {
 		return err
 	}
+	if dc, ok := in.(digestChecker); ok {
+		if err := checkContentDigest(dc); err != nil {
+			return err
+		}
+	}
 	if d.Idempotency == NoIdempotency {
 		return nil
 	}
@@ -382,7 +407,7 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 			pathValues = append(pathValues, v.FieldByIndex(p.index).String())
 		}
 	}
-	digest, err := accountable.CanonicalDigest(requestFingerprint{Operation: d.ID, Path: pathValues, Body: in})
+	digest, err := canonical.DigestOf(requestFingerprint{Operation: d.ID, Path: pathValues, Body: in})
 	if err != nil {
 		return fmt.Errorf("api: fingerprint: %w", err)
 	}
@@ -555,10 +580,12 @@ func decodeJSONBody(body []byte, scopedType reflect.Type, dst any, closed bool) 
 	return scoped.Elem().Field(1).Interface().(*string), nil
 }
 
-// The decoding options of request bodies: integer members take integral numbers, and a
-// closed body refuses unknown members.
+// The decoding options of request bodies: integer members take integral numbers,
+// free-form JSON is canonicalised (freeFormUnmarshalers), and a closed body refuses
+// unknown members.
 var (
-	openBodyOptions   = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(unmarshalIntegral))
+	openBodyOptions = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(jsonv2.UnmarshalFromFunc(unmarshalIntegral),
+		freeFormUnmarshalers))
 	closedBodyOptions = jsonv2.JoinOptions(openBodyOptions, jsonv2.RejectUnknownMembers(true))
 )
 
@@ -598,7 +625,7 @@ const msgUnknownMember = "is not a member of this request"
 // range), with the JSON Pointer of the member.
 func decodeError(err error) error {
 	var se *jsonv2.SemanticError
-	if !errors.As(err, &se) || errors.Is(err, accountable.ErrNotCanonicalizable) {
+	if !errors.As(err, &se) || errors.Is(err, canonical.ErrNotCanonicalizable) {
 		return accountable.Errorf(accountable.ECodeInvalidJSON,
 			"The request body is not well-formed JSON (I-JSON: no duplicate member names, valid UTF-8, numbers within double precision).")
 	}

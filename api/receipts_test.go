@@ -19,6 +19,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/receipt"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -415,8 +416,8 @@ func TestReceiptImport(t *testing.T) {
 		FROM agent_work_receipts WHERE workspace_id = $1 AND id = $2`, ws, id).Scan(&external, &digest, &runtime, &contentState, &total, &doc); err != nil {
 		t.Fatal(err)
 	}
-	canonical, _ := accountable.CanonicalizeJSON(codex)
-	if external != "awr:codex:run-2026-07-19-001" || digest != accountable.Digest(canonical) || runtime != "codex-desktop" ||
+	canon, _ := canonical.Transform(codex)
+	if external != "awr:codex:run-2026-07-19-001" || digest != canonical.Digest(canon) || runtime != "codex-desktop" ||
 		contentState != "verified" || total != 0.08 || doc["receipt_id"] != external || doc["integrity"] == nil {
 		t.Fatalf("row %s %s %s %s %v", external, digest, runtime, contentState, total)
 	}

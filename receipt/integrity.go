@@ -12,13 +12,14 @@ import (
 	"strings"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // The integrity of an Agent Work Receipt (its optional integrity block), checked as the
 // format's conformance vectors define it (testdata/agent-work-receipt/conformance):
 //
 //   - content hash: SHA-256 of the RFC 8785 canonical JSON of the document without its
-//     integrity member (accountable.CanonicalJSON), compared with the declared integrity.content_hash
+//     integrity member (canonical.JSON), compared with the declared integrity.content_hash
 //     (algorithm sha-256 or sha256; hex, base64 or base64url, each in its one canonical
 //     spelling). States: not_present, verified, mismatch, unsupported, malformed.
 //   - signatures: Ed25519 over the canonical JSON of the signature payload
@@ -189,20 +190,20 @@ func VerifyReceiptIntegrity(doc map[string]any, keys ReceiptSignerKeys) (Receipt
 
 // canonicalReceipt returns the canonical JSON of the document without its integrity
 // member (what the content hash covers) and of the whole document, canonicalising each
-// member once (accountable.CanonicalJSON does the work; its member order is RFC 8785's).
+// member once (canonical.JSON does the work; its member order is RFC 8785's).
 func canonicalReceipt(doc map[string]any) (content, whole []byte, err error) {
 	names := make([]string, 0, len(doc))
 	for name := range doc {
 		names = append(names, name)
 	}
-	slices.SortFunc(names, accountable.CompareUTF16)
+	slices.SortFunc(names, canonical.CompareUTF16)
 	content, whole = []byte{'{'}, []byte{'{'}
 	for _, name := range names {
-		key, err := accountable.CanonicalJSON(name)
+		key, err := canonical.JSON(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		value, err := accountable.CanonicalJSON(doc[name])
+		value, err := canonical.JSON(doc[name])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -303,7 +304,7 @@ func ReceiptSignaturePayload(sig map[string]any, declaredHash []byte) ([]byte, e
 			protected[name] = v
 		}
 	}
-	return accountable.CanonicalJSON(map[string]any{
+	return canonical.JSON(map[string]any{
 		"content_hash": map[string]any{"algorithm": "sha-256", "value": hex.EncodeToString(declaredHash)},
 		"profile":      ReceiptSignatureProfile,
 		"protected":    protected,

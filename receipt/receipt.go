@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // The format this service validates.
@@ -111,7 +112,7 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	if issues := r.SemanticIssues(); len(issues) > 0 {
 		return invalidReceipt(issues)
 	}
-	content, canonical, err := canonicalReceipt(obj)
+	content, canon, err := canonicalReceipt(obj)
 	if err != nil { // the input stage refused what has no canonical form: cannot happen
 		return invalidReceipt([]ReceiptIssue{{Path: "", Code: ReceiptInputNumber, Message: "The document has no RFC 8785 canonical form."}})
 	}
@@ -119,7 +120,7 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	if err != nil {
 		return invalidReceipt([]ReceiptIssue{{Path: "/integrity", Code: ReceiptInputNumber, Message: "The integrity block has no RFC 8785 canonical form."}})
 	}
-	return ReceiptValidation{Receipt: &r, Document: obj, Canonical: canonical, Digest: accountable.Digest(canonical), Integrity: integrity}
+	return ReceiptValidation{Receipt: &r, Document: obj, Canonical: canon, Digest: canonical.Digest(canon), Integrity: integrity}
 }
 
 func (v ReceiptValidator) decode(raw []byte, r *AgentWorkReceipt) error {

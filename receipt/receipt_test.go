@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/receipt"
 )
 
@@ -360,7 +361,7 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 	if got.Runtime, want.Runtime = nil, nil; got != want {
 		t.Fatalf("summary %+v", got)
 	}
-	if v.Digest != accountable.Digest(v.Canonical) || !bytes.HasPrefix(v.Canonical, []byte(`{"actions":[{"completed_at"`)) {
+	if v.Digest != canonical.Digest(v.Canonical) || !bytes.HasPrefix(v.Canonical, []byte(`{"actions":[{"completed_at"`)) {
 		t.Fatalf("digest %s of %.40s", v.Digest, v.Canonical)
 	}
 	cmd := v.ImportCommand()
@@ -389,7 +390,7 @@ func TestReceiptSummaryAndPayload(t *testing.T) {
 		t.Fatalf("payload %+v", p)
 	}
 	// The payload is what the ledger keeps: it has a canonical form.
-	if _, err := accountable.CanonicalJSON(p); err != nil {
+	if _, err := canonical.JSON(p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -563,9 +564,9 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 		vs.ContentHash.Algorithm != "sha-256" || vs.ContentHash.Scope != receipt.ReceiptHashScope {
 		t.Fatalf("vectors %s", vs.VectorVersion)
 	}
-	canonical := func(raw json.RawMessage) string {
+	canon := func(raw json.RawMessage) string {
 		t.Helper()
-		b, err := accountable.CanonicalJSON(decodeJSON(t, raw))
+		b, err := canonical.JSON(decodeJSON(t, raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -574,7 +575,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	n := 0
 	t.Run("canonicalization", func(t *testing.T) {
 		for _, v := range vs.CanonicalizationVectors {
-			got := canonical(v.Input)
+			got := canon(v.Input)
 			sum := sha256.Sum256([]byte(got))
 			if got != v.CanonicalJSON || hex.EncodeToString(sum[:]) != v.SHA256Hex {
 				t.Errorf("%s: %s, want %s", v.Name, got, v.CanonicalJSON)
@@ -588,8 +589,8 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fromBits := string(accountable.AppendECMAScriptNumber(nil, math.Float64frombits(bits)))
-			if got := canonical(v.Input); got != v.CanonicalJSON || fromBits != v.CanonicalJSON {
+			fromBits := string(canonical.AppendNumber(nil, math.Float64frombits(bits)))
+			if got := canon(v.Input); got != v.CanonicalJSON || fromBits != v.CanonicalJSON {
 				t.Errorf("%s: %s (text) %s (bits), want %s", v.IEEE754, got, fromBits, v.CanonicalJSON)
 			}
 			n++
@@ -597,7 +598,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	})
 	t.Run("equivalence", func(t *testing.T) {
 		for _, v := range vs.EquivalenceVectors {
-			if l, r := canonical(v.Left), canonical(v.Right); l != v.CanonicalJSON || r != v.CanonicalJSON {
+			if l, r := canon(v.Left), canon(v.Right); l != v.CanonicalJSON || r != v.CanonicalJSON {
 				t.Errorf("%s: %s and %s, want %s", v.Name, l, r, v.CanonicalJSON)
 			}
 			n++
@@ -605,7 +606,7 @@ func TestReceiptIntegrityConformanceVectors(t *testing.T) {
 	})
 	t.Run("difference", func(t *testing.T) {
 		for _, v := range vs.DifferenceVectors {
-			if l, r := canonical(v.Left), canonical(v.Right); l == r {
+			if l, r := canon(v.Left), canon(v.Right); l == r {
 				t.Errorf("%s: both %s", v.Name, l)
 			}
 			n++

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // entityTable is where the entities of a type an artifact may be attached to are, each
@@ -68,10 +69,11 @@ func (db *DB) CreateArtifact(ctx context.Context, p accountable.Principal, idem 
 				return accountable.ArtifactCreated{}, accountable.NotFound("initiative")
 			}
 		}
-		a, err := in.NewArtifact(uuid.Must(uuid.NewV7()).String(), p.WorkspaceID, initiative, p.Actor(), tx.Now())
+		digest, err := canonical.DigestOf(in.Content())
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
 		}
+		a := in.NewArtifact(uuid.Must(uuid.NewV7()).String(), p.WorkspaceID, initiative, p.Actor(), tx.Now(), digest)
 		ev, err := tx.Append(aggregate(accountable.AggregateArtifact, a.ID), accountable.EventArtifactCreated, a.CreatedPayload(in.Causation.CommandID))
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
@@ -104,7 +106,7 @@ func (db *DB) GetArtifact(ctx context.Context, workspaceID, id string) (accounta
 	case err != nil:
 		return a, mapError(err)
 	}
-	if err := json.Unmarshal([]byte(doc), &a.ArtifactSummary); err != nil {
+	if err := decodeStored([]byte(doc), &a.ArtifactSummary); err != nil {
 		return a, fmt.Errorf("store: decode artifact: %w", err)
 	}
 	return a, nil

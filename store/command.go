@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // The one command path. Every state change of the service runs through runCommand, which
@@ -508,7 +509,7 @@ func replay[T any](s *storedRecord, idem *accountable.Idempotency) (T, error) {
 		return zero, errIdempotencyInProgress(idem.Key)
 	}
 	var doc replayDocument[T]
-	if err := json.Unmarshal(s.response, &doc); err != nil {
+	if err := decodeStored(s.response, &doc); err != nil {
 		return zero, fmt.Errorf("store: decode the stored response: %w", err)
 	}
 	if doc.Version != replayVersion {
@@ -617,7 +618,7 @@ type commandContext struct {
 
 // newEvent builds the ledger event with its payload digest and event hash.
 func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *string, eventType string, payload any) (accountable.Event, error) {
-	canonical, err := accountable.CanonicalJSON(payload)
+	body, err := canonical.JSON(payload)
 	if err != nil {
 		return accountable.Event{}, fmt.Errorf("store: canonical payload: %w", err)
 	}
@@ -632,18 +633,18 @@ func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *
 		SchemaVersion:    accountable.SchemaVersion,
 		ActorType:        cc.Actor.Type,
 		ActorID:          cc.Actor.ID,
-		PayloadDigest:    accountable.Digest(canonical),
+		PayloadDigest:    canonical.Digest(body),
 		OccurredAt:       now,
 		RecordedAt:       now,
 		CausationID:      cc.Causation.CausationID,
 		CorrelationID:    cc.Causation.CorrelationID,
 		PreviousHash:     previousHash,
-	}, Payload: canonical}
+	}, Payload: body}
 	if cc.Idempotency != nil {
 		k := cc.Idempotency.Key
 		e.IdempotencyKey = &k
 	}
-	if e.EventHash, err = e.Hash(); err != nil {
+	if e.EventHash, err = canonical.DigestOf(e.EventHeader); err != nil {
 		return accountable.Event{}, err
 	}
 	return e, nil

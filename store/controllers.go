@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // signalQueries read each domain controller's signal: the records it finds, newest first,
@@ -65,7 +66,7 @@ func (db *DB) lastControllerRun(ctx context.Context, q querier, workspaceID stri
 		return nil, err
 	}
 	var r accountable.ControllerResult
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+	if err := decodeStored([]byte(raw), &r); err != nil {
 		return nil, fmt.Errorf("store: decode controller run: %w", err)
 	}
 	return &r, nil
@@ -75,7 +76,7 @@ func (db *DB) lastControllerRun(ctx context.Context, q querier, workspaceID stri
 func (db *DB) ControllerState(ctx context.Context, workspaceID string, d accountable.Domain) (accountable.ControllerState, error) {
 	spec := accountable.ControllerSpecs[d]
 	st := accountable.ControllerState{ControllerID: accountable.ControllerID(d), Domain: d, Status: accountable.ControllerNeverRun,
-		SpecRevision: spec.SpecRevision(), Spec: spec, ProtocolVersion: accountable.ControllerProtocol, Mode: accountable.ControllerModeShadow}
+		SpecRevision: specRevision(spec), Spec: spec, ProtocolVersion: accountable.ControllerProtocol, Mode: accountable.ControllerModeShadow}
 	last, err := db.lastControllerRun(ctx, db.pool, workspaceID, d)
 	if err != nil || last == nil {
 		return st, mapError(err)
@@ -97,7 +98,8 @@ func (db *DB) ControllerState(ctx context.Context, workspaceID string, d account
 // result again, with duplicate true.
 func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in accountable.Reconcile) (accountable.ControllerResult, error) {
 	spec := accountable.ControllerSpecs[in.Domain]
-	runID := in.RunID(p.WorkspaceID)
+	runID := digestID(accountable.RunIDPrefix, in.RunContent(p.WorkspaceID))
+	revision := specRevision(spec)
 	ref := aggregate(accountable.AggregateController, string(in.Domain))
 	cmd := command[accountable.ControllerResult]{workspaceID: p.WorkspaceID, actor: accountable.Actor{Type: accountable.ActorService,
 		ID: accountable.ControllerID(in.Domain)}, locks: []aggregateRef{ref}}
@@ -106,7 +108,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		err := tx.QueryRow(ctx, `SELECT result::text FROM controller_runs WHERE workspace_id = $1 AND run_id = $2`, p.WorkspaceID, runID).Scan(&stored)
 		if err == nil {
 			var r accountable.ControllerResult
-			if err := json.Unmarshal([]byte(stored), &r); err != nil {
+			if err := decodeStored([]byte(stored), &r); err != nil {
 				return r, fmt.Errorf("store: decode controller run: %w", err)
 			}
 			r.Duplicate = true
@@ -115,7 +117,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return accountable.ControllerResult{}, err
 		}
-		if err := spec.CheckSpecRevision(in.SpecRevision); err != nil {
+		if err := spec.CheckSpecRevision(revision, in.SpecRevision); err != nil {
 			return accountable.ControllerResult{}, err
 		}
 		last, err := db.lastControllerRun(ctx, tx, p.WorkspaceID, in.Domain)
@@ -123,7 +125,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			return accountable.ControllerResult{}, err
 		}
 		now := accountable.TimeOf(tx.Now())
-		res := accountable.ControllerResult{ControllerID: accountable.ControllerID(in.Domain), Domain: in.Domain, SpecRevision: spec.SpecRevision(),
+		res := accountable.ControllerResult{ControllerID: accountable.ControllerID(in.Domain), Domain: in.Domain, SpecRevision: revision,
 			RunID: runID, LastRunID: runID, ProtocolVersion: accountable.ControllerProtocol,
 			Mode: accountable.ControllerModeShadow, EventIDs: []string{},
 			Limitations: []string{"Shadow mode: the proposal grants no execution or policy authority; nothing is dispatched."}}
@@ -160,7 +162,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		if err != nil {
 			return res, err
 		}
-		verdict, err := spec.Assess(reading, func(signalID string) (bool, error) {
+		verdict, err := spec.Assess(reading, canonical.DigestOf, func(signalID string) (bool, error) {
 			var pending string
 			err := tx.QueryRow(ctx, `SELECT id::text FROM decisions WHERE workspace_id = $1 AND status = 'pending'
 				AND context->>'signal_id' = $2 LIMIT 1`, p.WorkspaceID, signalID).Scan(&pending)
@@ -180,7 +182,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			if err != nil {
 				return res, err
 			}
-			canon, err := accountable.CanonicalizeJSON(raw)
+			canon, err := canonical.Transform(raw)
 			if err != nil {
 				return res, err
 			}
@@ -195,7 +197,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 				Shape: accountable.DecisionShape(spec.Shape), Urgency: accountable.UrgencyStandard, Status: accountable.DecisionPending,
 				Options:     []accountable.DecisionOption{},
 				RequestedBy: accountable.Actor{Type: accountable.ActorService, ID: res.ControllerID}, CreatedAt: now, UpdatedAt: now, AggregateVersion: 1}
-			if d.Context, err = accountable.CanonicalizeJSON(decisionContext); err != nil {
+			if d.Context, err = canonical.Transform(decisionContext); err != nil {
 				return res, err
 			}
 			if err := proposeDecision(tx, p.WorkspaceID, d); err != nil {
@@ -229,4 +231,20 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 	// winner's (errCreatedMeanwhile); the same idempotency_key then answers the stored run.
 	res, _, err := runCommand(ctx, db, cmd)
 	return res, err
+}
+
+// specRevision is the controller's spec_revision: SpecRevisionPrefix:<hex sha256 of the
+// spec's canonical JSON>.
+func specRevision(spec accountable.ControllerSpec) string {
+	return digestID(accountable.SpecRevisionPrefix, spec)
+}
+
+// digestID is the id prefix:<hex sha256 of v's canonical JSON>. v is plain data (a spec,
+// strings), which always has a canonical form.
+func digestID(prefix string, v any) string {
+	d, err := canonical.DigestOf(v)
+	if err != nil {
+		panic(err)
+	}
+	return accountable.DigestID(prefix, d)
 }

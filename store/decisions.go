@@ -32,7 +32,7 @@ func scanDecision(row pgx.Row) (accountable.Decision, error) {
 	if decType != nil && decID != nil {
 		d.DecidedBy = &accountable.Actor{Type: accountable.ActorType(*decType), ID: *decID}
 	}
-	if err := json.Unmarshal([]byte(options), &d.Options); err != nil {
+	if err := decodeStored([]byte(options), &d.Options); err != nil {
 		return d, fmt.Errorf("store: decode decision options: %w", err)
 	}
 	return d, nil

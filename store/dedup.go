@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // ClaimDedup claims an event's fingerprint for the principal's workspace. The first
@@ -18,7 +19,7 @@ import (
 // writes nothing and answers with the standing claim (read after its INSERT, which sees
 // the claim that beat it).
 func (db *DB) ClaimDedup(ctx context.Context, p accountable.Principal, in accountable.ClaimDedup) (accountable.DedupClaimResult, error) {
-	fingerprint, err := accountable.DedupFingerprint(p.WorkspaceID, in.Source, in.EventKey)
+	fingerprint, err := canonical.DigestOf(accountable.DedupFingerprintOf(p.WorkspaceID, in.Source, in.EventKey))
 	if err != nil {
 		return accountable.DedupClaimResult{}, err
 	}

@@ -86,8 +86,8 @@ func scanDiscovery(row pgx.Row) (accountable.DiscoveryResult, error) {
 		return res, err
 	}
 	var in accountable.StartDiscoveryRun
-	if err := errors.Join(json.Unmarshal([]byte(doc), &res.Run), json.Unmarshal([]byte(request), &in),
-		json.Unmarshal([]byte(cards), &res.ProcessCards)); err != nil {
+	if err := errors.Join(decodeStored([]byte(doc), &res.Run), decodeStored([]byte(request), &in),
+		decodeStored([]byte(cards), &res.ProcessCards)); err != nil {
 		return res, fmt.Errorf("store: decode discovery run: %w", err)
 	}
 	res.Observations = in.Observations
@@ -150,7 +150,7 @@ func (db *DB) DiscoveryRequest(ctx context.Context, workspaceID, id string) (acc
 	if err != nil {
 		return in, "", mapError(err)
 	}
-	return in, accountable.DiscoveryStatus(status), json.Unmarshal([]byte(request), &in)
+	return in, accountable.DiscoveryStatus(status), decodeStored([]byte(request), &in)
 }
 
 // DiscoveryProgress records how far a running run got (its counts and candidates so far):
@@ -254,7 +254,7 @@ func (db *DB) DiscoveryWork(ctx context.Context, workspaceID string, taskIDs []s
 			&f.CreatedEventID, &f.CreatedCommandID, &f.CreatedCausationID, &f.CreatedCorrelationID); err != nil {
 			return nil, mapError(err)
 		}
-		if err := json.Unmarshal([]byte(meta), &f.Metadata); err != nil {
+		if err := decodeStored([]byte(meta), &f.Metadata); err != nil {
 			return nil, fmt.Errorf("store: decode task metadata: %w", err)
 		}
 		out[id] = f

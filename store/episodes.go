@@ -116,7 +116,7 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 		}
 		var proc accountable.OperatingProcess
 		var rev accountable.ProcessSpecRevision
-		if err := errors.Join(json.Unmarshal([]byte(pdoc), &proc), json.Unmarshal([]byte(rdoc), &rev)); err != nil {
+		if err := errors.Join(decodeStored([]byte(pdoc), &proc), decodeStored([]byte(rdoc), &rev)); err != nil {
 			rows.Close()
 			return accountable.OperatingMap{}, err
 		}

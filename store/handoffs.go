@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Ledger payloads of handoffs.
@@ -129,7 +130,11 @@ func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *a
 					"Handoff %s cannot be fulfilled without its required proof: %v (in result.proofs).", h.ID, missing).
 					WithDetails(map[string]any{"missing_proof_kinds": missing})
 			}
-			if h.Result, err = in.FulfilmentResult(); err != nil {
+			result, err := in.FulfilmentResult()
+			if err != nil {
+				return h, err
+			}
+			if h.Result, err = canonical.Transform(result); err != nil {
 				return h, err
 			}
 			payload.Result = h.Result
@@ -170,7 +175,7 @@ func (db *DB) BreachHandoffSLA(ctx context.Context, workspaceID, handoffID strin
 			return accountable.Handoff{}, err
 		}
 		var h accountable.Handoff
-		if err := json.Unmarshal([]byte(doc), &h); err != nil {
+		if err := decodeStored([]byte(doc), &h); err != nil {
 			return h, fmt.Errorf("store: decode handoff: %w", err)
 		}
 		if h.Status.Final() || breached != nil || h.DueAt == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Ledger payloads of initiatives and their parts.
@@ -169,7 +170,7 @@ func plannedTask(workspaceID, initiativeID, workstreamID, milestoneID string, pt
 		desc = &d
 	}
 	metadata, _ := json.Marshal(map[string]any{"source": "proposal", "estimated_hours": pt.EstimatedHours})
-	canonical, err := accountable.CanonicalizeJSON(metadata)
+	canonical, err := canonical.Transform(metadata)
 	if err != nil {
 		canonical = []byte("{}")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // eventColumns are read by scanEvent.
@@ -355,14 +356,14 @@ func positionAfter(a, b accountable.StreamPosition) bool {
 
 // checkEvent returns why e is broken, or "" when its digest, hash and link hold.
 func checkEvent(e, prev accountable.Event, sameAggregate bool) string {
-	canon, err := accountable.CanonicalizeJSON(e.Payload)
+	canon, err := canonical.Transform(e.Payload)
 	if err != nil {
 		return "payload is not valid JSON"
 	}
-	if accountable.Digest(canon) != e.PayloadDigest {
+	if canonical.Digest(canon) != e.PayloadDigest {
 		return "payloadDigest does not match the payload"
 	}
-	if h, err := e.Hash(); err != nil || h != e.EventHash {
+	if h, err := canonical.DigestOf(e.EventHeader); err != nil || h != e.EventHash {
 		return "eventHash does not match the event"
 	}
 	switch {

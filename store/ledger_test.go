@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -314,10 +315,10 @@ func handMadeEvent(t *testing.T, workspaceID, aggregateType, aggregateID string,
 		OccurredAt: accountable.TimeOf(now), RecordedAt: accountable.TimeOf(now), PreviousHash: previousHash,
 	}, Payload: accountable.Object(`{"note":"hand-made"}`)}
 	var err error
-	if e.PayloadDigest, err = accountable.CanonicalDigest(e.Payload); err != nil {
+	if e.PayloadDigest, err = canonical.DigestOf(e.Payload); err != nil {
 		t.Fatal(err)
 	}
-	if e.EventHash, err = e.Hash(); err != nil {
+	if e.EventHash, err = canonical.DigestOf(e.EventHeader); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -552,7 +553,7 @@ func TestVerifyLedgerDetectsTampering(t *testing.T) {
 		// Rewriting the payload and its digest consistently still breaks the event hash.
 		f := newLedgerFixture(t, db)
 		forged := accountable.Object(`{"task":{"title":"forged"}}`)
-		digest, err := accountable.CanonicalDigest(forged)
+		digest, err := canonical.DigestOf(forged)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,7 +590,7 @@ func TestVerifyLedgerDetectsTampering(t *testing.T) {
 		f := newLedgerFixture(t, db)
 		forged := f.completed
 		forged.PreviousHash = &f.other.EventHash
-		h, err := forged.Hash()
+		h, err := canonical.DigestOf(forged.EventHeader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -686,11 +687,11 @@ func TestEventHashCanBeRecomputedFromStreamItems(t *testing.T) {
 	db := storetest.Open(t)
 	f := newLedgerFixture(t, db)
 	for _, e := range f.events {
-		digest, err := accountable.CanonicalDigest(e.Payload)
+		digest, err := canonical.DigestOf(e.Payload)
 		if err != nil || digest != e.PayloadDigest {
 			t.Errorf("%s %s: payload digest recomputed %s (%v), stored %s", e.EventType, e.ID, digest, err, e.PayloadDigest)
 		}
-		h, err := e.Hash()
+		h, err := canonical.DigestOf(e.EventHeader)
 		if err != nil || h != e.EventHash {
 			t.Errorf("%s %s: event hash recomputed %s (%v), stored %s", e.EventType, e.ID, h, err, e.EventHash)
 		}
@@ -721,14 +722,14 @@ func TestEventHashCanBeRecomputedFromStreamItems(t *testing.T) {
 	} {
 		e := f.completed
 		mutate(&e)
-		if h, err := e.Hash(); err != nil || h == f.completed.EventHash {
+		if h, err := canonical.DigestOf(e.EventHeader); err != nil || h == f.completed.EventHash {
 			t.Errorf("changing %s left the event hash %s (%v)", name, h, err)
 		}
 	}
 	// The payload is not in the hash (its digest is), so it can be recomputed from the item.
 	e := f.completed
 	e.Payload = []byte(`{}`)
-	if h, _ := e.Hash(); h != f.completed.EventHash {
+	if h, _ := canonical.DigestOf(e.EventHeader); h != f.completed.EventHash {
 		t.Errorf("the event hash depends on the payload itself, not only on its digest")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Ledger payloads of operating processes.
@@ -46,7 +47,7 @@ func ledgerResult(ev accountable.Event) accountable.ProcessLedgerResult {
 
 // newRevision makes revision number n of process in the workspace, by author.
 func newRevision(workspaceID, processID string, n int64, author accountable.Actor, content accountable.RevisionContent) (accountable.ProcessSpecRevision, error) {
-	digest, err := content.Digest()
+	digest, err := canonical.DigestOf(content)
 	if err != nil {
 		return accountable.ProcessSpecRevision{}, err
 	}
@@ -94,7 +95,7 @@ func (db *DB) ProposeDiscoveredProcess(ctx context.Context, p accountable.Princi
 			return zero, err
 		}
 		var list []accountable.ProcessCard
-		if err := json.Unmarshal([]byte(cards), &list); err != nil {
+		if err := decodeStored([]byte(cards), &list); err != nil {
 			return zero, fmt.Errorf("store: decode discovery candidates: %w", err)
 		}
 		var card *accountable.ProcessCard
@@ -131,7 +132,7 @@ func (db *DB) ProposeDiscoveredProcess(ctx context.Context, p accountable.Princi
 			return zero, err
 		}
 		content := accountable.RevisionContent{Stages: stages, Limitations: card.Limitations}
-		if content.Provenance, err = accountable.CanonicalizeJSON(provenance); err != nil {
+		if content.Provenance, err = canonical.Transform(provenance); err != nil {
 			return zero, err
 		}
 		rev, err := newRevision(p.WorkspaceID, proc.ID, 1, p.Actor(), content)
@@ -231,7 +232,7 @@ func scanProcess(row pgx.Row) (accountable.OperatingProcess, int64, error) {
 	if err := row.Scan(&doc, &version); err != nil {
 		return proc, 0, err
 	}
-	if err := json.Unmarshal([]byte(doc), &proc); err != nil {
+	if err := decodeStored([]byte(doc), &proc); err != nil {
 		return proc, 0, fmt.Errorf("store: decode operating process: %w", err)
 	}
 	return proc, version, nil

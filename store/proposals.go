@@ -145,7 +145,7 @@ func scanProposal(row pgx.Row) (accountable.InitiativeProposal, error) {
 		raw []byte
 		dst any
 	}{{plan, &p.Plan}, {economics, &p.Economics}, {receipt, &p.GenerationReceipt}} {
-		if err := json.Unmarshal(f.raw, f.dst); err != nil {
+		if err := decodeStored(f.raw, f.dst); err != nil {
 			return p, fmt.Errorf("store: decode a stored proposal: %w", err)
 		}
 	}

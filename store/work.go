@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -155,7 +154,7 @@ func scanDoc[T any](row pgx.Row, what string) (T, error) {
 	if err := row.Scan(&doc); err != nil {
 		return v, err
 	}
-	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+	if err := decodeStored([]byte(doc), &v); err != nil {
 		return v, fmt.Errorf("store: decode %s: %w", what, err)
 	}
 	return v, nil

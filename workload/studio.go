@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // Content Studio prices content before it is made, in the shape the public clients of the
@@ -270,7 +271,7 @@ func (r StudioEstimateRequest) Estimate() (StudioEstimate, error) {
 	b.Composition.Multiplier = float64(percent) / 100
 	b.Composition.Credits = ceilPercent(outputs, percent-100)
 	total := b.BrandIngestion.Credits + b.Calibration.Credits + b.Exploration.Credits + b.Composition.Credits + outputs
-	digest, err := accountable.CanonicalDigest(struct {
+	digest, err := canonical.DigestOf(struct {
 		Table        string              `json:"creditTableVersion"`
 		Prompt       string              `json:"prompt"`
 		ContentTypes []StudioContentType `json:"contentTypes"`

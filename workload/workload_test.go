@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/workload"
 )
 
@@ -887,17 +888,17 @@ func TestWorkloadDeterminism(t *testing.T) {
 			t.Fatalf("the same request sent as\n%s\ngave\n%s\nand\n%s", b.Bytes(), first, second)
 		}
 		d := workload.Diagnose(req)
-		canonical, err := accountable.CanonicalizeJSON(b.Bytes())
+		canon, err := canonical.Transform(b.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "wdg_" + strings.TrimPrefix(accountable.Digest(canonical), "sha256:")[:24]; d.DiagnosisID != want || !idPattern.MatchString(d.DiagnosisID) {
+		if want := "wdg_" + strings.TrimPrefix(canonical.Digest(canon), "sha256:")[:24]; d.DiagnosisID != want || !idPattern.MatchString(d.DiagnosisID) {
 			t.Fatalf("diagnosis_id %s, want %s", d.DiagnosisID, want)
 		}
-		if prev, ok := ids[d.DiagnosisID]; ok && prev != string(canonical) {
+		if prev, ok := ids[d.DiagnosisID]; ok && prev != string(canon) {
 			t.Fatalf("two requests share the id %s", d.DiagnosisID)
 		}
-		ids[d.DiagnosisID] = string(canonical)
+		ids[d.DiagnosisID] = string(canon)
 	}
 	// Another request, another id.
 	a, b := wlBase(), wlBase()

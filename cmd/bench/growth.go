@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // The growth line: does the cost of the service grow with its ledger? One workspace ("Bench
@@ -417,17 +418,17 @@ func growthRows(ws, actorID string, from, to int, now time.Time) (growthBatch, e
 // growthEvent is the work.created event of t as the store builds it (newEvent in
 // store/command.go): the canonical payload, its digest, the header's hash.
 func growthEvent(ws, actorID string, t accountable.Task, key string) (accountable.Event, error) {
-	canonical, err := accountable.CanonicalJSON(accountable.WorkCreatedPayload{Task: t})
+	body, err := canonical.JSON(accountable.WorkCreatedPayload{Task: t})
 	if err != nil {
 		return accountable.Event{}, err
 	}
 	e := accountable.Event{EventHeader: accountable.EventHeader{
 		ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws, AggregateType: accountable.AggregateTask, AggregateID: t.ID,
 		AggregateVersion: 1, EventType: accountable.EventWorkCreated, SchemaVersion: accountable.SchemaVersion,
-		ActorType: accountable.ActorHuman, ActorID: actorID, PayloadDigest: accountable.Digest(canonical),
+		ActorType: accountable.ActorHuman, ActorID: actorID, PayloadDigest: canonical.Digest(body),
 		OccurredAt: t.CreatedAt, RecordedAt: t.CreatedAt, IdempotencyKey: &key,
-	}, Payload: canonical}
-	if e.EventHash, err = e.Hash(); err != nil {
+	}, Payload: body}
+	if e.EventHash, err = canonical.DigestOf(e.EventHeader); err != nil {
 		return accountable.Event{}, err
 	}
 	return e, nil

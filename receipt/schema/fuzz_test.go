@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/receipt"
 )
 
@@ -33,7 +33,7 @@ func FuzzValidateReceipt(f *testing.F) {
 			switch {
 			case len(res.Issues) != 0 || res.IssueCount != 0:
 				t.Fatalf("valid with issues %+v", res.Issues)
-			case res.Receipt == nil || res.Document == nil || res.Digest != accountable.Digest(res.Canonical):
+			case res.Receipt == nil || res.Document == nil || res.Digest != canonical.Digest(res.Canonical):
 				t.Fatal("valid without its document, canonical form or digest")
 			case res.Receipt.SchemaVersion != receipt.ReceiptSchemaVersion || res.Receipt.ReceiptID == "":
 				t.Fatalf("valid receipt %+v", res.Receipt)
@@ -42,10 +42,10 @@ func FuzzValidateReceipt(f *testing.F) {
 				t.Fatalf("content hash state %q", res.Integrity.ContentHash.State)
 			}
 			// What an import stores has a canonical form, and is stable under canonicalisation.
-			if again, err := accountable.CanonicalizeJSON(res.Canonical); err != nil || !bytes.Equal(again, res.Canonical) {
+			if again, err := canonical.Transform(res.Canonical); err != nil || !bytes.Equal(again, res.Canonical) {
 				t.Fatalf("canonical form not stable: %v", err)
 			}
-			if _, err := accountable.CanonicalJSON(res.ImportCommand().Imported("id")); err != nil {
+			if _, err := canonical.JSON(res.ImportCommand().Imported("id")); err != nil {
 				t.Fatalf("the ledger payload: %v", err)
 			}
 			return

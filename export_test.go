@@ -1,7 +1,0 @@
-package accountable
-
-// IsCanonical exposes isCanonical, for text at the top level, to the external tests.
-func IsCanonical(raw []byte) bool { return isCanonical(raw, 0, maxCanonDepth) }
-
-// MaxCanonDepth exposes maxCanonDepth to the external tests.
-const MaxCanonDepth = maxCanonDepth
