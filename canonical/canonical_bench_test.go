@@ -12,13 +12,13 @@ import (
 func BenchmarkCanonicalJSONPayload(b *testing.B) {
 	hours, cents, cmd := 1.5, int64(1200), "cmd-1"
 	evidence := []byte(`{"links":["https://example.com/pr/1","https://example.com/ci/2"],"notes":"shipped","checks":{"tests":true,"lint":true}}`)
-	var o accountable.Object
-	if err := o.UnmarshalJSON(evidence); err != nil {
+	o, err := canonical.Transform(evidence) // as the API decodes it
+	if err != nil {
 		b.Fatal(err)
 	}
 	p := accountable.WorkCompletedPayload{TaskID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a", Status: "completed", CommandID: &cmd,
 		Receipt: accountable.Receipt{ID: "01a20eb2-7486-758e-a1b1-0aa0f7f07708", TaskID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a",
-			Status: "completed", Summary: "Shipped the change", MeasuredDurationHours: &hours, CostCents: &cents, Evidence: o,
+			Status: "completed", Summary: "Shipped the change", MeasuredDurationHours: &hours, CostCents: &cents, Evidence: accountable.Object(o),
 			CreatedAt: accountable.NowTime()}}
 	b.ReportAllocs()
 	for b.Loop() {
