@@ -31,16 +31,15 @@ const recordHistoriesDir = "../../workflows/testdata"
 // TestRecordReplayHistories records, from the Temporal dev server, the replay histories of
 // HandoffSLA (a handoff fulfilled in time, one that breaches its SLA) and DiscoveryRun (a
 // bounded_sync run that succeeds), each made by the real API and worker (the `dev` app).
-// It rewrites files in workflows/testdata, so it runs only when asked:
+// It always runs, so that the dev app is seen to make each case's history; it rewrites the
+// files in workflows/testdata only when asked (otherwise it writes them to a temporary
+// directory):
 //
 //	RECORD_HISTORIES=1 scripts/stack.sh go test -count=1 -run TestRecordReplayHistories ./cmd/accountable
 //
 // The SLA that breaches is due in 2 s and the discovery run reads a few events, so the
 // histories stay small (a dozen events each).
 func TestRecordReplayHistories(t *testing.T) {
-	if os.Getenv("RECORD_HISTORIES") == "" {
-		t.Skip("rewrites workflows/testdata/*.history.json: set RECORD_HISTORIES=1 to re-record them")
-	}
 	temporalAddr := requireTemporal(t)
 	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Logger: temporallog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
@@ -106,7 +105,8 @@ func TestRecordReplayHistories(t *testing.T) {
 
 // recordHistory waits for workflow id to start and complete with the result wantResult (its
 // JSON), checks that its history has the events that make it the case it stands for, and
-// writes the history to workflows/testdata/<name>.history.json in the protojson form of the
+// writes the history to <name>.history.json (in workflows/testdata with RECORD_HISTORIES
+// set, else in a temporary directory) in the protojson form of the
 // histories taken with `temporal workflow show -o json` (full enum names, indented), which
 // client.HistoryFromJSON reads.
 func recordHistory(t *testing.T, tc client.Client, id, name, wantResult string, want ...enums.EventType) {
@@ -138,7 +138,11 @@ func recordHistory(t *testing.T, tc client.Client, id, name, wantResult string, 
 		t.Fatal(err)
 	}
 	out.WriteByte('\n')
-	file := filepath.Join(recordHistoriesDir, name+".history.json")
+	dir := t.TempDir()
+	if os.Getenv("RECORD_HISTORIES") != "" {
+		dir = recordHistoriesDir
+	}
+	file := filepath.Join(dir, name+".history.json")
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
