@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/accountablework/accountable"
@@ -76,18 +77,17 @@ func FuzzCommandValidation(f *testing.F) {
 // The fuzzed commands include every command the root's and the engines' tests named
 // before the list was derived from the operations (so deriving it lost none).
 func TestCommandValidatorsCoverTheCommands(t *testing.T) {
+	validators := commandValidators(t)
 	var got []string
-	for _, v := range commandValidators(t) {
+	for _, v := range validators {
 		got = append(got, reflect.TypeOf(v()).Elem().String())
 	}
 	covered := func(name string) bool {
-		for _, g := range got {
-			if g == name {
-				return true
-			}
+		if slices.Contains(got, name) {
+			return true
 		}
 		// A request type of this package embeds the command (its Validate is the command's).
-		for _, v := range commandValidators(t) {
+		for _, v := range validators {
 			rt := reflect.TypeOf(v()).Elem()
 			for i := range rt.NumField() {
 				if f := rt.Field(i); f.Anonymous && f.Type.String() == name {
