@@ -224,6 +224,9 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 		}
 		tx.Queue(`INSERT INTO controller_runs (workspace_id, run_id, domain, created_at, result) VALUES ($1, $2, $3, $4, $5)`,
 			p.WorkspaceID, runID, string(in.Domain), now, string(doc))
+		// As with the idempotency rail's record, the text kept for replays is the first
+		// answer: the run and its replays are written from one encoding.
+		res.RememberJSON(doc)
 		return res, nil
 	}
 	// The controller's aggregate id is its domain, not an id the service made: two first
