@@ -1,6 +1,6 @@
 // Package payload is the one home of the ledger's event payloads: for each event type, the
-// Go type whose JSON is the event's payload, the shape clients read from GET /events (the
-// stream, its live leases and webhook deliveries) and the bytes verification digests
+// Go type whose JSON is the event's payload, the shape clients read from GET /events/stream
+// (its pages, its live leases and webhook deliveries) and the bytes verification digests
 // (payloadDigest is the SHA-256 of their canonical JSON). A field's JSON name is therefore a
 // promise to clients: change it and new events differ from the ones recorded before, which
 // keep their shape, so a changed shape says so in its type's comment (ArtifactCreated).
@@ -9,8 +9,8 @@
 // of the ledger (discovery's mining) decode them into the same types. Types maps every event
 // type of the root package to its payload type; a test fails when an event type has none.
 // An event whose payload is a resource as it was recorded (handoff.proposed, decision.proposed,
-// episode.recorded) names it with an alias, so that the resource's type stays the one place
-// of its shape.
+// episode.recorded) names it with an alias: the resource's type stays the one place of its
+// shape, and a change to it is a change to the event.
 //
 // It imports the root package (for the domain types payloads carry) and the standard library
 // only, so that nothing else can change a payload's bytes.
