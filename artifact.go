@@ -481,33 +481,6 @@ func (c CreateArtifact) ArtifactInitiative(ofEntity *string) (initiative *string
 	return &id, false, nil
 }
 
-// ArtifactCreatedPayload is the payload of artifact.created: self-contained, so that
-// projections can count and bucket artifacts from the ledger alone. It carries the content
-// digest and the preview's size, never the preview, the description or the metadata.
-// Events recorded before issue 25 keep their payload ({artifact_id, type, title, uri,
-// media_type, entity_type, entity_id, content_digest, size_bytes, has_content, created_at,
-// command_id}); consumers count artifact.created by its type, whatever its payload.
-type ArtifactCreatedPayload struct {
-	ArtifactID            string               `json:"artifact_id"`
-	Name                  string               `json:"name"`
-	ArtifactType          string               `json:"artifact_type"`
-	RequestedArtifactType string               `json:"requested_artifact_type"`
-	ArtifactURL           *string              `json:"artifact_url"`
-	ExternalURL           *string              `json:"external_url"`
-	MediaType             *string              `json:"media_type"`
-	EntityType            *EntityType          `json:"entity_type"`
-	EntityID              *string              `json:"entity_id"`
-	InitiativeID          *string              `json:"initiative_id"`
-	Status                ArtifactStatus       `json:"status"`
-	CreatedByType         *ArtifactCreatorType `json:"created_by_type"`
-	CreatedByID           *string              `json:"created_by_id"`
-	ContentDigest         string               `json:"content_digest"`
-	DigestScheme          ArtifactDigestScheme `json:"digest_scheme"`
-	PreviewBytes          *int64               `json:"preview_bytes"`
-	CreatedAt             Time                 `json:"created_at"`
-	CommandID             *string              `json:"command_id"`
-}
-
 // NewArtifact makes the artifact the command records, with its id, workspace, initiative
 // (ArtifactInitiative), creation instant and content digest (of its Content), recorded by
 // the actor. Its verification's event is filled in once the event is appended.
@@ -538,15 +511,6 @@ func (c CreateArtifact) NewArtifact(id, workspaceID string, initiative *string, 
 		a.Metadata = Object("{}")
 	}
 	return a
-}
-
-// CreatedPayload is the artifact.created payload of a.
-func (a Artifact) CreatedPayload(commandID *string) ArtifactCreatedPayload {
-	return ArtifactCreatedPayload{ArtifactID: a.ID, Name: a.Name, ArtifactType: a.ArtifactType, RequestedArtifactType: a.RequestedArtifactType,
-		ArtifactURL: a.ArtifactURL, ExternalURL: a.ExternalURL, MediaType: a.MediaType, EntityType: a.EntityType, EntityID: a.EntityID,
-		InitiativeID: a.InitiativeID, Status: a.Status, CreatedByType: a.CreatedByType, CreatedByID: a.CreatedByID,
-		ContentDigest: a.Verification.ContentDigest, DigestScheme: a.Verification.DigestScheme, PreviewBytes: a.PreviewBytes,
-		CreatedAt: a.CreatedAt, CommandID: commandID}
 }
 
 // ArtifactFilter selects artifacts of a workspace (newest first, keyset pages). Type

@@ -322,11 +322,3 @@ type HandoffFilter struct {
 	After  *WorkCursor
 	Status *HandoffStatus
 }
-
-// HandoffSLABreached is the payload of handoff.sla_breached.
-type HandoffSLABreached struct {
-	HandoffID  string        `json:"handoff_id"`
-	DueAt      Time          `json:"due_at"`
-	DecisionID string        `json:"decision_id"`
-	Status     HandoffStatus `json:"status"`
-}

@@ -73,6 +73,13 @@ var importRules = []importRule{
 		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) },
 	},
 	{
+		// A payload's JSON is what clients read and what verification digests: payload
+		// imports only the domain types payloads carry, so that nothing else can change it.
+		name:    "payload is a leaf of the root (payload -> root, stdlib)",
+		applies: func(f goFile) bool { return f.dir == "payload" && !f.test },
+		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) && imp != modulePath },
+	},
+	{
 		// Tests may read rows themselves (DESIGN §5: api and end-to-end tests run against
 		// real PostgreSQL), and cmd may import anything.
 		name: "SQL only in store (store -> root, pgx; cmd -> anything)",
@@ -207,6 +214,7 @@ func TestImportRulesCatchDrift(t *testing.T) {
 	}{
 		{goFile{rel: "work.go", imports: []string{"github.com/google/uuid"}}, "the root package imports only"},
 		{goFile{rel: "canonical/canonical.go", dir: "canonical", imports: []string{modulePath}}, "canonical is a leaf"},
+		{goFile{rel: "payload/work.go", dir: "payload", imports: []string{modulePath + "/canonical"}}, "payload is a leaf"},
 		{goFile{rel: "api/work.go", dir: "api", imports: []string{"github.com/jackc/pgx/v5"}}, "SQL only in store"},
 		{goFile{rel: "planner/model.go", dir: "planner", imports: []string{"database/sql"}}, "SQL only in store"},
 		{goFile{rel: "store/db_test.go", dir: "store", test: true, imports: []string{"go.uber.org/fx"}}, "fx appears only"},

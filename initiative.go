@@ -30,22 +30,6 @@ const (
 	EventProposalGenerated      = "initiative_proposal.generated"
 )
 
-// ProposalGeneratedPayload is the payload of an initiative_proposal.generated event: the
-// proposal's identity and digest (its content is addressed by the digest).
-type ProposalGeneratedPayload struct {
-	ProposalID       string           `json:"proposal_id"`
-	ProposalDigest   string           `json:"proposal_digest"`
-	Title            string           `json:"title"`
-	AssignmentSource AssignmentSource `json:"assignment_source"`
-	Workstreams      int              `json:"workstreams"`
-	ExpiresAt        Time             `json:"expires_at"`
-	CommandID        *string          `json:"command_id"`
-	// The plan's economics and what generating it cost travel in the event, so that the
-	// value-case and meter-usage projections fold from the ledger alone.
-	Economics         *Economics         `json:"economics,omitempty"`
-	GenerationReceipt *GenerationReceipt `json:"generation_receipt,omitempty"`
-}
-
 // Domain is the kind of work a workstream is (the controllers' domains).
 type Domain string
 

@@ -161,18 +161,6 @@ type WebhookRegistration struct {
 	Event  EventRef `json:"event"`
 }
 
-// WebhookCreatedPayload is the payload of webhook.created (no secret).
-type WebhookCreatedPayload struct {
-	ID         string   `json:"id"`
-	URL        string   `json:"url"`
-	EventTypes []string `json:"event_types"`
-}
-
-// WebhookDeletedPayload is the payload of webhook.deleted.
-type WebhookDeletedPayload struct {
-	ID string `json:"id"`
-}
-
 // WebhookDeliveryID is the stable id of the delivery of an event to an endpoint: every
 // attempt and every redelivery of it carries the same id, so a receiver can drop repeats.
 func WebhookDeliveryID(webhookID, eventID string) string {

@@ -303,20 +303,6 @@ type WorkCompletion struct {
 	Encoded   `json:"-"`
 }
 
-// WorkCreatedPayload is the payload of a work.created event.
-type WorkCreatedPayload struct {
-	Task      Task    `json:"task"`
-	CommandID *string `json:"command_id"`
-}
-
-// WorkCompletedPayload is the payload of a work.completed event.
-type WorkCompletedPayload struct {
-	TaskID    string     `json:"task_id"`
-	Status    TaskStatus `json:"status"`
-	Receipt   Receipt    `json:"receipt"`
-	CommandID *string    `json:"command_id"`
-}
-
 // WorkFilter selects work items for a list.
 type WorkFilter struct {
 	Status       *TaskStatus

@@ -17,6 +17,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -62,7 +63,7 @@ func seedLedger(t *testing.T, tenant storetest.Tenant, n int) {
 			task := accountable.Task{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: ws, Title: fmt.Sprintf("Seeded report %d", k),
 				Description: &desc, Status: accountable.TaskTodo, Priority: accountable.PriorityHigh,
 				Metadata: accountable.Object(metadata), CreatedAt: at, UpdatedAt: at, AggregateVersion: 1}
-			payload, err := canonical.JSON(accountable.WorkCreatedPayload{Task: task})
+			payload, err := canonical.JSON(payload.WorkCreated{Task: task})
 			if err != nil {
 				t.Fatal(err)
 			}

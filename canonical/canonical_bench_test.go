@@ -5,6 +5,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
 
 // The canonical form of a work.completed payload, as the ledger computes its digest on
@@ -16,7 +17,7 @@ func BenchmarkCanonicalJSONPayload(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := accountable.WorkCompletedPayload{TaskID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a", Status: "completed", CommandID: &cmd,
+	p := payload.WorkCompleted{TaskID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a", Status: "completed", CommandID: &cmd,
 		Receipt: accountable.Receipt{ID: "01a20eb2-7486-758e-a1b1-0aa0f7f07708", TaskID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a",
 			Status: "completed", Summary: "Shipped the change", MeasuredDurationHours: &hours, CostCents: &cents, Evidence: accountable.Object(o),
 			CreatedAt: accountable.NowTime()}}

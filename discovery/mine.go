@@ -28,6 +28,7 @@ import (
 	"unicode"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 	"github.com/accountablework/accountable/receipt"
 )
 
@@ -206,7 +207,7 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if !kinds(accountable.SourceHandoffs) {
 				continue
 			}
-			var h accountable.Handoff
+			var h payload.HandoffProposed
 			if err := json.Unmarshal(e.Payload, &h); err != nil || h.HandoffKey == "" {
 				continue
 			}
@@ -219,7 +220,7 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if !kinds(accountable.SourceLedger) {
 				continue
 			}
-			var ep accountable.Episode
+			var ep payload.EpisodeRecorded
 			if err := json.Unmarshal(e.Payload, &ep); err != nil {
 				continue
 			}
@@ -234,7 +235,7 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			}
 			if !f.Explicit() {
 				var p struct {
-					CommandID *string `json:"command_id"`
+					CommandID *string `json:"command_id"` // payload.WorkCompleted's
 				}
 				_ = json.Unmarshal(e.Payload, &p) // only the completing command's id is read
 				ordinary = append(ordinary, accountable.CompletedWork{TaskID: e.AggregateID, EventID: e.ID, At: e.OccurredAt.Time, Seq: seq,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
 
 // entityTable is where the entities of a type an artifact may be attached to are, each
@@ -74,7 +75,7 @@ func (db *DB) CreateArtifact(ctx context.Context, p accountable.Principal, idem 
 			return accountable.ArtifactCreated{}, err
 		}
 		a := in.NewArtifact(uuid.Must(uuid.NewV7()).String(), p.WorkspaceID, initiative, p.Actor(), tx.Now(), digest)
-		ev, err := tx.Append(aggregate(accountable.AggregateArtifact, a.ID), accountable.EventArtifactCreated, a.CreatedPayload(in.Causation.CommandID))
+		ev, err := tx.Append(aggregate(accountable.AggregateArtifact, a.ID), accountable.EventArtifactCreated, payload.ArtifactCreatedOf(a, in.Causation.CommandID))
 		if err != nil {
 			return accountable.ArtifactCreated{}, err
 		}

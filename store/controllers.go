@@ -12,6 +12,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
 
 // signalQueries read each domain controller's signal: the records it finds, newest first,
@@ -41,18 +42,6 @@ var signalQueries = map[accountable.Domain]string{
 	accountable.DomainDesign: `SELECT id::text, 'operating_process', doc->>'name', 'awaiting_confirmation', created_at
 		FROM operating_processes WHERE workspace_id = $1 AND lifecycle_state = 'discovered'
 		ORDER BY created_at DESC, id LIMIT $2`,
-}
-
-type controllerReconciledPayload struct {
-	RunID        string                   `json:"run_id"`
-	Domain       accountable.Domain       `json:"domain"`
-	SpecRevision string                   `json:"spec_revision"`
-	Result       string                   `json:"result"`
-	NoopReason   string                   `json:"noop_reason"`
-	SignalID     *string                  `json:"signal_id"`
-	DecisionID   *string                  `json:"decision_id"`
-	ReceiptID    *string                  `json:"receipt_id"`
-	SourceHealth accountable.SourceHealth `json:"source_health"`
 }
 
 func (db *DB) lastControllerRun(ctx context.Context, q querier, workspaceID string, d accountable.Domain) (*accountable.ControllerResult, error) {
@@ -211,7 +200,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			res.Result, res.NoopReason = "noop", string(verdict.Noop)
 		}
 		res.LastResult = res.Result
-		ev, err := tx.Append(ref, accountable.EventControllerReconcile, controllerReconciledPayload{RunID: runID, Domain: in.Domain,
+		ev, err := tx.Append(ref, accountable.EventControllerReconcile, payload.ControllerReconciled{RunID: runID, Domain: in.Domain,
 			SpecRevision: res.SpecRevision, Result: res.Result, NoopReason: res.NoopReason, SignalID: verdict.SignalID, DecisionID: res.DecisionID,
 			ReceiptID: res.ReceiptID, SourceHealth: verdict.SourceHealth})
 		if err != nil {

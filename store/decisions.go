@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 const decisionColumns = `id, title, summary, shape, urgency, status, options::text, selected_option, initiative_id, launch_id,
@@ -36,15 +37,6 @@ func scanDecision(row pgx.Row) (accountable.Decision, error) {
 		return d, fmt.Errorf("store: decode decision options: %w", err)
 	}
 	return d, nil
-}
-
-// decisionDecidedPayload is the payload of decision.approved and decision.declined.
-type decisionDecidedPayload struct {
-	DecisionID     string                     `json:"decision_id"`
-	Status         accountable.DecisionStatus `json:"status"`
-	SelectedOption *string                    `json:"selected_option"`
-	Note           *string                    `json:"note"`
-	CommandID      *string                    `json:"command_id"`
 }
 
 // CreateDecision records a pending decision with its decision.proposed event.
@@ -83,7 +75,7 @@ func (db *DB) CreateDecision(ctx context.Context, p accountable.Principal, idem 
 // proposeDecision writes a new pending decision with its decision.proposed event (the
 // decision is the event's payload).
 func proposeDecision(tx *tx, workspaceID string, d accountable.Decision) error {
-	if _, err := tx.Append(aggregate(accountable.AggregateDecision, d.ID), accountable.EventDecisionProposed, d); err != nil {
+	if _, err := tx.Append(aggregate(accountable.AggregateDecision, d.ID), accountable.EventDecisionProposed, payload.DecisionProposed(d)); err != nil {
 		return err
 	}
 	options, err := json.Marshal(d.Options)
@@ -143,7 +135,7 @@ func (db *DB) DecideDecision(ctx context.Context, p accountable.Principal, idem 
 		if to == accountable.DecisionDeclined {
 			event = accountable.EventDecisionDeclined
 		}
-		if _, err := tx.Append(ref, event, decisionDecidedPayload{DecisionID: d.ID, Status: to, SelectedOption: d.SelectedOption,
+		if _, err := tx.Append(ref, event, payload.DecisionDecided{DecisionID: d.ID, Status: to, SelectedOption: d.SelectedOption,
 			Note: in.Note, CommandID: in.Causation.CommandID}); err != nil {
 			return accountable.DecisionEnvelope{}, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
 
 // ClaimDedup claims an event's fingerprint for the principal's workspace. The first
@@ -56,7 +57,7 @@ func (db *DB) ClaimDedup(ctx context.Context, p accountable.Principal, in accoun
 			return res, err
 		}
 		res.Claimed, res.ClaimID, res.ClaimedAt, res.ExpiresAt, res.InitiativeID, res.ActiveRunID = true, claimID, now, expires, initiative, run
-		_, err = tx.Append(aggregate(accountable.AggregateDedupClaim, claimID), accountable.EventDedupClaimed, accountable.DedupClaimedPayload{
+		_, err = tx.Append(aggregate(accountable.AggregateDedupClaim, claimID), accountable.EventDedupClaimed, payload.DedupClaimed{
 			ClaimID: claimID, FingerprintHash: fingerprint, Source: in.Source, EventKey: in.EventKey, TTLSeconds: int64(in.TTL().Seconds()),
 			ClaimedAt: now, ExpiresAt: expires, InitiativeID: initiative, ActiveRunID: run, ReplacedClaimID: replaced})
 		return res, err

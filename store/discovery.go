@@ -10,25 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
-
-type discoveryRequestedPayload struct {
-	RunID        string                    `json:"run_id"`
-	Mode         accountable.DiscoveryMode `json:"mode"`
-	Query        *string                   `json:"query"`
-	SourceKinds  []accountable.SourceKind  `json:"source_kinds"`
-	Observations int                       `json:"observations"`
-	WorkflowID   string                    `json:"workflow_id"`
-	CommandID    *string                   `json:"command_id"`
-}
-
-type discoveryCompletedPayload struct {
-	RunID      string                      `json:"run_id"`
-	Status     accountable.DiscoveryStatus `json:"status"`
-	Counts     accountable.DiscoveryCounts `json:"counts"`
-	Candidates []string                    `json:"candidate_ids"`
-	Error      *string                     `json:"error,omitzero"`
-}
 
 // StartDiscoveryRun records a queued discovery run with its discovery_run.requested event
 // and the message that starts its DiscoveryRun workflow (DiscoveryRunStart, whose workflow
@@ -51,7 +34,7 @@ func (db *DB) StartDiscoveryRun(ctx context.Context, p accountable.Principal, id
 			Query: in.Query, SourceKinds: kinds, Technique: accountable.DiscoveryTechnique, CreatedAt: now, UpdatedAt: now,
 			AggregateVersion: 1, WorkflowID: start.WorkflowID, Counts: accountable.DiscoveryCounts{Observations: len(in.Observations)}}
 		if _, err := tx.Append(aggregate(accountable.AggregateDiscoveryRun, id), accountable.EventDiscoveryRunRequested,
-			discoveryRequestedPayload{RunID: id, Mode: run.Mode, Query: in.Query, SourceKinds: kinds, Observations: len(in.Observations),
+			payload.DiscoveryRunRequested{RunID: id, Mode: run.Mode, Query: in.Query, SourceKinds: kinds, Observations: len(in.Observations),
 				WorkflowID: start.WorkflowID, CommandID: in.Causation.CommandID}); err != nil {
 			return run, err
 		}
@@ -193,7 +176,7 @@ func (db *DB) FinishDiscoveryRun(ctx context.Context, workspaceID, id string, st
 		if status == accountable.DiscoveryFailed {
 			event = accountable.EventDiscoveryRunFailed
 		}
-		if _, err := tx.Append(ref, event, discoveryCompletedPayload{RunID: id, Status: status, Counts: counts, Candidates: ids,
+		if _, err := tx.Append(ref, event, payload.DiscoveryRunFinished{RunID: id, Status: status, Counts: counts, Candidates: ids,
 			Error: failure}); err != nil {
 			return run, err
 		}

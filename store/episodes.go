@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 func scanEpisode(row pgx.Row) (accountable.Episode, error) {
@@ -47,7 +48,7 @@ func (db *DB) RecordEpisode(ctx context.Context, p accountable.Principal, idem *
 		if len(e.Evidence) == 0 {
 			e.Evidence = accountable.Object("{}")
 		}
-		if _, err := tx.Append(aggregate(accountable.AggregateEpisode, e.ID), accountable.EventEpisodeRecorded, e); err != nil {
+		if _, err := tx.Append(aggregate(accountable.AggregateEpisode, e.ID), accountable.EventEpisodeRecorded, payload.EpisodeRecorded(e)); err != nil {
 			return e, err
 		}
 		doc, err := json.Marshal(e)

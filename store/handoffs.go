@@ -12,20 +12,8 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
-
-// Ledger payloads of handoffs.
-type handoffChangedPayload struct {
-	HandoffID     string                    `json:"handoff_id"`
-	Action        accountable.HandoffAction `json:"action"`
-	From          accountable.HandoffStatus `json:"from"`
-	To            accountable.HandoffStatus `json:"to"`
-	CurrentActor  accountable.Actor         `json:"current_actor"`
-	Reason        *string                   `json:"reason"`
-	Result        accountable.Object        `json:"result,omitzero"`
-	MissingProofs []accountable.ProofKind   `json:"missing_proofs,omitzero"`
-	CommandID     *string                   `json:"command_id"`
-}
 
 func queueHandoff(tx *tx, h accountable.Handoff, insert bool) error {
 	doc, err := json.Marshal(h)
@@ -73,7 +61,7 @@ func (db *DB) CreateHandoff(ctx context.Context, p accountable.Principal, idem *
 			h.ProofRequirements = []accountable.ProofRequirement{}
 		}
 		h.DueAt, h.SLAMinutes = in.Schedule(now.Time)
-		if _, err := tx.Append(aggregate(accountable.AggregateHandoff, h.ID), accountable.EventHandoffProposed, h); err != nil {
+		if _, err := tx.Append(aggregate(accountable.AggregateHandoff, h.ID), accountable.EventHandoffProposed, payload.HandoffProposed(h)); err != nil {
 			return h, err
 		}
 		if err := queueHandoff(tx, h, true); err != nil {
@@ -115,7 +103,7 @@ func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *a
 		if err != nil {
 			return h, err
 		}
-		payload := handoffChangedPayload{HandoffID: h.ID, Action: in.Action, From: h.Status, To: to, Reason: in.Reason,
+		change := payload.HandoffChanged{HandoffID: h.ID, Action: in.Action, From: h.Status, To: to, Reason: in.Reason,
 			CommandID: in.Causation.CommandID}
 		switch in.Action {
 		case accountable.HandoffClaim:
@@ -137,12 +125,12 @@ func (db *DB) ActOnHandoff(ctx context.Context, p accountable.Principal, idem *a
 			if h.Result, err = canonical.Transform(result); err != nil {
 				return h, err
 			}
-			payload.Result = h.Result
+			change.Result = h.Result
 		}
 		h.Status, h.UpdatedAt = to, accountable.TimeOf(tx.Now())
 		h.AggregateVersion++
-		payload.CurrentActor = h.CurrentActor
-		if _, err := tx.Append(ref, in.Action.Event(), payload); err != nil {
+		change.CurrentActor = h.CurrentActor
+		if _, err := tx.Append(ref, in.Action.Event(), change); err != nil {
 			return h, err
 		}
 		if err := queueHandoff(tx, h, false); err != nil {
@@ -198,7 +186,7 @@ func (db *DB) BreachHandoffSLA(ctx context.Context, workspaceID, handoffID strin
 		}
 		h.Status, h.UpdatedAt = accountable.HandoffEscalated, now
 		h.AggregateVersion++
-		if _, err := tx.Append(ref, accountable.EventHandoffSLABreached, accountable.HandoffSLABreached{HandoffID: h.ID,
+		if _, err := tx.Append(ref, accountable.EventHandoffSLABreached, payload.HandoffSLABreached{HandoffID: h.ID,
 			DueAt: *h.DueAt, DecisionID: d.ID, Status: h.Status}); err != nil {
 			return h, err
 		}

@@ -10,36 +10,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
-)
-
-// Ledger payloads of initiatives and their parts.
-type (
-	initiativeCreatedPayload struct {
-		InitiativeID   string  `json:"initiative_id"`
-		Title          string  `json:"title"`
-		Summary        string  `json:"summary"`
-		ProposalID     *string `json:"proposal_id"`
-		ProposalDigest *string `json:"proposal_digest"`
-		ReceiptID      string  `json:"receipt_id"`
-		CommandID      *string `json:"command_id"`
-	}
-	workstreamCreatedPayload struct {
-		WorkstreamID string                        `json:"workstream_id"`
-		InitiativeID string                        `json:"initiative_id"`
-		Position     int                           `json:"position"`
-		Workstream   accountable.PlannedWorkstream `json:"workstream"`
-	}
-	milestoneCreatedPayload struct {
-		MilestoneID  string `json:"milestone_id"`
-		InitiativeID string `json:"initiative_id"`
-		WorkstreamID string `json:"workstream_id"`
-		Position     int    `json:"position"`
-		Title        string `json:"title"`
-	}
-	proposalInstantiatedPayload struct {
-		ProposalID   string `json:"proposal_id"`
-		InitiativeID string `json:"initiative_id"`
-	}
+	"github.com/accountablework/accountable/payload"
 )
 
 // CommitInitiative creates an initiative in one transaction: from a proposal (locked, so
@@ -97,7 +68,7 @@ func (db *DB) CommitInitiative(ctx context.Context, p accountable.Principal, ide
 		initiativeID := uuid.Must(uuid.NewV7()).String()
 		receiptID := uuid.Must(uuid.NewV7()).String()
 		ev, err := tx.Append(aggregate(accountable.AggregateInitiative, initiativeID), accountable.EventInitiativeCreated,
-			initiativeCreatedPayload{InitiativeID: initiativeID, Title: title, Summary: summary, ProposalID: res.ProposalID,
+			payload.InitiativeCreated{InitiativeID: initiativeID, Title: title, Summary: summary, ProposalID: res.ProposalID,
 				ProposalDigest: in.ProposalDigest, ReceiptID: receiptID, CommandID: in.Causation.CommandID})
 		if err != nil {
 			return res, err
@@ -107,7 +78,7 @@ func (db *DB) CommitInitiative(ctx context.Context, p accountable.Principal, ide
 			p.WorkspaceID, initiativeID, title, summary, string(accountable.InitiativeActive), res.ProposalID, receiptID, now)
 		if res.ProposalID != nil {
 			if _, err := tx.Append(proposalRef, accountable.EventProposalInstantiated,
-				proposalInstantiatedPayload{ProposalID: *res.ProposalID, InitiativeID: initiativeID}); err != nil {
+				payload.ProposalInstantiated{ProposalID: *res.ProposalID, InitiativeID: initiativeID}); err != nil {
 				return res, err
 			}
 		}
@@ -129,7 +100,7 @@ func createPlanParts(tx *tx, workspaceID, initiativeID string, plan accountable.
 	for i, w := range plan.Workstreams {
 		wsID := uuid.Must(uuid.NewV7()).String()
 		if _, err := tx.Append(aggregate(accountable.AggregateWorkstream, wsID), accountable.EventWorkstreamCreated,
-			workstreamCreatedPayload{WorkstreamID: wsID, InitiativeID: initiativeID, Position: i, Workstream: w}); err != nil {
+			payload.WorkstreamCreated{WorkstreamID: wsID, InitiativeID: initiativeID, Position: i, Workstream: w}); err != nil {
 			return n, err
 		}
 		dependsOn, _ := json.Marshal(w.DependsOn)
@@ -144,7 +115,7 @@ func createPlanParts(tx *tx, workspaceID, initiativeID string, plan accountable.
 		for j, m := range w.Milestones {
 			msID := uuid.Must(uuid.NewV7()).String()
 			if _, err := tx.Append(aggregate(accountable.AggregateMilestone, msID), accountable.EventMilestoneCreated,
-				milestoneCreatedPayload{MilestoneID: msID, InitiativeID: initiativeID, WorkstreamID: wsID, Position: j, Title: m.Title}); err != nil {
+				payload.MilestoneCreated{MilestoneID: msID, InitiativeID: initiativeID, WorkstreamID: wsID, Position: j, Title: m.Title}); err != nil {
 				return n, err
 			}
 			tx.Queue(`INSERT INTO milestones (workspace_id, id, initiative_id, workstream_id, position, title, created_at,

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 // CreateKeyRequest asks for a new API key. Exactly one of WorkspaceID and NewWorkspace is
@@ -36,40 +37,6 @@ type CreatedKey struct {
 
 // operator is the actor of changes made from the command line.
 var operator = accountable.Actor{Type: accountable.ActorSystem, ID: "accountable-cli"}
-
-// Payloads of the access-grant events.
-type (
-	workspaceCreatedPayload struct {
-		WorkspaceID string `json:"workspace_id"`
-		Name        string `json:"name"`
-	}
-	userCreatedPayload struct {
-		UserID string `json:"user_id"`
-		Email  string `json:"email"`
-	}
-	memberAddedPayload struct {
-		UserID string `json:"user_id"`
-		Role   string `json:"role"`
-	}
-	keyCreatedPayload struct {
-		KeyID     string  `json:"key_id"`
-		KeyPrefix string  `json:"key_prefix"`
-		Name      string  `json:"name"`
-		UserID    string  `json:"user_id"`
-		Kind      string  `json:"kind"`
-		AgentName *string `json:"agent_name"`
-	}
-	memberRemovedPayload struct {
-		UserID string `json:"user_id"`
-	}
-	keyRevokedPayload struct {
-		KeyID     string `json:"key_id"`
-		KeyPrefix string `json:"key_prefix"`
-		// RevokedFrom is the workspace whose settings page revoked the key, when that is
-		// not the key's own (a member's key acts in every workspace of the member).
-		RevokedFrom string `json:"revoked_from_workspace_id,omitempty"`
-	}
-)
 
 // CreateKey creates (when asked) the workspace and the user, makes the user a member and
 // issues a key, each with its ledger event, in one transaction: access grants are
@@ -120,7 +87,7 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 			if err := tx.Exec(ctx, `INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)`, wsID, req.NewWorkspace, now); err != nil {
 				return CreatedKey{}, err
 			}
-			if _, err := tx.Append(wsRef, accountable.EventWorkspaceCreated, workspaceCreatedPayload{WorkspaceID: wsID, Name: req.NewWorkspace}); err != nil {
+			if _, err := tx.Append(wsRef, accountable.EventWorkspaceCreated, payload.WorkspaceCreated{WorkspaceID: wsID, Name: req.NewWorkspace}); err != nil {
 				return CreatedKey{}, err
 			}
 		} else if _, ok := tx.Head(wsRef); !ok {
@@ -136,7 +103,7 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 		}
 		if userCreated {
 			if _, err := tx.Append(aggregate(accountable.AggregateUser, userID), accountable.EventUserCreated,
-				userCreatedPayload{UserID: userID, Email: req.UserEmail}); err != nil {
+				payload.UserCreated{UserID: userID, Email: req.UserEmail}); err != nil {
 				return CreatedKey{}, err
 			}
 		}
@@ -148,7 +115,7 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 			return CreatedKey{}, err
 		}
 		if memberAdded {
-			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, memberAddedPayload{UserID: userID, Role: "owner"}); err != nil {
+			if _, err := tx.Append(wsRef, accountable.EventMemberAdded, payload.MemberAdded{UserID: userID, Role: "owner"}); err != nil {
 				return CreatedKey{}, err
 			}
 			// Key caches hold the user's keys with the workspaces they may act in.
@@ -165,7 +132,7 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 		if agent != nil {
 			out.Kind = accountable.KeyKindAgent
 		}
-		_, err = tx.Append(aggregate(accountable.AggregateAPIKey, keyID), accountable.EventAPIKeyCreated, keyCreatedPayload{
+		_, err = tx.Append(aggregate(accountable.AggregateAPIKey, keyID), accountable.EventAPIKeyCreated, payload.APIKeyCreated{
 			KeyID: keyID, KeyPrefix: prefix, Name: req.Name, UserID: userID, Kind: out.Kind, AgentName: agent})
 		// Key caches may remember the prefix as unknown: the key works at once everywhere.
 		notifyKeyChanged(tx.batch, prefix)
@@ -305,7 +272,7 @@ func (db *DB) revokeKey(ctx context.Context, k accountable.APIKey, by accountabl
 		if err != nil {
 			return k, err
 		}
-		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, keyRevokedPayload{KeyID: k.ID, KeyPrefix: k.Prefix, RevokedFrom: from}); err != nil {
+		if _, err := tx.Append(ref, accountable.EventAPIKeyRevoked, payload.APIKeyRevoked{KeyID: k.ID, KeyPrefix: k.Prefix, RevokedFrom: from}); err != nil {
 			return k, err
 		}
 		notifyKeyChanged(tx.batch, k.Prefix)
@@ -361,7 +328,7 @@ func (db *DB) RemoveMember(ctx context.Context, workspaceID, email string) (user
 		if err != nil {
 			return "", err
 		}
-		if _, err := tx.Append(wsRef, accountable.EventMemberRemoved, memberRemovedPayload{UserID: userID}); err != nil {
+		if _, err := tx.Append(wsRef, accountable.EventMemberRemoved, payload.MemberRemoved{UserID: userID}); err != nil {
 			return "", err
 		}
 		notifyMembershipChanged(tx.batch, userID)

@@ -8,42 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
-)
-
-// Ledger payloads of launches and runs.
-type (
-	launchCreatedPayload struct {
-		LaunchID     string                  `json:"launch_id"`
-		InitiativeID string                  `json:"initiative_id"`
-		Scope        accountable.LaunchScope `json:"scope"`
-		Cost         accountable.LaunchCost  `json:"cost"`
-		Jobs         []accountable.LaunchJob `json:"jobs"`
-		CommandID    *string                 `json:"command_id"`
-	}
-	jobChangedPayload struct {
-		JobID            string                        `json:"job_id"`
-		Status           accountable.JobStatus         `json:"status"`
-		BlockCode        *accountable.BlockCode        `json:"block_code"`
-		DecisionID       *string                       `json:"decision_id"`
-		RunID            *string                       `json:"run_id"`
-		ReservationID    *string                       `json:"reservation_id"`
-		SettlementStatus *accountable.SettlementStatus `json:"settlement_status"`
-		ReservedCents    int64                         `json:"reserved_cents"`
-		SettledCents     int64                         `json:"settled_cents"`
-	}
-	launchEndedPayload struct {
-		LaunchID string                  `json:"launch_id"`
-		State    accountable.LaunchState `json:"state"`
-	}
-	runPayload struct {
-		RunID       string                   `json:"run_id"`
-		LaunchID    string                   `json:"launch_id"`
-		JobID       string                   `json:"job_id"`
-		Status      accountable.RunStatus    `json:"status"`
-		OutcomeKind *accountable.OutcomeKind `json:"outcome_kind"`
-		CostCents   int64                    `json:"cost_cents"`
-		CommandID   *string                  `json:"command_id"`
-	}
+	"github.com/accountablework/accountable/payload"
 )
 
 // LaunchInitiative records a launch of the initiative with one queued job per workstream
@@ -100,7 +65,7 @@ func (db *DB) LaunchInitiative(ctx context.Context, p accountable.Principal, ide
 		if err != nil {
 			return l, err
 		}
-		if _, err := tx.Append(aggregate(accountable.AggregateLaunch, l.LaunchID), accountable.EventLaunchCreated, launchCreatedPayload{
+		if _, err := tx.Append(aggregate(accountable.AggregateLaunch, l.LaunchID), accountable.EventLaunchCreated, payload.LaunchCreated{
 			LaunchID: l.LaunchID, InitiativeID: l.InitiativeID, Scope: l.Scope, Cost: l.Cost, Jobs: l.Jobs, CommandID: in.Causation.CommandID,
 		}); err != nil {
 			return l, err
@@ -283,7 +248,7 @@ func (db *DB) ReserveJob(ctx context.Context, workspaceID, launchID, jobID strin
 				workspaceID, launchID, jobID, string(code), decisionID)
 			tx.Queue(`UPDATE launches SET state = 'blocked', blocking_decision_id = $3, updated_at = $4, aggregate_version = aggregate_version + 1
 				WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, decisionID, now)
-			_, err := tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: accountable.JobBlocked,
+			_, err := tx.Append(ref, accountable.EventLaunchJobChanged, payload.LaunchJobChanged{JobID: jobID, Status: accountable.JobBlocked,
 				BlockCode: &code, DecisionID: &decisionID, ReservedCents: j.reserved, SettledCents: j.settledSoFar})
 			return accountable.JobReservation{DecisionID: decisionID}, err
 		}
@@ -297,7 +262,7 @@ func (db *DB) ReserveJob(ctx context.Context, workspaceID, launchID, jobID strin
 				state = CASE WHEN state IN ('pending', 'blocked') THEN 'dispatched' ELSE state END,
 				updated_at = $4, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, j.estimate, now)
-		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: accountable.JobReserved,
+		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, payload.LaunchJobChanged{JobID: jobID, Status: accountable.JobReserved,
 			ReservationID: &resID, SettlementStatus: &st, ReservedCents: j.reserved + j.estimate, SettledCents: j.settledSoFar})
 		return answer, err
 	}
@@ -322,7 +287,7 @@ func (db *DB) CancelJob(ctx context.Context, workspaceID, launchID, jobID string
 		tx.Queue(`UPDATE launch_jobs SET status = 'cancelled' WHERE workspace_id = $1 AND launch_id = $2 AND id = $3`, workspaceID, launchID, jobID)
 		tx.Queue(`UPDATE launches SET blocking_decision_id = NULL, updated_at = $3, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, tx.Now())
-		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: accountable.JobCancelled,
+		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, payload.LaunchJobChanged{JobID: jobID, Status: accountable.JobCancelled,
 			BlockCode: nil, DecisionID: j.decision, ReservedCents: j.reserved, SettledCents: j.settledSoFar})
 		return struct{}{}, err
 	}
@@ -347,7 +312,7 @@ func (db *DB) DispatchJob(ctx context.Context, workspaceID, launchID, jobID stri
 		}
 		now := tx.Now()
 		runID := uuid.Must(uuid.NewV7()).String()
-		if _, err := tx.Append(aggregate(accountable.AggregateRun, runID), accountable.EventRunDispatched, runPayload{
+		if _, err := tx.Append(aggregate(accountable.AggregateRun, runID), accountable.EventRunDispatched, payload.RunChanged{
 			RunID: runID, LaunchID: launchID, JobID: jobID, Status: accountable.RunRunning}); err != nil {
 			return "", err
 		}
@@ -358,7 +323,7 @@ func (db *DB) DispatchJob(ctx context.Context, workspaceID, launchID, jobID stri
 			workspaceID, launchID, jobID, runID)
 		tx.Queue(`UPDATE launches SET state = 'running', updated_at = $3, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, now)
-		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: accountable.JobRunning,
+		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, payload.LaunchJobChanged{JobID: jobID, Status: accountable.JobRunning,
 			RunID: &runID, ReservedCents: j.reserved, SettledCents: j.settledSoFar})
 		return runID, err
 	}
@@ -401,7 +366,7 @@ func (db *DB) SettleJob(ctx context.Context, workspaceID, launchID, jobID string
 			workspaceID, launchID, jobID, string(jobStatus))
 		tx.Queue(`UPDATE launches SET settled_cents = settled_cents + $3, state = 'settling', updated_at = $4,
 				aggregate_version = aggregate_version + 1 WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, cost, now)
-		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, jobChangedPayload{JobID: jobID, Status: jobStatus, RunID: j.run,
+		_, err = tx.Append(ref, accountable.EventLaunchJobChanged, payload.LaunchJobChanged{JobID: jobID, Status: jobStatus, RunID: j.run,
 			SettlementStatus: &st, ReservedCents: j.reserved, SettledCents: j.settledSoFar + cost})
 		return struct{}{}, err
 	}
@@ -436,7 +401,7 @@ func (db *DB) EndLaunch(ctx context.Context, workspaceID, launchID string) (acco
 		}
 		tx.Queue(`UPDATE launches SET state = $3, blocking_decision_id = NULL, updated_at = $4, aggregate_version = aggregate_version + 1
 			WHERE workspace_id = $1 AND id = $2`, workspaceID, launchID, string(end), tx.Now())
-		_, err := tx.Append(ref, accountable.EventLaunchEnded, launchEndedPayload{LaunchID: launchID, State: end})
+		_, err := tx.Append(ref, accountable.EventLaunchEnded, payload.LaunchEnded{LaunchID: launchID, State: end})
 		return end, err
 	}
 	state, _, err := runCommand(ctx, db, cmd)

@@ -7,17 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
-
-// statusChangedPayload is the payload of work.status_changed and initiative.status_changed.
-type statusChangedPayload struct {
-	ID        string                      `json:"id"`
-	From      string                      `json:"from"`
-	To        string                      `json:"to"`
-	Action    accountable.LifecycleAction `json:"action"`
-	Reason    *string                     `json:"reason"`
-	CommandID *string                     `json:"command_id"`
-}
 
 // ApplyLifecycle pauses, resumes, retries or cancels work, in one transaction: a run (as
 // its actions do), a task, or every task of a milestone, a workstream or an initiative
@@ -115,7 +106,7 @@ func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem 
 			tx.Queue(`UPDATE initiatives SET status = $3, updated_at = $4, aggregate_version = aggregate_version + 1
 				WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, in.ID, string(*plan.Initiative), now)
 			if _, err := tx.Append(aggregate(accountable.AggregateInitiative, in.ID), accountable.EventInitiativeStatusChanged,
-				statusChangedPayload{ID: in.ID, From: string(*initiative), To: string(*plan.Initiative), Action: in.Action, Reason: in.Reason,
+				payload.StatusChanged{ID: in.ID, From: string(*initiative), To: string(*plan.Initiative), Action: in.Action, Reason: in.Reason,
 					CommandID: in.Causation.CommandID}); err != nil {
 				return res, err
 			}
@@ -124,7 +115,7 @@ func (db *DB) ApplyLifecycle(ctx context.Context, p accountable.Principal, idem 
 			tx.Queue(`UPDATE tasks SET status = $3, updated_at = $4, aggregate_version = aggregate_version + 1
 				WHERE workspace_id = $1 AND id = $2`, p.WorkspaceID, t.ID, string(t.To), now)
 			if _, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventTaskStatusChanged,
-				statusChangedPayload{ID: t.ID, From: string(t.From), To: string(t.To), Action: in.Action, Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
+				payload.StatusChanged{ID: t.ID, From: string(t.From), To: string(t.To), Action: in.Action, Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
 				return res, err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 // The authorization server's clients and grants (migration 021). The authorization
@@ -159,16 +160,6 @@ func emptyAsNull(s string) *string {
 	return &s
 }
 
-// oauthAuthorizedPayload is the ledger's record of a consent.
-type oauthAuthorizedPayload struct {
-	GrantID    string   `json:"grant_id"`
-	ClientID   string   `json:"client_id"`
-	ClientName string   `json:"client_name"`
-	UserID     string   `json:"user_id"`
-	Scopes     []string `json:"scopes"`
-	Resources  []string `json:"resources"`
-}
-
 // AuthorizeOAuthCode records the authorization code of a consent with its ledger event
 // (oauth.client_authorized on the workspace, the user's act), in one transaction: an
 // agent given access to a workspace is an accountable change, as a key is.
@@ -178,7 +169,7 @@ func (db *DB) AuthorizeOAuthCode(ctx context.Context, g accountable.OAuthGrant, 
 		locks: []aggregateRef{ref}}
 	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
 		tx.Queue(insertGrant, grantArgs(g)...)
-		_, err := tx.Append(ref, accountable.EventOAuthClientAuthorized, oauthAuthorizedPayload{GrantID: g.RequestID,
+		_, err := tx.Append(ref, accountable.EventOAuthClientAuthorized, payload.OAuthClientAuthorized{GrantID: g.RequestID,
 			ClientID: g.ClientID, ClientName: clientName, UserID: g.UserID, Scopes: scopes, Resources: resources})
 		return struct{}{}, err
 	}

@@ -12,32 +12,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
-)
-
-// Ledger payloads of operating processes.
-type (
-	// processCreatedPayload is the payload of operating_process.declared and
-	// operating_process.discovered: the process and its first revision as they began.
-	processCreatedPayload struct {
-		Process          accountable.OperatingProcess    `json:"process"`
-		Revision         accountable.ProcessSpecRevision `json:"revision"`
-		DiscoveryRunID   *string                         `json:"discovery_run_id,omitzero"`
-		ProcessCandidate *string                         `json:"process_candidate_id,omitzero"`
-		CommandID        *string                         `json:"command_id"`
-	}
-	processRevisedPayload struct {
-		ProcessID string                          `json:"process_id"`
-		Revision  accountable.ProcessSpecRevision `json:"revision"`
-		CommandID *string                         `json:"command_id"`
-	}
-	processTransitionPayload struct {
-		ProcessID string                    `json:"process_id"`
-		Action    accountable.ProcessAction `json:"action"`
-		From      accountable.ProcessState  `json:"from"`
-		To        accountable.ProcessState  `json:"to"`
-		Reason    *string                   `json:"reason"`
-		CommandID *string                   `json:"command_id"`
-	}
+	"github.com/accountablework/accountable/payload"
 )
 
 func ledgerResult(ev accountable.Event) accountable.ProcessLedgerResult {
@@ -58,10 +33,10 @@ func newRevision(workspaceID, processID string, n int64, author accountable.Acto
 
 // createProcess writes a new process with its first revision and its creation event.
 func createProcess(tx *tx, workspaceID string, proc accountable.OperatingProcess, rev accountable.ProcessSpecRevision, event string,
-	payload processCreatedPayload) (accountable.ProcessChanged, error) {
+	created payload.ProcessCreated) (accountable.ProcessChanged, error) {
 	proc.CurrentRevisionRef = &accountable.ProcessRef{ID: rev.ID, WorkspaceID: workspaceID}
-	payload.Process, payload.Revision = proc, rev
-	ev, err := tx.Append(aggregate(accountable.AggregateProcess, proc.ID), event, payload)
+	created.Process, created.Revision = proc, rev
+	ev, err := tx.Append(aggregate(accountable.AggregateProcess, proc.ID), event, created)
 	if err != nil {
 		return accountable.ProcessChanged{}, err
 	}
@@ -140,7 +115,7 @@ func (db *DB) ProposeDiscoveredProcess(ctx context.Context, p accountable.Princi
 			return zero, err
 		}
 		change, err := createProcess(tx, p.WorkspaceID, proc, rev, accountable.EventProcessDiscovered,
-			processCreatedPayload{DiscoveryRunID: &in.RunID, ProcessCandidate: &card.ID})
+			payload.ProcessCreated{DiscoveryRunID: &in.RunID, ProcessCandidate: &card.ID})
 		if err != nil {
 			return zero, err
 		}
@@ -204,7 +179,7 @@ func (db *DB) DeclareProcess(ctx context.Context, p accountable.Principal, idem 
 			return accountable.ProcessChanged{}, err
 		}
 		return createProcess(tx, p.WorkspaceID, proc, rev, accountable.EventProcessDeclared,
-			processCreatedPayload{CommandID: in.Causation.CommandID})
+			payload.ProcessCreated{CommandID: in.Causation.CommandID})
 	}
 	return runCommand(ctx, db, cmd)
 }
@@ -275,7 +250,7 @@ func (db *DB) ReviseProcess(ctx context.Context, p accountable.Principal, idem *
 		if err != nil {
 			return accountable.ProcessChanged{}, err
 		}
-		ev, err := tx.Append(ref, accountable.EventProcessRevised, processRevisedPayload{ProcessID: proc.ID, Revision: rev,
+		ev, err := tx.Append(ref, accountable.EventProcessRevised, payload.ProcessRevised{ProcessID: proc.ID, Revision: rev,
 			CommandID: in.Causation.CommandID})
 		if err != nil {
 			return accountable.ProcessChanged{}, err
@@ -315,7 +290,7 @@ func (db *DB) TransitionProcess(ctx context.Context, p accountable.Principal, id
 		if err != nil {
 			return accountable.ProcessChanged{}, err
 		}
-		ev, err := tx.Append(ref, in.Action.Event(), processTransitionPayload{ProcessID: proc.ID, Action: in.Action,
+		ev, err := tx.Append(ref, in.Action.Event(), payload.ProcessTransitioned{ProcessID: proc.ID, Action: in.Action,
 			From: proc.LifecycleState, To: to, Reason: in.Reason, CommandID: in.Causation.CommandID})
 		if err != nil {
 			return accountable.ProcessChanged{}, err

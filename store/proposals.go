@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 // Proposal generation is limited per workspace, across every API replica: at most a
@@ -113,7 +114,7 @@ func (db *DB) StoreProposal(ctx context.Context, workspaceID string, actor accou
 		if err != nil {
 			return p, err
 		}
-		if _, err := tx.Append(ref, accountable.EventProposalGenerated, accountable.ProposalGeneratedPayload{
+		if _, err := tx.Append(ref, accountable.EventProposalGenerated, payload.ProposalGenerated{
 			ProposalID: p.ProposalID, ProposalDigest: p.ProposalDigest, Title: title, AssignmentSource: p.AssignmentSource,
 			Workstreams: len(p.Plan.Workstreams), ExpiresAt: p.ExpiresAt, CommandID: causation.CommandID,
 			Economics: &p.Economics, GenerationReceipt: &p.GenerationReceipt,

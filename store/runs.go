@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 const runColumns = `id::text, launch_id::text, job_id::text, initiative_id::text, workstream_id::text, agent_id, status,
@@ -62,7 +63,7 @@ func endRun(tx *tx, workspaceID string, r accountable.Run, in accountable.Finali
 		r.Evidence = in.Evidence
 	}
 	r.AggregateVersion++
-	if _, err := tx.Append(aggregate(accountable.AggregateRun, r.ID), accountable.EventRunFinalized, runPayload{RunID: r.ID,
+	if _, err := tx.Append(aggregate(accountable.AggregateRun, r.ID), accountable.EventRunFinalized, payload.RunChanged{RunID: r.ID,
 		LaunchID: r.LaunchID, JobID: r.JobID, Status: r.Status, OutcomeKind: r.OutcomeKind, CostCents: r.CostCents,
 		CommandID: in.Causation.CommandID}); err != nil {
 		return r, err
@@ -128,15 +129,6 @@ func (db *DB) ListRuns(ctx context.Context, workspaceID string, launchID *string
 	return keysetPage(rows, limit, scanRun, func(r accountable.Run) (time.Time, string) { return r.CreatedAt.Time, r.ID })
 }
 
-// runActionPayload is the payload of run.actioned.
-type runActionPayload struct {
-	RunID     string                `json:"run_id"`
-	Action    accountable.RunAction `json:"action"`
-	Status    accountable.RunStatus `json:"status"`
-	Reason    *string               `json:"reason"`
-	CommandID *string               `json:"command_id"`
-}
-
 // ActOnRun pauses, resumes, cancels or rolls back a run; an action its status does not
 // allow is 409 invalid_state_transition. Cancelling ends the run like a finalisation (its
 // launch settles it, told by RunChanged); the others are recorded with a run.actioned
@@ -198,7 +190,7 @@ func actOnRun(ctx context.Context, tx *tx, workspaceID, runID string, action acc
 		now := accountable.TimeOf(tx.Now())
 		r.Status, r.OutcomeKind, r.UpdatedAt = next, outcome, now
 		r.AggregateVersion++
-		if _, err := tx.Append(ref, accountable.EventRunActioned, runActionPayload{RunID: r.ID, Action: action, Status: next,
+		if _, err := tx.Append(ref, accountable.EventRunActioned, payload.RunActioned{RunID: r.ID, Action: action, Status: next,
 			Reason: in.Reason, CommandID: in.Causation.CommandID}); err != nil {
 			return r, err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 // worker is the actor of changes made by workflow activities.
@@ -33,12 +34,6 @@ func scanVerification(row pgx.Row) (accountable.LedgerVerificationJob, error) {
 	return j, nil
 }
 
-type verificationRequestedPayload struct {
-	VerificationID string           `json:"verification_id"`
-	RequestedAt    accountable.Time `json:"requested_at"`
-	WorkflowID     string           `json:"workflow_id"`
-}
-
 // StartLedgerVerification records a requested background verification with its ledger
 // event and the message that starts its workflow (LedgerVerificationStart), in one
 // transaction: the relay starts the workflow (the job's WorkflowID) once this has
@@ -56,7 +51,7 @@ func (db *DB) StartLedgerVerification(ctx context.Context, p accountable.Princip
 		tx.Queue(`INSERT INTO ledger_verifications (workspace_id, id, status, workflow_id, requested_at) VALUES ($1, $2, $3, $4, $5)`,
 			p.WorkspaceID, id, string(job.Status), job.WorkflowID, job.RequestedAt)
 		if _, err := tx.Append(aggregate(accountable.AggregateLedgerVerification, id), accountable.EventLedgerVerificationRequested,
-			verificationRequestedPayload{VerificationID: id, RequestedAt: job.RequestedAt, WorkflowID: job.WorkflowID}); err != nil {
+			payload.LedgerVerificationRequested{VerificationID: id, RequestedAt: job.RequestedAt, WorkflowID: job.WorkflowID}); err != nil {
 			return job, err
 		}
 		tx.Send(start)
@@ -75,31 +70,21 @@ func (db *DB) GetLedgerVerification(ctx context.Context, workspaceID, id string)
 	return j, mapError(err)
 }
 
-type verificationCompletedPayload struct {
-	VerificationID string `json:"verification_id"`
-	accountable.LedgerVerification
-}
-
-type verificationFailedPayload struct {
-	VerificationID string `json:"verification_id"`
-	Reason         string `json:"reason"`
-}
-
 // CompleteLedgerVerification records the result of a running verification with its ledger
 // event. It is idempotent: ending a verification that already ended changes nothing.
 func (db *DB) CompleteLedgerVerification(ctx context.Context, workspaceID, id string, res accountable.LedgerVerification) error {
 	return db.endLedgerVerification(ctx, workspaceID, id, accountable.VerificationCompleted, &res,
-		accountable.EventLedgerVerificationCompleted, verificationCompletedPayload{VerificationID: id, LedgerVerification: res})
+		accountable.EventLedgerVerificationCompleted, payload.LedgerVerificationCompleted{VerificationID: id, LedgerVerification: res})
 }
 
 // FailLedgerVerification records that a running verification gave up without a result.
 func (db *DB) FailLedgerVerification(ctx context.Context, workspaceID, id, reason string) error {
 	return db.endLedgerVerification(ctx, workspaceID, id, accountable.VerificationFailed, nil,
-		accountable.EventLedgerVerificationFailed, verificationFailedPayload{VerificationID: id, Reason: reason})
+		accountable.EventLedgerVerificationFailed, payload.LedgerVerificationFailed{VerificationID: id, Reason: reason})
 }
 
 func (db *DB) endLedgerVerification(ctx context.Context, workspaceID, id string, status accountable.VerificationStatus,
-	res *accountable.LedgerVerification, eventType string, payload any) error {
+	res *accountable.LedgerVerification, eventType string, ended any) error {
 	ref := aggregate(accountable.AggregateLedgerVerification, id)
 	cmd := command[struct{}]{workspaceID: workspaceID, actor: worker, locks: []aggregateRef{ref}}
 	cmd.run = func(ctx context.Context, tx *tx) (struct{}, error) {
@@ -117,7 +102,7 @@ func (db *DB) endLedgerVerification(ctx context.Context, workspaceID, id string,
 		if err != nil || !ended {
 			return struct{}{}, err // !ended: already ended (an activity retry), or unknown
 		}
-		_, err = tx.Append(ref, eventType, payload)
+		_, err = tx.Append(ref, eventType, ended)
 		return struct{}{}, err
 	}
 	_, _, err := runCommand(ctx, db, cmd)

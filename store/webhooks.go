@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 // Webhook endpoints (migration 019): registered and deleted as commands with their ledger
@@ -68,7 +69,7 @@ func (db *DB) RegisterWebhook(ctx context.Context, p accountable.Principal, idem
 		w := accountable.Webhook{ID: uuid.Must(uuid.NewV7()).String(), WorkspaceID: p.WorkspaceID, URL: in.URL,
 			EventTypes: in.EventTypes, Status: accountable.WebhookActive, CreatedAt: accountable.TimeOf(tx.Now()), AggregateVersion: 1}
 		ev, err := tx.Append(aggregate(accountable.AggregateWebhook, w.ID), accountable.EventWebhookCreated,
-			accountable.WebhookCreatedPayload{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes})
+			payload.WebhookCreated{ID: w.ID, URL: w.URL, EventTypes: w.EventTypes})
 		if err != nil {
 			return accountable.WebhookRegistration{}, err
 		}
@@ -121,7 +122,7 @@ func (db *DB) DeleteWebhook(ctx context.Context, p accountable.Principal, id str
 		now := accountable.TimeOf(tx.Now())
 		w.Status, w.DeletedAt = accountable.WebhookDeleted, &now
 		w.AggregateVersion++
-		if _, err := tx.Append(ref, accountable.EventWebhookDeleted, accountable.WebhookDeletedPayload{ID: id}); err != nil {
+		if _, err := tx.Append(ref, accountable.EventWebhookDeleted, payload.WebhookDeleted{ID: id}); err != nil {
 			return w, err
 		}
 		tx.Queue(`UPDATE webhooks SET deleted_at = $3, aggregate_version = $4 WHERE workspace_id = $1 AND id = $2`,

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/payload"
 )
 
 const taskColumns = `id, workspace_id, title, description, status, priority, due_date, initiative_id,
@@ -72,7 +73,7 @@ func (db *DB) CreateWork(ctx context.Context, p accountable.Principal, idem *acc
 // proposal) goes through it.
 func appendTask(tx *tx, t accountable.Task, commandID *string) (accountable.Event, error) {
 	ev, err := tx.Append(aggregate(accountable.AggregateTask, t.ID), accountable.EventWorkCreated,
-		accountable.WorkCreatedPayload{Task: t, CommandID: commandID})
+		payload.WorkCreated{Task: t, CommandID: commandID})
 	if err != nil {
 		return ev, err
 	}
@@ -268,7 +269,7 @@ func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *a
 		if len(r.Evidence) == 0 {
 			r.Evidence = accountable.Object("{}")
 		}
-		ev, err := tx.Append(ref, accountable.EventWorkCompleted, accountable.WorkCompletedPayload{
+		ev, err := tx.Append(ref, accountable.EventWorkCompleted, payload.WorkCompleted{
 			TaskID: t.ID, Status: t.Status, Receipt: r, CommandID: in.Causation.CommandID})
 		if err != nil {
 			return accountable.WorkCompletion{}, err

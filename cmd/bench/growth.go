@@ -15,6 +15,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/payload"
 )
 
 // The growth line: does the cost of the service grow with its ledger? One workspace ("Bench
@@ -418,7 +419,7 @@ func growthRows(ws, actorID string, from, to int, now time.Time) (growthBatch, e
 // growthEvent is the work.created event of t as the store builds it (newEvent in
 // store/command.go): the canonical payload, its digest, the header's hash.
 func growthEvent(ws, actorID string, t accountable.Task, key string) (accountable.Event, error) {
-	body, err := canonical.JSON(accountable.WorkCreatedPayload{Task: t})
+	body, err := canonical.JSON(payload.WorkCreated{Task: t})
 	if err != nil {
 		return accountable.Event{}, err
 	}

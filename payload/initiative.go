@@ -1,0 +1,53 @@
+package payload
+
+import "github.com/accountablework/accountable"
+
+// ProposalGenerated is the payload of an initiative_proposal.generated event: the
+// proposal's identity and digest (its content is addressed by the digest).
+type ProposalGenerated struct {
+	ProposalID       string                       `json:"proposal_id"`
+	ProposalDigest   string                       `json:"proposal_digest"`
+	Title            string                       `json:"title"`
+	AssignmentSource accountable.AssignmentSource `json:"assignment_source"`
+	Workstreams      int                          `json:"workstreams"`
+	ExpiresAt        accountable.Time             `json:"expires_at"`
+	CommandID        *string                      `json:"command_id"`
+	// The plan's economics and what generating it cost travel in the event, so that the
+	// value-case and meter-usage projections fold from the ledger alone.
+	Economics         *accountable.Economics         `json:"economics,omitempty"`
+	GenerationReceipt *accountable.GenerationReceipt `json:"generation_receipt,omitempty"`
+}
+
+// Payloads of committing an initiative: the initiative and each of its parts.
+type (
+	// InitiativeCreated is the payload of initiative.created.
+	InitiativeCreated struct {
+		InitiativeID   string  `json:"initiative_id"`
+		Title          string  `json:"title"`
+		Summary        string  `json:"summary"`
+		ProposalID     *string `json:"proposal_id"`
+		ProposalDigest *string `json:"proposal_digest"`
+		ReceiptID      string  `json:"receipt_id"`
+		CommandID      *string `json:"command_id"`
+	}
+	// WorkstreamCreated is the payload of workstream.created.
+	WorkstreamCreated struct {
+		WorkstreamID string                        `json:"workstream_id"`
+		InitiativeID string                        `json:"initiative_id"`
+		Position     int                           `json:"position"`
+		Workstream   accountable.PlannedWorkstream `json:"workstream"`
+	}
+	// MilestoneCreated is the payload of milestone.created.
+	MilestoneCreated struct {
+		MilestoneID  string `json:"milestone_id"`
+		InitiativeID string `json:"initiative_id"`
+		WorkstreamID string `json:"workstream_id"`
+		Position     int    `json:"position"`
+		Title        string `json:"title"`
+	}
+	// ProposalInstantiated is the payload of initiative_proposal.instantiated.
+	ProposalInstantiated struct {
+		ProposalID   string `json:"proposal_id"`
+		InitiativeID string `json:"initiative_id"`
+	}
+)

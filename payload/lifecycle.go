@@ -1,0 +1,13 @@
+package payload
+
+import "github.com/accountablework/accountable"
+
+// StatusChanged is the payload of work.status_changed and initiative.status_changed.
+type StatusChanged struct {
+	ID        string                      `json:"id"`
+	From      string                      `json:"from"`
+	To        string                      `json:"to"`
+	Action    accountable.LifecycleAction `json:"action"`
+	Reason    *string                     `json:"reason"`
+	CommandID *string                     `json:"command_id"`
+}
