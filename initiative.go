@@ -361,16 +361,6 @@ type PlannedTask struct {
 	EstimatedHours float64  `json:"estimated_hours" minimum:"0" maximum:"100000"`
 }
 
-// ExplicitMilestone is the planned milestone of one a caller named: its tasks are the
-// titles given, at medium priority.
-func ExplicitMilestone(m MilestoneRef) PlannedMilestone {
-	pm := PlannedMilestone{Title: m.Title, Tasks: []PlannedTask{}}
-	for _, t := range m.Tasks {
-		pm.Tasks = append(pm.Tasks, PlannedTask{Title: t, Description: t + " (" + m.Title + ").", Priority: PriorityMedium})
-	}
-	return pm
-}
-
 // Validate checks a plan as any planner made it (a model's output above all): the bounds,
 // distinct workstream names, dependencies on workstreams of the plan, agents named
 // together with their ids, and the depth: at depth initiative the plan holds only the
