@@ -409,32 +409,6 @@ type Economics struct {
 // (human_equivalent_usd): a documented assumption, stated in value_basis.
 const HumanHourlyRateUSD = 95.0
 
-// EconomicsOf totals a plan's workstreams.
-func EconomicsOf(p Plan) Economics {
-	var e Economics
-	for _, w := range p.Workstreams {
-		e.ExpectedTokens += w.ExpectedTokens
-		e.ExpectedHours += w.ExpectedDurationHours
-		e.ExpectedBudgetUSD += w.ExpectedBudgetUSD
-	}
-	e.ExpectedHours = roundTo(e.ExpectedHours, 2)
-	e.ExpectedBudgetUSD = roundTo(e.ExpectedBudgetUSD, 2)
-	e.HumanEquivalentUSD = roundTo(e.ExpectedHours*HumanHourlyRateUSD, 2)
-	e.ValueBasis = fmt.Sprintf("expected_hours x %.2f USD per hour of human work (the service's documented rate)", HumanHourlyRateUSD)
-	return e
-}
-
-func roundTo(f float64, places int) float64 {
-	p := 1.0
-	for range places {
-		p *= 10
-	}
-	if f >= 0 {
-		return float64(int64(f*p+0.5)) / p
-	}
-	return -float64(int64(-f*p+0.5)) / p
-}
-
 // GeneratedPlan is a planner's plan with who made it and what making it cost; the
 // receipt's ReceiptID is left to the proposal that keeps it.
 type GeneratedPlan struct {

@@ -4,7 +4,8 @@
 // ledger alone gives the same figures, and no figure can drift from the events it
 // summarises. It lays out the work ledger's buckets in a time zone's calendar, counts
 // events into them, rounds and derives the sums, and says what each projection cannot
-// know (its limitations) and how fresh it is. The shapes it fills are the root's
+// know (its limitations) and how fresh it is. It also totals the economics of a plan, which
+// proposals carry into the ledger for the value case. The shapes it fills are the root's
 // (accountable.WorkLedgerProjection, accountable.ValueCaseProjection, ...).
 package projection
 
@@ -263,6 +264,23 @@ func FinishMeterUsage(m *accountable.MeterUsageProjection) {
 	}
 	m.Runs.CostUSD = round(m.Runs.CostUSD, 2)
 	m.CostUSD = round(m.CostUSD+m.Runs.CostUSD, 6)
+}
+
+// EconomicsOf totals a plan's workstreams and values its hours as people's work at
+// accountable.HumanHourlyRateUSD: the economics a proposal carries, which the value case
+// folds from the ledger.
+func EconomicsOf(p accountable.Plan) accountable.Economics {
+	var e accountable.Economics
+	for _, w := range p.Workstreams {
+		e.ExpectedTokens += w.ExpectedTokens
+		e.ExpectedHours += w.ExpectedDurationHours
+		e.ExpectedBudgetUSD += w.ExpectedBudgetUSD
+	}
+	e.ExpectedHours = round(e.ExpectedHours, 2)
+	e.ExpectedBudgetUSD = round(e.ExpectedBudgetUSD, 2)
+	e.HumanEquivalentUSD = round(e.ExpectedHours*accountable.HumanHourlyRateUSD, 2)
+	e.ValueBasis = fmt.Sprintf("expected_hours x %.2f USD per hour of human work (the service's documented rate)", accountable.HumanHourlyRateUSD)
+	return e
 }
 
 // round rounds f half away from zero to places decimal places.
