@@ -27,25 +27,6 @@ func TestVersionTokenRoundTrips(t *testing.T) {
 	}
 }
 
-func TestCursorsRoundTrip(t *testing.T) {
-	p := accountable.StreamPosition{Position: 1 << 40, Seq: 7}
-	if got, ok := accountable.ParseStreamCursor(p.Encode()); !ok || got != p {
-		t.Fatalf("stream cursor: %+v %v", got, ok)
-	}
-	w := accountable.WorkCursor{CreatedAt: accountable.Now(), ID: "0190c0de-0000-7000-8000-000000000000"}
-	if got, ok := accountable.ParseWorkCursor(w.Encode()); !ok || !got.CreatedAt.Equal(w.CreatedAt) || got.ID != w.ID {
-		t.Fatalf("work cursor: %+v %v", got, ok)
-	}
-	for _, bad := range []string{"", "bogus", accountable.StreamPosition{}.Encode()[:3]} {
-		if _, ok := accountable.ParseStreamCursor(bad); ok {
-			t.Errorf("stream cursor %q accepted", bad)
-		}
-		if _, ok := accountable.ParseWorkCursor(bad); ok {
-			t.Errorf("work cursor %q accepted", bad)
-		}
-	}
-}
-
 func TestIdempotencyKeyPattern(t *testing.T) {
 	cases := map[string]bool{
 		"a": true, "A.b_c:d/e-f": true, strings.Repeat("k", 200): true,

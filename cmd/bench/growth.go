@@ -15,6 +15,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/cursors"
 )
 
 // The growth line: does the cost of the service grow with its ledger? One workspace ("Bench
@@ -260,7 +261,7 @@ func (b *bench) growthTailCursor() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("growth: the position of the newest page: %w", err)
 	}
-	return p.Encode(), nil
+	return cursors.EncodeStream(p), nil
 }
 
 // growthPages reads one page of PageLimit events over and over, one client (after the
