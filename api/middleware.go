@@ -57,7 +57,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	date := accountable.ContractDates[0]
 	var err error
 	if v := c.Get(headerSvcVersion); v != "" {
-		if accountable.SupportedContractDate(v) {
+		if slices.Contains(accountable.ContractDates, v) {
 			date = v
 		} else {
 			err = accountable.Errorf(accountable.ECodeUnsupportedAPIVersion,
