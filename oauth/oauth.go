@@ -311,7 +311,7 @@ func (s *Server) RegisterClient(ctx context.Context, reg ClientRegistration) (ac
 func (s *Server) fositeClient(c accountable.OAuthClient) fosite.Client {
 	scopes := accountable.ScopesSupported
 	if c.Scope != "" {
-		scopes, _ = ParseScopeParam(c.Scope)
+		scopes, _ = parseScopeParam(c.Scope)
 	}
 	return &fosite.DefaultClient{ID: c.ID, Secret: c.SecretHash, RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes,
 		ResponseTypes: c.ResponseTypes, Scopes: scopes, Audience: s.cfg.Resources,

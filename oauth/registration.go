@@ -116,7 +116,7 @@ func (r ClientRegistration) Validate() error {
 			issues = append(issues, accountable.Issue{Path: "client_uri", Message: "must be an http(s) URL"})
 		}
 	}
-	if _, unknown := ParseScopeParam(r.Scope); len(unknown) > 0 {
+	if _, unknown := parseScopeParam(r.Scope); len(unknown) > 0 {
 		issues = append(issues, accountable.Issue{Path: "scope", Message: "unknown scopes: " + strings.Join(unknown, " ")})
 	}
 	if len(issues) > 0 {
@@ -142,7 +142,7 @@ func redirectURIProblem(raw string) string {
 			return "must name a host"
 		}
 	case "http":
-		if !IsLoopbackHost(u.Hostname()) {
+		if !isLoopbackHost(u.Hostname()) {
 			return "http is allowed only on a loopback address (localhost, 127.0.0.1, [::1]); use https"
 		}
 	case "javascript", "data", "file", "vbscript":
@@ -155,8 +155,8 @@ func redirectURIProblem(raw string) string {
 	return ""
 }
 
-// IsLoopbackHost reports whether host is localhost or a loopback address.
-func IsLoopbackHost(host string) bool {
+// isLoopbackHost reports whether host is localhost or a loopback address.
+func isLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -164,9 +164,9 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ParseScopeParam splits an OAuth scope parameter and reports the scopes this service
+// parseScopeParam splits an OAuth scope parameter and reports the scopes this service
 // does not know.
-func ParseScopeParam(param string) (scopes, unknown []string) {
+func parseScopeParam(param string) (scopes, unknown []string) {
 	for _, sc := range strings.Fields(param) {
 		if !slices.Contains(accountable.ScopesSupported, sc) {
 			unknown = append(unknown, sc)
