@@ -15,16 +15,6 @@ const SchemaVersion = "1.0.0"
 // header. The first is the default applied when the header is absent.
 var ContractDates = []string{"2026-11-22"}
 
-// SupportedContractDate reports whether d is a contract date this build serves.
-func SupportedContractDate(d string) bool {
-	for _, c := range ContractDates {
-		if c == d {
-			return true
-		}
-	}
-	return false
-}
-
 // UUIDPattern is the form of ids: a UUID in its canonical hyphenated text form.
 const UUIDPattern = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 

@@ -2,7 +2,6 @@ package accountable
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -191,16 +190,6 @@ func (t EntityType) NormalizeEntityID(id string) string {
 	return id
 }
 
-// entityReads are the v1 paths that read an entity of a type, with {id} for its id.
-// Workstreams and milestones are read as part of their initiative's tree.
-var entityReads = map[EntityType]string{
-	EntityTask: "/work/{id}", EntityInitiative: "/initiatives/{id}", EntityDecision: "/decisions/{id}",
-	EntityRun: "/runs/{id}", EntityLaunch: "/launches/{id}", EntityHandoff: "/handoffs/{id}",
-}
-
-// EntityReadPaths are the path templates of entityReads (a test holds them to the API).
-func EntityReadPaths() map[EntityType]string { return maps.Clone(entityReads) }
-
 // ArtifactStatus is where an artifact stands in its review.
 type ArtifactStatus string
 
@@ -351,25 +340,6 @@ type ArtifactLedgerLink struct {
 	AggregateType string `json:"aggregate_type" const:"artifact"`
 	AggregateID   string `json:"aggregate_id" format:"uuid"`
 	Href          string `json:"href"`
-}
-
-// Relationships are a's relationships, from what the artifact records.
-func (a Artifact) Relationships() ArtifactRelationships {
-	r := ArtifactRelationships{LedgerEvent: ArtifactLedgerLink{EventID: a.Verification.EventID, EventHash: a.Verification.EventHash,
-		EventType: EventArtifactCreated, AggregateType: AggregateArtifact, AggregateID: a.ID,
-		Href: "/events/verify?aggregate_type=" + AggregateArtifact + "&aggregate_id=" + a.ID}}
-	if a.EntityType != nil && a.EntityID != nil {
-		e := &ArtifactEntityLink{EntityType: *a.EntityType, EntityID: *a.EntityID, Checked: a.EntityType.Checked()}
-		if p, ok := entityReads[*a.EntityType]; ok {
-			href := strings.ReplaceAll(p, "{id}", url.PathEscape(*a.EntityID))
-			e.Href = &href
-		}
-		r.Entity = e
-	}
-	if a.InitiativeID != nil {
-		r.Initiative = &ArtifactInitiativeRef{InitiativeID: *a.InitiativeID, Href: "/initiatives/" + *a.InitiativeID}
-	}
-	return r
 }
 
 // CreateArtifact is the command that records an artifact (POST /artifacts): the public

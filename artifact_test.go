@@ -226,25 +226,3 @@ func TestArtifactInitiative(t *testing.T) {
 		}
 	}
 }
-
-// Relationships: the entity with the path that reads it (none for a project), the
-// initiative, the ledger event.
-func TestArtifactRelationships(t *testing.T) {
-	task, init := "0190c0de-0000-7000-8000-000000000001", "0190c0de-0000-7000-8000-000000000002"
-	tt, pt := accountable.EntityTask, accountable.EntityProject
-	a := accountable.Artifact{ArtifactSummary: accountable.ArtifactSummary{ID: "a", EntityType: &tt, EntityID: &task, InitiativeID: &init,
-		Verification: accountable.ArtifactVerification{EventID: "e", EventHash: "h"}}}
-	r := a.Relationships()
-	if !r.Entity.Checked || *r.Entity.Href != "/work/"+task || r.Initiative.Href != "/initiatives/"+init || r.LedgerEvent.EventID != "e" ||
-		r.LedgerEvent.Href != "/events/verify?aggregate_type=artifact&aggregate_id=a" {
-		t.Fatalf("relationships %+v", r)
-	}
-	a.EntityType, a.EntityID, a.InitiativeID = &pt, ptr("p/1"), nil
-	if r := a.Relationships(); r.Entity.Checked || r.Entity.Href != nil || r.Initiative != nil {
-		t.Fatalf("project %+v", r)
-	}
-	a.EntityType, a.EntityID = nil, nil
-	if r := a.Relationships(); r.Entity != nil {
-		t.Fatalf("none %+v", r)
-	}
-}

@@ -2,7 +2,6 @@ package accountable
 
 import (
 	"fmt"
-	"sort"
 )
 
 // Episodes are observed executions of an operating process: one case passing through its
@@ -117,22 +116,6 @@ type EpisodeFilter struct {
 	ProcessID *string
 }
 
-// EpisodeTrace makes the mining events of an episode (an episode.recorded event's payload):
-// its stages in its case, at their times (or, without one, in the order given, at the
-// episode's start).
-func EpisodeTrace(e Episode, eventID string, pos int64) []TraceEvent {
-	out := make([]TraceEvent, 0, len(e.Stages))
-	for i, s := range e.Stages {
-		at := e.StartedAt.Time
-		if s.At != nil {
-			at = s.At.Time
-		}
-		out = append(out, TraceEvent{CaseID: "episode:" + e.ProcessRef.ID + ":" + e.CaseID, Stage: s.Key, At: at, Seq: pos*2 + int64(i),
-			Citation: Citation{Kind: "ledger_event", EventID: eventID, CaseID: e.CaseID}, Basis: CaseBasis{Rule: GroupEpisode, Label: e.CaseID}})
-	}
-	return out
-}
-
 // OperatingMap is GET /operating-map: the workspace's processes, who they serve, their
 // domains, and the handoff edges between stages, derived from the ledger's projections.
 type OperatingMap struct {
@@ -167,29 +150,4 @@ type HandoffEdge struct {
 	Handoffs     int    `json:"handoffs"`
 	Open         int    `json:"open"`
 	Breached     int    `json:"breached"`
-}
-
-// BuildOperatingMap assembles the map from the workspace's processes (with the stages of
-// their current revisions), episode counts per process and handoff edges; everything in a
-// stable order.
-func BuildOperatingMap(procs []MapProcess, recipients map[string][]string, domains map[string][]string, edges []HandoffEdge) OperatingMap {
-	m := OperatingMap{Processes: procs, ValueRecipients: mapRefs(recipients), Domains: mapRefs(domains), HandoffEdges: edges,
-		Limitations: []string{"Handoff edges count handoffs by their stage keys, whichever process they belong to."}}
-	if m.Processes == nil {
-		m.Processes = []MapProcess{}
-	}
-	if m.HandoffEdges == nil {
-		m.HandoffEdges = []HandoffEdge{}
-	}
-	return m
-}
-
-func mapRefs(by map[string][]string) []MapRef {
-	out := make([]MapRef, 0, len(by))
-	for id, procs := range by {
-		sort.Strings(procs)
-		out = append(out, MapRef{ID: id, ProcessIDs: procs})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }

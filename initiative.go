@@ -345,16 +345,6 @@ type PlannedTask struct {
 	EstimatedHours float64  `json:"estimated_hours" minimum:"0" maximum:"100000"`
 }
 
-// ExplicitMilestone is the planned milestone of one a caller named: its tasks are the
-// titles given, at medium priority.
-func ExplicitMilestone(m MilestoneRef) PlannedMilestone {
-	pm := PlannedMilestone{Title: m.Title, Tasks: []PlannedTask{}}
-	for _, t := range m.Tasks {
-		pm.Tasks = append(pm.Tasks, PlannedTask{Title: t, Description: t + " (" + m.Title + ").", Priority: PriorityMedium})
-	}
-	return pm
-}
-
 // Validate checks a plan as any planner made it (a model's output above all): the bounds,
 // distinct workstream names, dependencies on workstreams of the plan, agents named
 // together with their ids, and the depth: at depth initiative the plan holds only the
@@ -402,32 +392,6 @@ type Economics struct {
 // HumanHourlyRateUSD is the rate at which the hours of a plan are valued as people's work
 // (human_equivalent_usd): a documented assumption, stated in value_basis.
 const HumanHourlyRateUSD = 95.0
-
-// EconomicsOf totals a plan's workstreams.
-func EconomicsOf(p Plan) Economics {
-	var e Economics
-	for _, w := range p.Workstreams {
-		e.ExpectedTokens += w.ExpectedTokens
-		e.ExpectedHours += w.ExpectedDurationHours
-		e.ExpectedBudgetUSD += w.ExpectedBudgetUSD
-	}
-	e.ExpectedHours = roundTo(e.ExpectedHours, 2)
-	e.ExpectedBudgetUSD = roundTo(e.ExpectedBudgetUSD, 2)
-	e.HumanEquivalentUSD = roundTo(e.ExpectedHours*HumanHourlyRateUSD, 2)
-	e.ValueBasis = fmt.Sprintf("expected_hours x %.2f USD per hour of human work (the service's documented rate)", HumanHourlyRateUSD)
-	return e
-}
-
-func roundTo(f float64, places int) float64 {
-	p := 1.0
-	for range places {
-		p *= 10
-	}
-	if f >= 0 {
-		return float64(int64(f*p+0.5)) / p
-	}
-	return -float64(int64(-f*p+0.5)) / p
-}
 
 // GeneratedPlan is a planner's plan with who made it and what making it cost; the
 // receipt's ReceiptID is left to the proposal that keeps it.

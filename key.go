@@ -1,51 +1,9 @@
 package accountable
 
-import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"time"
-)
+import "time"
 
-// APIKeyPrefix begins every API key.
+// APIKeyPrefix begins every API key (package tokens makes, parses and hashes them).
 const APIKeyPrefix = "svk_"
-
-// APIKeyPattern is the form of an API key: "svk_" followed by 48 lower-case hex digits
-// (192 random bits). Its first 12 characters are its public prefix: shown in lists and
-// used to revoke it. (ParseAPIKey checks the form by hand; a test keeps the two in
-// agreement.)
-const APIKeyPattern = `^svk_[0-9a-f]{48}$`
-
-const apiKeyPrefixLen = 12
-
-// NewAPIKey returns a fresh secret key and its public prefix.
-func NewAPIKey() (key, prefix string) {
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	key = APIKeyPrefix + hex.EncodeToString(b[:])
-	return key, key[:apiKeyPrefixLen]
-}
-
-// ParseAPIKey checks the form of key and returns its prefix.
-func ParseAPIKey(key string) (prefix string, ok bool) {
-	if len(key) != len(APIKeyPrefix)+48 || key[:len(APIKeyPrefix)] != APIKeyPrefix {
-		return "", false
-	}
-	for i := len(APIKeyPrefix); i < len(key); i++ {
-		if c := key[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return "", false
-		}
-	}
-	return key[:apiKeyPrefixLen], true
-}
-
-// HashAPIKey returns the SHA-256 of key: the only form in which keys are stored.
-func HashAPIKey(key string) []byte {
-	h := sha256.Sum256([]byte(key))
-	return h[:]
-}
 
 // APIKey is a stored key (never its secret).
 type APIKey struct {

@@ -1,9 +1,6 @@
 package accountable
 
 import (
-	"encoding/base64"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -47,33 +44,10 @@ func (e Event) Ref() EventRef {
 // position of the transaction that wrote them (its id plus the offset of the cluster the
 // database runs on, so positions keep growing across a dump and restore), then by
 // insertion order within it, and are only read once every older transaction has finished,
-// so a late commit is never skipped.
+// so a late commit is never skipped. Clients see it as an opaque cursor (package cursor).
 type StreamPosition struct {
 	Position int64
 	Seq      int64
-}
-
-// Encode returns the opaque cursor string of p.
-func (p StreamPosition) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte("e1." + strconv.FormatInt(p.Position, 10) + "." + strconv.FormatInt(p.Seq, 10)))
-}
-
-// ParseStreamCursor decodes a cursor made by Encode.
-func ParseStreamCursor(s string) (StreamPosition, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return StreamPosition{}, false
-	}
-	parts := strings.Split(string(raw), ".")
-	if len(parts) != 3 || parts[0] != "e1" {
-		return StreamPosition{}, false
-	}
-	pos, err1 := strconv.ParseInt(parts[1], 10, 64)
-	seq, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || seq < 0 {
-		return StreamPosition{}, false
-	}
-	return StreamPosition{Position: pos, Seq: seq}, true
 }
 
 // EventFilter selects a page of the event stream.

@@ -19,8 +19,6 @@ func TestHandWrittenChecksMatchTheirPatterns(t *testing.T) {
 	}{
 		{"uuid", accountable.UUIDPattern, accountable.ValidUUID,
 			[]string{"01a20849-9914-79cb-b9de-aef3e51afceb", "01A20849-9914-79CB-B9DE-AEF3E51AFCEB"}},
-		{"api key", accountable.APIKeyPattern, func(s string) bool { _, ok := accountable.ParseAPIKey(s); return ok },
-			[]string{"svk_" + strings.Repeat("0a", 24)}},
 		{"idempotency key", accountable.IdempotencyKeyPattern, accountable.ValidIdempotencyKey,
 			[]string{"a", "A.b_c:d/e-f", strings.Repeat("k", 200)}},
 		{"request id", `^[A-Za-z0-9._:/-]{1,128}$`, accountable.ValidRequestID,

@@ -312,32 +312,11 @@ type WorkFilter struct {
 	Limit        int
 }
 
-// WorkCursor is a position in the work list (newest first).
+// WorkCursor is a position in the work list (newest first); clients see it as an opaque
+// cursor (package cursor).
 type WorkCursor struct {
 	CreatedAt time.Time
 	ID        string
-}
-
-// Encode returns the opaque cursor string.
-func (c WorkCursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "." + c.ID))
-}
-
-// ParseWorkCursor decodes a cursor made by Encode.
-func ParseWorkCursor(s string) (WorkCursor, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return WorkCursor{}, false
-	}
-	micros, id, ok := strings.Cut(string(raw), ".")
-	if !ok || !ValidUUID(id) {
-		return WorkCursor{}, false
-	}
-	us, err := strconv.ParseInt(micros, 10, 64)
-	if err != nil {
-		return WorkCursor{}, false
-	}
-	return WorkCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, true
 }
 
 // Page limits of list reads.

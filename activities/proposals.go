@@ -10,6 +10,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/projection"
 )
 
 // Planner makes the plan of a proposal request (planner.Model or planner.Baseline).
@@ -58,7 +59,7 @@ func (a *Proposals) PlanProposal(ctx context.Context, in ProposalRequest) (accou
 	p := accountable.InitiativeProposal{
 		ProposalID: in.ProposalID, Status: accountable.ProposalProposed,
 		ExpiresAt: accountable.TimeOf(time.Now().Add(accountable.ProposalLifetime)),
-		Plan:      res.Plan, AssignmentSource: res.Source, Economics: accountable.EconomicsOf(res.Plan), GenerationReceipt: receipt,
+		Plan:      res.Plan, AssignmentSource: res.Source, Economics: projection.EconomicsOf(res.Plan), GenerationReceipt: receipt,
 	}
 	if p.ProposalDigest, err = canonical.DigestOf(p.ProposalContent()); err != nil {
 		return p, temporal.NewNonRetryableApplicationError(err.Error(), "invalid_plan", err)

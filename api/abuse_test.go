@@ -19,6 +19,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // countingSessions counts the session lookups that reach the store.
@@ -126,7 +127,7 @@ func TestOthersFailuresNeverLockOutValidCredentials(t *testing.T) {
 	for i := range 100 {
 		r := bad.do(request{method: "GET", path: "/work", key: accountable.AccessTokenPrefix + "forged" + string(rune('a'+i%26)) + ".x"})
 		expect(t, r, http.StatusUnauthorized, "")
-		forgedSession, _ := accountable.NewSessionToken([]byte("not this deployment's session key"))
+		forgedSession, _ := tokens.NewSessionToken([]byte("not this deployment's session key"))
 		r = bad.do(request{method: "GET", path: "/work", headers: map[string]string{"Cookie": "__session=" + forgedSession}})
 		expect(t, r, http.StatusUnauthorized, "")
 	}
@@ -135,7 +136,7 @@ func TestOthersFailuresNeverLockOutValidCredentials(t *testing.T) {
 	}
 	limited := 0
 	for range 50 {
-		unknown, _ := accountable.NewAPIKey()
+		unknown, _ := tokens.NewAPIKey()
 		if r := bad.do(request{method: "GET", path: "/work", key: unknown}); r.status == http.StatusTooManyRequests {
 			limited++
 		} else {

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"net/url"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -89,7 +91,36 @@ func (s *Server) getArtifact(c *call, in *getArtifactRequest) (accountable.Artif
 	if in.ExpectedVersion != nil && *in.ExpectedVersion != a.Version {
 		return accountable.ArtifactDetail{}, accountable.ArtifactVersionConflict(a.ID, a.Version, *in.ExpectedVersion)
 	}
-	return accountable.ArtifactDetail{OK: true, Artifact: a, Relationships: a.Relationships()}, nil
+	return accountable.ArtifactDetail{OK: true, Artifact: a, Relationships: artifactRelationships(a)}, nil
+}
+
+// entityReads are the v1 paths that read an entity of a type, with {id} for its id.
+// Workstreams and milestones are read as part of their initiative's tree. A test holds
+// them to the operations.
+var entityReads = map[accountable.EntityType]string{
+	accountable.EntityTask: "/work/{id}", accountable.EntityInitiative: "/initiatives/{id}", accountable.EntityDecision: "/decisions/{id}",
+	accountable.EntityRun: "/runs/{id}", accountable.EntityLaunch: "/launches/{id}", accountable.EntityHandoff: "/handoffs/{id}",
+}
+
+// artifactRelationships are a's relationships (GET /artifacts/{artifactId}), from what the
+// artifact records, each with the path that reads it.
+func artifactRelationships(a accountable.Artifact) accountable.ArtifactRelationships {
+	r := accountable.ArtifactRelationships{LedgerEvent: accountable.ArtifactLedgerLink{EventID: a.Verification.EventID,
+		EventHash: a.Verification.EventHash, EventType: accountable.EventArtifactCreated,
+		AggregateType: accountable.AggregateArtifact, AggregateID: a.ID,
+		Href: "/events/verify?aggregate_type=" + accountable.AggregateArtifact + "&aggregate_id=" + a.ID}}
+	if a.EntityType != nil && a.EntityID != nil {
+		e := &accountable.ArtifactEntityLink{EntityType: *a.EntityType, EntityID: *a.EntityID, Checked: a.EntityType.Checked()}
+		if p, ok := entityReads[*a.EntityType]; ok {
+			href := strings.ReplaceAll(p, "{id}", url.PathEscape(*a.EntityID))
+			e.Href = &href
+		}
+		r.Entity = e
+	}
+	if a.InitiativeID != nil {
+		r.Initiative = &accountable.ArtifactInitiativeRef{InitiativeID: *a.InitiativeID, Href: "/initiatives/" + *a.InitiativeID}
+	}
+	return r
 }
 
 // artifactPage is the paging of the artifact lists.

@@ -579,10 +579,33 @@ func TestArtifactTypes(t *testing.T) {
 			gets = append(gets, param.ReplaceAllString(op.Path, "{id}"))
 		}
 	}
-	for kind, path := range accountable.EntityReadPaths() {
+	for kind, path := range api.EntityReads {
 		if !slices.Contains(gets, path) {
 			t.Fatalf("the %s read %s is no GET operation of the API", kind, path)
 		}
+	}
+}
+
+// Relationships: the entity with the path that reads it (none for a project), the
+// initiative, the ledger event.
+func TestArtifactRelationships(t *testing.T) {
+	task, init := "0190c0de-0000-7000-8000-000000000001", "0190c0de-0000-7000-8000-000000000002"
+	tt, pt := accountable.EntityTask, accountable.EntityProject
+	a := accountable.Artifact{ArtifactSummary: accountable.ArtifactSummary{ID: "a", EntityType: &tt, EntityID: &task, InitiativeID: &init,
+		Verification: accountable.ArtifactVerification{EventID: "e", EventHash: "h"}}}
+	r := api.ArtifactRelationships(a)
+	if !r.Entity.Checked || *r.Entity.Href != "/work/"+task || r.Initiative.Href != "/initiatives/"+init || r.LedgerEvent.EventID != "e" ||
+		r.LedgerEvent.Href != "/events/verify?aggregate_type=artifact&aggregate_id=a" {
+		t.Fatalf("relationships %+v", r)
+	}
+	project := "p/1"
+	a.EntityType, a.EntityID, a.InitiativeID = &pt, &project, nil
+	if r := api.ArtifactRelationships(a); r.Entity.Checked || r.Entity.Href != nil || r.Initiative != nil {
+		t.Fatalf("project %+v", r)
+	}
+	a.EntityType, a.EntityID = nil, nil
+	if r := api.ArtifactRelationships(a); r.Entity != nil {
+		t.Fatalf("none %+v", r)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 func TestAuthenticationFailuresUseTheSimpleBody(t *testing.T) {
@@ -22,7 +23,7 @@ func TestAuthenticationFailuresUseTheSimpleBody(t *testing.T) {
 	if _, err := e.db.RevokeKey(context.Background(), revoked.Principal.KeyPrefix); err != nil {
 		t.Fatal(err)
 	}
-	unknown, _ := accountable.NewAPIKey()
+	unknown, _ := tokens.NewAPIKey()
 	// Same prefix as a real key, wrong secret.
 	wrongSecret := tenant.Key[:12] + strings.Repeat("0", 48-8)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // countingKeys counts the key lookups that reach the key store.
@@ -71,7 +72,7 @@ func TestAuthFailuresAreLimitedPerAddressBeforeTheLookup(t *testing.T) {
 	const n = 40
 	refused, limited := 0, 0
 	for range n {
-		unknown, _ := accountable.NewAPIKey()
+		unknown, _ := tokens.NewAPIKey()
 		r := e.do(request{method: "GET", path: "/work", key: unknown})
 		switch r.status {
 		case http.StatusUnauthorized:
@@ -102,7 +103,7 @@ func TestAuthFailuresAreLimitedPerAddressBeforeTheLookup(t *testing.T) {
 	other := e.as(t)
 	other.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
-	unknown, _ := accountable.NewAPIKey()
+	unknown, _ := tokens.NewAPIKey()
 	expect(t, other.do(request{method: "GET", path: "/work", key: unknown}), http.StatusUnauthorized, "")
 	expect(t, other.do(request{method: "GET", path: "/work", key: tenant.Key}), http.StatusOK, "")
 }
@@ -136,7 +137,7 @@ func TestKnownKeyWorksFromAnAddressOverItsBudget(t *testing.T) {
 	var r response
 	var remembered string // an unknown key that was looked up
 	for range 10 {
-		unknown, _ := accountable.NewAPIKey()
+		unknown, _ := tokens.NewAPIKey()
 		r = e.do(request{method: "GET", path: "/credential", key: unknown})
 		if r.status != http.StatusUnauthorized {
 			break

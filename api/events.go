@@ -5,6 +5,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/cursors"
 )
 
 // eventOperations is the Events area.
@@ -64,7 +65,7 @@ func (s *Server) streamEvents(c *call, in *streamQuery) ([]accountable.Event, er
 		name, cursor = "after", in.After
 	}
 	if cursor != nil {
-		pos, ok := accountable.ParseStreamCursor(*cursor)
+		pos, ok := cursors.ParseStream(*cursor)
 		if !ok {
 			return nil, accountable.ValidationError(accountable.Issue{Path: name, Message: "is not a cursor this stream returned"})
 		}
@@ -78,7 +79,7 @@ func (s *Server) streamEvents(c *call, in *streamQuery) ([]accountable.Event, er
 	if err != nil {
 		return nil, err
 	}
-	next, count := page.Next.Encode(), len(page.Events)
+	next, count := cursors.EncodeStream(page.Next), len(page.Events)
 	c.meta.NextCursor, c.meta.HasMore, c.meta.Limit, c.meta.Count = &next, &page.HasMore, &f.Limit, &count
 	if page.Events == nil {
 		page.Events = []accountable.Event{}

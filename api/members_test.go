@@ -16,6 +16,7 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // memberCache is a process's key cache (as `serve` runs it) that counts the membership
@@ -156,10 +157,10 @@ func TestSessionsAndAccessTokensStopWhenTheirUserLeaves(t *testing.T) {
 	token := mintAccessToken(t, e, a, "work:read") // bound to a's own workspace
 	// A session of a's own workspace and one of b (as signing in to b would make).
 	session := func(ws string) map[string]string {
-		tok, hash := accountable.NewSessionToken(testSessionKey)
+		tok, hash := tokens.NewSessionToken(testSessionKey)
 		storetest.NoteSecrets(tok)
 		s := accountable.Session{UserID: a.Principal.UserID, UserEmail: a.Principal.UserEmail, WorkspaceID: ws,
-			CSRFToken: accountable.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
+			CSRFToken: tokens.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
 		if err := e.db.CreateSession(ctx, hash, s); err != nil {
 			t.Fatal(err)
 		}

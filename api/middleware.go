@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/tokens"
 )
 
 const (
@@ -56,7 +57,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	date := accountable.ContractDates[0]
 	var err error
 	if v := c.Get(headerSvcVersion); v != "" {
-		if accountable.SupportedContractDate(v) {
+		if slices.Contains(accountable.ContractDates, v) {
 			date = v
 		} else {
 			err = accountable.Errorf(accountable.ECodeUnsupportedAPIVersion,
@@ -231,7 +232,7 @@ func bearerKey(auth string) (key, prefix, refused string) {
 	if !ok {
 		return "", "", msgMalformedHeader
 	}
-	prefix, ok = accountable.ParseAPIKey(key)
+	prefix, ok = tokens.ParseAPIKey(key)
 	if !ok {
 		return "", "", msgMalformedKey
 	}
@@ -264,7 +265,7 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	known := false // a key the store has found whose secret this is, or a known key's prefix
 	if m, ok := s.deps.Keys.(KeyMemory); ok {
 		if hash, ok := m.KnownKeyHash(prefix); ok {
-			if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+			if subtle.ConstantTimeCompare(hash, tokens.HashAPIKey(key)) != 1 {
 				return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 			}
 			known = true
@@ -298,7 +299,7 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	if err != nil {
 		return k, err // the store failed, not the client
 	}
-	if subtle.ConstantTimeCompare(hash, accountable.HashAPIKey(key)) != 1 {
+	if subtle.ConstantTimeCompare(hash, tokens.HashAPIKey(key)) != 1 {
 		return k, failed(msgInvalidKey)
 	}
 	if k.RevokedAt != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/oauth"
 )
 
 // OAuthServer is the authorization server (package oauth) as the API uses it: fosite's
@@ -20,7 +21,7 @@ type OAuthServer interface {
 	// revoked.
 	AccessToken(ctx context.Context, token string) (accountable.OAuthToken, error)
 	Client(ctx context.Context, id string) (accountable.OAuthClient, error)
-	RegisterClient(ctx context.Context, reg accountable.ClientRegistration) (accountable.OAuthClient, string, error)
+	RegisterClient(ctx context.Context, reg oauth.ClientRegistration) (accountable.OAuthClient, string, error)
 	// NewSession is the session of a consent; EmptySession one to fill from a grant.
 	NewSession(userID, workspaceID, clientName string) fosite.Session
 	EmptySession() fosite.Session

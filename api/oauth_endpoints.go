@@ -19,6 +19,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/oauth"
 )
 
 // The authorization server's HTTP side. The protocol (request checks, PKCE, codes,
@@ -100,12 +101,12 @@ type authServerMetadataDoc struct {
 
 func (s *Server) authServerMetadata(c *fiber.Ctx) error {
 	site := s.cfg.SiteURL
-	methods := []string{accountable.ClientAuthNone, accountable.ClientAuthBasic, accountable.ClientAuthPost}
+	methods := []string{oauth.ClientAuthNone, oauth.ClientAuthBasic, oauth.ClientAuthPost}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	return c.JSON(authServerMetadataDoc{Issuer: site, AuthorizationEndpoint: site + OAuthAuthorizePath,
 		TokenEndpoint: site + OAuthTokenPath, RegistrationEndpoint: site + OAuthRegisterPath, RevocationEndpoint: site + OAuthRevokePath,
-		ScopesSupported: accountable.ScopesSupported, ResponseTypesSupported: []string{accountable.ResponseTypeCode},
-		ResponseModesSupported: []string{"query"}, GrantTypesSupported: []string{accountable.GrantAuthCode, accountable.GrantRefresh},
+		ScopesSupported: accountable.ScopesSupported, ResponseTypesSupported: []string{oauth.ResponseTypeCode},
+		ResponseModesSupported: []string{"query"}, GrantTypesSupported: []string{oauth.GrantAuthCode, oauth.GrantRefresh},
 		TokenEndpointAuthMethodsSupported: methods, RevocationEndpointAuthMethodsSupported: methods,
 		CodeChallengeMethodsSupported: []string{"S256"}, AuthorizationResponseIssParameter: true,
 		ServiceDocumentation: site + V1Root + "/openapi.json"})
@@ -142,7 +143,7 @@ func (s *Server) registerClient(c *fiber.Ctx) error {
 		return RateLimited(accountable.ECodeRateLimited, "Too many client registrations from this address; retry after error.retryAfter seconds.", wait)
 	}
 	s.registrations.charge(budget, now)
-	var reg accountable.ClientRegistration
+	var reg oauth.ClientRegistration
 	if err := json.Unmarshal(c.Body(), &reg); err != nil {
 		return c.Status(fiber.StatusBadRequest).JSON(oauthError{"invalid_client_metadata", "The body must be a JSON object of client metadata (RFC 7591)."})
 	}
@@ -373,9 +374,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		grant := r.PostForm.Get("grant_type")
 		var credential string
 		switch grant {
-		case accountable.GrantAuthCode:
+		case oauth.GrantAuthCode:
 			credential = r.PostForm.Get("code")
-		case accountable.GrantRefresh:
+		case oauth.GrantRefresh:
 			credential = r.PostForm.Get("refresh_token")
 		default:
 			s.deps.OAuth.WriteAccessError(ctx, w, nil, fosite.ErrUnsupportedGrantType.WithHint("This server serves the authorization_code and refresh_token grants."))
@@ -387,7 +388,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	admission, refused := s.clientSecretAdmission(r)
-	ar, err := s.deps.OAuth.NewAccessRequest(accountable.WithSecretAdmission(ctx, admission), r, s.deps.OAuth.EmptySession())
+	ar, err := s.deps.OAuth.NewAccessRequest(oauth.WithSecretAdmission(ctx, admission), r, s.deps.OAuth.EmptySession())
 	if *refused != nil {
 		s.writeRefusal(w, r, *refused)
 		return
@@ -424,7 +425,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	admission, refused := s.clientSecretAdmission(r)
-	err := s.deps.OAuth.NewRevocationRequest(accountable.WithSecretAdmission(ctx, admission), r)
+	err := s.deps.OAuth.NewRevocationRequest(oauth.WithSecretAdmission(ctx, admission), r)
 	if *refused != nil {
 		s.writeRefusal(w, r, *refused)
 		return
@@ -448,11 +449,11 @@ func (s *Server) clientSecretBudget(r *http.Request) string {
 }
 
 // clientSecretAdmission returns the admission of a request's client secret comparison
-// (accountable.SecretAdmission): it takes a slot of the password-hash gate, its turns
+// (oauth.SecretAdmission): it takes a slot of the password-hash gate, its turns
 // shared among client addresses, and a token of the pair's failure budget
 // (clientSecretBudget), given back when the secret is correct. *refused is why it was
 // not admitted, once asked.
-func (s *Server) clientSecretAdmission(r *http.Request) (accountable.SecretAdmission, *error) {
+func (s *Server) clientSecretAdmission(r *http.Request) (oauth.SecretAdmission, *error) {
 	refused := new(error)
 	return func() (func(bool), error) {
 		budget, now := s.clientSecretBudget(r), time.Now()

@@ -7,11 +7,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 )
 
 // ProjectionStore is what the Projections area needs: figures folded from the ledger.
 type ProjectionStore interface {
-	WorkLedger(ctx context.Context, workspaceID string, w accountable.WorkLedgerWindow) (accountable.WorkLedgerProjection, error)
+	WorkLedger(ctx context.Context, workspaceID string, w projection.WorkLedgerWindow) (accountable.WorkLedgerProjection, error)
 	Adoption(ctx context.Context, workspaceID string, p accountable.ProjectionPeriod) (accountable.AdoptionProjection, error)
 	ValueCase(ctx context.Context, workspaceID string, p accountable.ProjectionPeriod) (accountable.ValueCaseProjection, error)
 	MeterUsage(ctx context.Context, workspaceID string, p accountable.ProjectionPeriod) (accountable.MeterUsageProjection, error)
@@ -63,7 +64,7 @@ type workLedgerQuery struct {
 
 // workLedger: GET /projections/work-ledger.
 func (s *Server) workLedger(c *call, in *workLedgerQuery) (accountable.WorkLedgerProjection, error) {
-	q := accountable.WorkLedgerQuery{Now: time.Now()}
+	q := projection.WorkLedgerQuery{Now: time.Now()}
 	if in.Bucket != nil {
 		q.Bucket = *in.Bucket
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -159,10 +160,10 @@ func TestProjections(t *testing.T) {
 	if err := storetest.Conn(t).QueryRow(context.Background(), `SELECT indexdef FROM pg_indexes WHERE indexname = 'ledger_events_projection'`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(def, "'::text") != len(accountable.ProjectionEventTypes) {
-		t.Fatalf("index %s, types %v", def, accountable.ProjectionEventTypes)
+	if strings.Count(def, "'::text") != len(projection.EventTypes) {
+		t.Fatalf("index %s, types %v", def, projection.EventTypes)
 	}
-	for _, et := range accountable.ProjectionEventTypes {
+	for _, et := range projection.EventTypes {
 		if !strings.Contains(def, "'"+et+"'") {
 			t.Fatalf("index %s lacks %s", def, et)
 		}
@@ -199,7 +200,7 @@ func TestProjectionsRebuildFromLedger(t *testing.T) {
 	t.Cleanup(rebuilt.Close)
 
 	ctx := context.Background()
-	window, err := accountable.WorkLedgerQuery{Bucket: accountable.BucketWeek, TimeZone: "America/New_York", Now: time.Now()}.Window()
+	window, err := projection.WorkLedgerQuery{Bucket: accountable.BucketWeek, TimeZone: "America/New_York", Now: time.Now()}.Window()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // The request fuzz run, generated from the served OpenAPI document: requests made from
@@ -202,7 +203,7 @@ func newFuzzer(t *testing.T, seed uint64) *fuzzer {
 		t.Fatal(err)
 	}
 	f.revoked = revoked.Key
-	f.unknownKey, _ = accountable.NewAPIKey()
+	f.unknownKey, _ = tokens.NewAPIKey()
 
 	bystander := &owner{t: t, e: e, tenant: f.y, conn: f.conn, marker: "bystander-" + uuid.NewString()}
 	f.ids = f.resources(&owner{t: t, e: e, tenant: f.f, conn: f.conn, marker: "fuzzed"}, 3)

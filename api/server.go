@@ -23,6 +23,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/receipt"
+	"github.com/accountablework/accountable/tokens"
 	"github.com/accountablework/accountable/webhook"
 )
 
@@ -70,7 +71,7 @@ type Config struct {
 	// ClientAddresses says how clients are told apart for the per-client budgets (the
 	// remote address, or a trusted proxy's header).
 	ClientAddresses ClientAddresses
-	// SessionKey tags the session tokens this deployment issues (accountable.NewSessionToken;
+	// SessionKey tags the session tokens this deployment issues (tokens.NewSessionToken;
 	// every process needs the same one: cmd reads it from the database). Nil: a random key
 	// of this process's own.
 	SessionKey []byte
@@ -305,7 +306,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		cfg.WorkspaceInFlightWait = 10 * time.Second
 	}
 	if len(cfg.SessionKey) == 0 {
-		cfg.SessionKey = make([]byte, accountable.SessionKeyLength)
+		cfg.SessionKey = make([]byte, tokens.SessionKeyLength)
 		rand.Read(cfg.SessionKey) // never fails (crypto/rand)
 	}
 	if cfg.PasswordGate == nil {

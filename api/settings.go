@@ -13,6 +13,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // The key settings page: {site_url}/settings/api-keys, server-rendered (html/template, no
@@ -105,12 +106,12 @@ func fiberCookie(c *fiber.Ctx) func(string) string {
 }
 
 // lookupSession returns the live session of token: not_found, without a query, for a
-// token this deployment did not issue (accountable.SessionTokenAuthentic).
+// token this deployment did not issue (tokens.SessionTokenAuthentic).
 func (s *Server) lookupSession(ctx context.Context, token string) (accountable.Session, error) {
-	if !accountable.SessionTokenAuthentic(s.sessionKey, token) {
+	if !tokens.SessionTokenAuthentic(s.sessionKey, token) {
 		return accountable.Session{}, accountable.NotFound("session")
 	}
-	return s.deps.Settings.SessionByToken(ctx, accountable.HashSessionToken(token))
+	return s.deps.Settings.SessionByToken(ctx, tokens.HashSessionToken(token))
 }
 
 func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duration) {
@@ -167,7 +168,7 @@ func (s *Server) signInPage(c *fiber.Ctx) error {
 }
 
 func (s *Server) renderSignIn(c *fiber.Ctx, status int, email, message string) error {
-	token := accountable.NewCSRFToken()
+	token := tokens.NewCSRFToken()
 	s.setCookie(c, signInCookie, token, 30*time.Minute)
 	next := ""
 	if n := afterSignIn(c.FormValue("next")); n != SettingsPath {
@@ -241,8 +242,8 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	}
 	s.signInPairs.refund(pair, now)
 	s.signInAccounts.refund(account, now)
-	token, tokenHash := accountable.NewSessionToken(s.sessionKey)
-	session := accountable.Session{UserID: userID, UserEmail: email, WorkspaceID: workspaceID, CSRFToken: accountable.NewCSRFToken(),
+	token, tokenHash := tokens.NewSessionToken(s.sessionKey)
+	session := accountable.Session{UserID: userID, UserEmail: email, WorkspaceID: workspaceID, CSRFToken: tokens.NewCSRFToken(),
 		ExpiresAt: time.Now().Add(accountable.SessionLifetime)}
 	if err := s.deps.Settings.CreateSession(ctx, tokenHash, session); err != nil {
 		return err
@@ -268,7 +269,7 @@ func (s *Server) session(c *fiber.Ctx) (accountable.Session, []byte, bool) {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.deadline(DeadlineRead))
 	defer cancel()
 	sess, err := s.lookupSession(ctx, token)
-	return sess, accountable.HashSessionToken(token), err == nil
+	return sess, tokens.HashSessionToken(token), err == nil
 }
 
 // withSession serves h to a signed-in browser (others go to the sign-in page); a POST must

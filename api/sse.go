@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/cursors"
 )
 
 // GET /events/stream?transport=sse answers one lease of Server-Sent Events (CONTRACT.md,
@@ -69,7 +70,7 @@ func (s *Server) startEventStream(c *call, in *streamQuery, filter accountable.E
 	}
 	if in.After == nil && in.Cursor == nil {
 		if id := c.fiber.Get("Last-Event-ID"); id != "" {
-			pos, ok := accountable.ParseStreamCursor(id)
+			pos, ok := cursors.ParseStream(id)
 			if !ok {
 				return accountable.ValidationError(accountable.Issue{Path: "Last-Event-ID", Message: "is not an id this stream sent"})
 			}
@@ -238,7 +239,7 @@ type streamRead struct {
 // of its own (bounded, ended by Shutdown), since any of the streams that share it may end
 // first.
 func (s *Server) readForStreams(workspaceID string, f accountable.EventFilter) (*streamRead, error) {
-	key := strings.Join([]string{workspaceID, f.After.Encode(), strconv.Itoa(f.Limit),
+	key := strings.Join([]string{workspaceID, cursors.EncodeStream(f.After), strconv.Itoa(f.Limit),
 		strings.Join(f.EventTypes, ","), strings.Join(f.AggregateTypes, ",")}, "|")
 	v, err, _ := s.streamReads.Do(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(s.streams, 15*time.Second)
@@ -254,7 +255,7 @@ func (s *Server) readForStreams(workspaceID string, f accountable.EventFilter) (
 				return nil, fmt.Errorf("api: encode ledger event %s for a live stream: %w", e.ID, err)
 			}
 			frames = append(frames, "id: "...)
-			frames = append(frames, page.Positions[i].Encode()...)
+			frames = append(frames, cursors.EncodeStream(page.Positions[i])...)
 			frames = append(frames, "\nevent: ledger_event\ndata: "...)
 			frames = append(frames, data...)
 			frames = append(frames, "\n\n"...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/cursors"
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -148,7 +149,7 @@ func eventOf(t *testing.T, f sseFrame) map[string]any {
 	if f.event != "ledger_event" {
 		t.Fatalf("frame %+v is not a ledger_event", f)
 	}
-	if _, ok := accountable.ParseStreamCursor(f.id); !ok {
+	if _, ok := cursors.ParseStream(f.id); !ok {
 		t.Fatalf("frame id %q is not a cursor", f.id)
 	}
 	var ev map[string]any

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/oauth"
 )
 
 // commandValidators are, each once in the operations' order, the inputs of the served
@@ -30,7 +30,7 @@ func commandValidators(tb testing.TB) []func() validator {
 			out = append(out, func() validator { return reflect.New(t).Interface().(validator) })
 		}
 	}
-	return append(out, func() validator { return new(accountable.ClientRegistration) })
+	return append(out, func() validator { return new(oauth.ClientRegistration) })
 }
 
 // Every command's Validate, over whatever a JSON body decodes to: it never panics, it
@@ -98,7 +98,7 @@ func TestCommandValidatorsCoverTheCommands(t *testing.T) {
 		return false
 	}
 	for _, name := range []string{"accountable.CreateWork", "accountable.CompleteWork", "accountable.ActOnHandoff",
-		"accountable.CreateHandoff", "accountable.ApplyLifecycle", "accountable.ClaimDedup", "accountable.ClientRegistration",
+		"accountable.CreateHandoff", "accountable.ApplyLifecycle", "accountable.ClaimDedup", "oauth.ClientRegistration",
 		"accountable.CommitInitiative", "accountable.ProposeInitiative", "accountable.CreateArtifact", "accountable.CreateDecision",
 		"accountable.DecideDecision", "accountable.DeclareProcess", "accountable.ReviseProcess", "accountable.TransitionProcess",
 		"accountable.FinalizeRun", "accountable.LaunchInitiative", "accountable.RunActionRequest",

@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/cursors"
 )
 
 // workOperations is the Work area.
@@ -85,7 +86,7 @@ func listCursor(cursor *string) (*accountable.WorkCursor, error) {
 	if cursor == nil {
 		return nil, nil
 	}
-	cur, ok := accountable.ParseWorkCursor(*cursor)
+	cur, ok := cursors.ParseWork(*cursor)
 	if !ok {
 		return nil, accountable.ValidationError(accountable.Issue{Path: "cursor", Message: "is not a cursor this list returned"})
 	}
@@ -119,7 +120,7 @@ func (c *call) listPage(count, limit int, next *accountable.WorkCursor) {
 	hasMore := next != nil
 	c.meta.Count, c.meta.HasMore, c.meta.Limit = &count, &hasMore, &limit
 	if next != nil {
-		cur := next.Encode()
+		cur := cursors.EncodeWork(*next)
 		c.meta.NextCursor = &cur
 	}
 }

@@ -224,7 +224,7 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if err := json.Unmarshal(e.Payload, &ep); err != nil {
 				continue
 			}
-			out = append(out, accountable.EpisodeTrace(ep, e.ID, pos+int64(i))...)
+			out = append(out, episodeEvents(ep, e.ID, pos+int64(i))...)
 		case accountable.EventWorkCompleted:
 			if !kinds(accountable.SourceWork) {
 				continue
@@ -286,6 +286,23 @@ func ObservationEvents(obs []accountable.Observation) []accountable.TraceEvent {
 		}
 		out[i] = accountable.TraceEvent{CaseID: "observed:" + o.CaseID, Stage: o.Stage, StageName: name, At: o.At.Time, Seq: int64(i),
 			Citation: accountable.Citation{Kind: "observation", CaseID: o.CaseID}, Basis: accountable.CaseBasis{Rule: accountable.GroupObservation, Label: o.CaseID}}
+	}
+	return out
+}
+
+// episodeEvents makes the mining events of an episode (an episode.recorded event's payload):
+// its stages in its case, at their times (or, without one, in the order given, at the
+// episode's start).
+func episodeEvents(e accountable.Episode, eventID string, pos int64) []accountable.TraceEvent {
+	out := make([]accountable.TraceEvent, 0, len(e.Stages))
+	for i, s := range e.Stages {
+		at := e.StartedAt.Time
+		if s.At != nil {
+			at = s.At.Time
+		}
+		out = append(out, accountable.TraceEvent{CaseID: "episode:" + e.ProcessRef.ID + ":" + e.CaseID, Stage: s.Key, At: at,
+			Seq: pos*2 + int64(i), Citation: accountable.Citation{Kind: "ledger_event", EventID: eventID, CaseID: e.CaseID},
+			Basis: accountable.CaseBasis{Rule: accountable.GroupEpisode, Label: e.CaseID}})
 	}
 	return out
 }

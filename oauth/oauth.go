@@ -281,7 +281,7 @@ func (s *Server) Client(ctx context.Context, id string) (accountable.OAuthClient
 
 // RegisterClient registers a client (RFC 7591): reg is normalized and validated, and a
 // confidential client gets a secret, returned this once (only its bcrypt hash is kept).
-func (s *Server) RegisterClient(ctx context.Context, reg accountable.ClientRegistration) (accountable.OAuthClient, string, error) {
+func (s *Server) RegisterClient(ctx context.Context, reg ClientRegistration) (accountable.OAuthClient, string, error) {
 	reg.Normalize()
 	if err := reg.Validate(); err != nil {
 		return accountable.OAuthClient{}, "", err
@@ -290,7 +290,7 @@ func (s *Server) RegisterClient(ctx context.Context, reg accountable.ClientRegis
 		RedirectURIs: reg.RedirectURIs, GrantTypes: reg.GrantTypes, ResponseTypes: reg.ResponseTypes,
 		TokenEndpointAuthMethod: reg.TokenEndpointAuthMethod, Scope: reg.Scope, CreatedAt: accountable.Now()}
 	var secret string
-	if c.TokenEndpointAuthMethod != accountable.ClientAuthNone {
+	if c.TokenEndpointAuthMethod != ClientAuthNone {
 		b := make([]byte, 32)
 		rand.Read(b) // never fails (crypto/rand)
 		secret = base64.RawURLEncoding.EncodeToString(b)
@@ -311,9 +311,9 @@ func (s *Server) RegisterClient(ctx context.Context, reg accountable.ClientRegis
 func (s *Server) fositeClient(c accountable.OAuthClient) fosite.Client {
 	scopes := accountable.ScopesSupported
 	if c.Scope != "" {
-		scopes, _ = accountable.ParseScopeParam(c.Scope)
+		scopes, _ = parseScopeParam(c.Scope)
 	}
 	return &fosite.DefaultClient{ID: c.ID, Secret: c.SecretHash, RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes,
 		ResponseTypes: c.ResponseTypes, Scopes: scopes, Audience: s.cfg.Resources,
-		Public: c.TokenEndpointAuthMethod == accountable.ClientAuthNone}
+		Public: c.TokenEndpointAuthMethod == ClientAuthNone}
 }

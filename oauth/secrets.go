@@ -35,7 +35,7 @@ const maxRememberedSecrets = 10_000
 // found correct for a hash is remembered (as the SHA-256 of the pair), so a client's
 // correct secret costs a bcrypt comparison once per process, not per request, and never
 // waits for admission: a confidential client is not refused for others' failures. Any
-// other comparison runs only when the context's accountable.SecretAdmission lets it.
+// other comparison runs only when the context's SecretAdmission lets it.
 //
 // The memory holds SHA-256 digests of (hash, secret) pairs: a fast hash of a secret,
 // which bcrypt exists to avoid; the secrets are 256 random bits this server made
@@ -71,7 +71,7 @@ func (h *secretHasher) Compare(ctx context.Context, hash, secret []byte) error {
 		return nil
 	}
 	done := func(bool) {}
-	if admit, ok := accountable.SecretAdmissionFrom(ctx); ok {
+	if admit, ok := SecretAdmissionFrom(ctx); ok {
 		var err error
 		if done, err = admit(); err != nil {
 			return err
@@ -100,3 +100,23 @@ func (h *secretHasher) Hash(ctx context.Context, data []byte) ([]byte, error) {
 }
 
 var _ fosite.Hasher = (*secretHasher)(nil)
+
+// SecretAdmission is asked before a client secret is compared with its stored hash
+// (bcrypt: tens of milliseconds of a core): it returns done, to be called with the
+// comparison's outcome once it has run, or why it may not run now. The HTTP side puts one
+// in the context of each token and revocation request (its failure budget and the
+// password-hash gate); the authorization server asks it.
+type SecretAdmission func() (done func(correct bool), err error)
+
+type secretAdmissionKey struct{}
+
+// WithSecretAdmission returns ctx carrying admit.
+func WithSecretAdmission(ctx context.Context, admit SecretAdmission) context.Context {
+	return context.WithValue(ctx, secretAdmissionKey{}, admit)
+}
+
+// SecretAdmissionFrom returns the admission ctx carries, if any.
+func SecretAdmissionFrom(ctx context.Context) (SecretAdmission, bool) {
+	a, ok := ctx.Value(secretAdmissionKey{}).(SecretAdmission)
+	return a, ok && a != nil
+}

@@ -174,7 +174,7 @@ func fillExplicit(in accountable.ProposeInitiative, w accountable.ExplicitWorkst
 		pw.Rationale = "Agents are not assigned (agent_assignment: none)."
 	}
 	for _, m := range w.Milestones {
-		pw.Milestones = append(pw.Milestones, accountable.ExplicitMilestone(m))
+		pw.Milestones = append(pw.Milestones, explicitMilestone(m))
 	}
 	if len(w.Milestones) == 0 && depth == accountable.DepthFull {
 		pw.Milestones = expand(prof, in.Title, pw.ExpectedDurationHours)
@@ -216,6 +216,16 @@ func assign(pw *accountable.PlannedWorkstream, domain accountable.Domain, hits i
 		return
 	}
 	pw.Rationale = fmt.Sprintf("The request mentions %s work %d time(s); %s is the roster's %s agent.", domain, hits, a.name, domain)
+}
+
+// explicitMilestone is the planned milestone of one a caller named: its tasks are the
+// titles given, at medium priority.
+func explicitMilestone(m accountable.MilestoneRef) accountable.PlannedMilestone {
+	pm := accountable.PlannedMilestone{Title: m.Title, Tasks: []accountable.PlannedTask{}}
+	for _, t := range m.Tasks {
+		pm.Tasks = append(pm.Tasks, accountable.PlannedTask{Title: t, Description: t + " (" + m.Title + ").", Priority: accountable.PriorityMedium})
+	}
+	return pm
 }
 
 // expand makes the domain's milestones and tasks for the initiative.

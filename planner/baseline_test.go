@@ -8,6 +8,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/planner"
+	"github.com/accountablework/accountable/projection"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -72,7 +73,7 @@ func TestBaselineExpandsTheDomainsTheRequestMentions(t *testing.T) {
 			t.Errorf("%s: milestones %+v", w.Name, w.Milestones)
 		}
 	}
-	e := accountable.EconomicsOf(res.Plan)
+	e := projection.EconomicsOf(res.Plan)
 	var tokens int64
 	for _, w := range res.Plan.Workstreams {
 		tokens += w.ExpectedTokens

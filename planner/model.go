@@ -317,7 +317,7 @@ func overlayExplicit(in accountable.ProposeInitiative, e accountable.ExplicitWor
 	if len(e.Milestones) > 0 {
 		pw.Milestones = pw.Milestones[:0:0]
 		for _, m := range e.Milestones {
-			pw.Milestones = append(pw.Milestones, accountable.ExplicitMilestone(m))
+			pw.Milestones = append(pw.Milestones, explicitMilestone(m))
 		}
 	} else if in.DepthOr() != accountable.DepthFull {
 		pw.Milestones = []accountable.PlannedMilestone{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/cursors"
 	"github.com/accountablework/accountable/payload"
 )
 
@@ -136,7 +137,7 @@ func (db *DB) Reconcile(ctx context.Context, p accountable.Principal, in account
 			w := accountable.TimeOf(newest)
 			reading.Watermark = &w
 		}
-		res.ProjectionCursor = accountable.StreamPosition{Position: pos, Seq: seq}.Encode()
+		res.ProjectionCursor = cursors.EncodeStream(accountable.StreamPosition{Position: pos, Seq: seq})
 		rows, err := tx.Query(ctx, signalQueries[in.Domain], p.WorkspaceID, spec.MaxRecords+1)
 		if err != nil {
 			return res, err

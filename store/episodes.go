@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -152,5 +153,31 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 	if err != nil {
 		return accountable.OperatingMap{}, mapError(err)
 	}
-	return accountable.BuildOperatingMap(procs, recipients, domains, edges), nil
+	return assembleOperatingMap(procs, recipients, domains, edges), nil
+}
+
+// assembleOperatingMap assembles the map from the workspace's processes (with the stages of
+// their current revisions), episode counts per process and handoff edges; everything in a
+// stable order.
+func assembleOperatingMap(procs []accountable.MapProcess, recipients map[string][]string, domains map[string][]string, edges []accountable.HandoffEdge) accountable.OperatingMap {
+	m := accountable.OperatingMap{Processes: procs, ValueRecipients: mapRefs(recipients), Domains: mapRefs(domains), HandoffEdges: edges,
+		Limitations: []string{"Handoff edges count handoffs by their stage keys, whichever process they belong to."}}
+	if m.Processes == nil {
+		m.Processes = []accountable.MapProcess{}
+	}
+	if m.HandoffEdges == nil {
+		m.HandoffEdges = []accountable.HandoffEdge{}
+	}
+	return m
+}
+
+// mapRefs lists the value recipients or domains with their processes, sorted.
+func mapRefs(by map[string][]string) []accountable.MapRef {
+	out := make([]accountable.MapRef, 0, len(by))
+	for id, procs := range by {
+		sort.Strings(procs)
+		out = append(out, accountable.MapRef{ID: id, ProcessIDs: procs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // waitCached polls until the cache serves prefix from memory (once its listener is up):
@@ -99,7 +100,7 @@ func waitUnknownCached(t *testing.T, kc *store.KeyCache, conn *pgx.Conn, prefix 
 	ctx := context.Background()
 	var unknown string
 	storetest.WaitFor(t, 10*time.Second, "the key cache to remember an unknown prefix", func() bool {
-		_, unknown = accountable.NewAPIKey()
+		_, unknown = tokens.NewAPIKey()
 		if _, _, err := kc.KeyByPrefix(ctx, unknown); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 			t.Fatalf("unknown prefix: %v", err)
 		}

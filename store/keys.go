@@ -10,6 +10,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/payload"
+	"github.com/accountablework/accountable/tokens"
 )
 
 // CreateKeyRequest asks for a new API key. Exactly one of WorkspaceID and NewWorkspace is
@@ -124,10 +125,10 @@ func (db *DB) grantAccess(ctx context.Context, req CreateKeyRequest, issueKey bo
 		if !issueKey {
 			return CreatedKey{WorkspaceID: wsID, UserID: userID}, nil
 		}
-		key, prefix := accountable.NewAPIKey()
+		key, prefix := tokens.NewAPIKey()
 		keyID := uuid.Must(uuid.NewV7()).String()
 		tx.Queue(`INSERT INTO api_keys (id, prefix, key_hash, name, user_id, workspace_id, agent_name, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, keyID, prefix, accountable.HashAPIKey(key), req.Name, userID, wsID, agent, now)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, keyID, prefix, tokens.HashAPIKey(key), req.Name, userID, wsID, agent, now)
 		out := CreatedKey{Key: key, KeyPrefix: prefix, Kind: accountable.KeyKindHuman, AgentName: agent, WorkspaceID: wsID, UserID: userID}
 		if agent != nil {
 			out.Kind = accountable.KeyKindAgent

@@ -8,9 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 )
 
-// The projections read ledger_events and no other table (see projection.go): each is one
+// The projections read ledger_events and no other table (see projection/): each is one
 // snapshot of aggregate queries over the workspace's events of a few types. Their cost grows
 // with the events of the period (all of history when it is open), so each is a long read
 // (longread.go): on the long-read pool, one at a time per workspace.
@@ -18,7 +19,7 @@ import (
 // projectionEvents is the predicate of the partial index ledger_events_projection
 // (migration 018), written out in each query so that the planner can prove the query's rows
 // are in the index (a parameter, event_type = ANY($n), alone would not let it use a partial
-// index). A test holds it to accountable.ProjectionEventTypes.
+// index). A test holds it to projection.EventTypes.
 const projectionEvents = `event_type IN ('work.completed', 'receipt.imported', 'run.finalized', 'decision.proposed',
 	'decision.approved', 'decision.declined', 'artifact.created', 'episode.recorded', 'initiative_proposal.generated')`
 
@@ -40,7 +41,7 @@ const WorkLedgerSQL = `SELECT width_bucket(occurred_at, $2::timestamptz[]), even
 	GROUP BY 1`
 
 // WorkLedgerCountedTypes ($3 of WorkLedgerSQL) are the work-ledger's types counted from the index: all but runs.
-var WorkLedgerCountedTypes = slices.DeleteFunc(slices.Clone(accountable.WorkLedgerEventTypes), func(t string) bool {
+var WorkLedgerCountedTypes = slices.DeleteFunc(slices.Clone(projection.WorkLedgerEventTypes), func(t string) bool {
 	return t == accountable.EventRunFinalized
 })
 
@@ -70,11 +71,11 @@ func (f *freshnessOf) add(n int64, latest *time.Time) {
 }
 
 // WorkLedger counts the work-ledger events of the workspace in each bucket of w.
-func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w accountable.WorkLedgerWindow) (accountable.WorkLedgerProjection, error) {
-	p := accountable.NewWorkLedger(w)
+func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w projection.WorkLedgerWindow) (accountable.WorkLedgerProjection, error) {
+	p := projection.NewWorkLedger(w)
 	var fresh freshnessOf
 	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
-		p, fresh = accountable.NewWorkLedger(w), freshnessOf{}
+		p, fresh = projection.NewWorkLedger(w), freshnessOf{}
 		rows, err := q.Query(ctx, WorkLedgerSQL,
 			workspaceID, w.Bounds, WorkLedgerCountedTypes, w.Bounds[0], w.Bounds[len(w.Bounds)-1])
 		if err != nil {
@@ -90,8 +91,8 @@ func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w accountable.
 			if bucket < 1 || bucket > len(p.Buckets) {
 				return nil // outside the window (cannot happen with the range above)
 			}
-			p.Buckets[bucket-1].Add(eventType, n, cost)
-			p.Totals.Add(eventType, n, cost)
+			projection.Count(&p.Buckets[bucket-1].WorkLedgerCounts, eventType, n, cost)
+			projection.Count(&p.Totals, eventType, n, cost)
 			l := latest
 			fresh.add(n, &l)
 			return nil
@@ -101,14 +102,14 @@ func (db *DB) WorkLedger(ctx context.Context, workspaceID string, w accountable.
 	if err != nil {
 		return p, mapError(err)
 	}
-	p.Freshness = accountable.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
+	p.Freshness = projection.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
 	return p, nil
 }
 
 // Adoption summarises the episodes recorded per process in the period.
 func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountable.ProjectionPeriod) (accountable.AdoptionProjection, error) {
 	p := accountable.AdoptionProjection{Projection: "adoption", Period: period, Processes: []accountable.AdoptionProcess{},
-		Limitations: accountable.AdoptionLimitations}
+		Limitations: projection.AdoptionLimitations}
 	from, to := periodBounds(period)
 	now := accountable.Now()
 	var fresh freshnessOf
@@ -140,7 +141,7 @@ func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountab
 			a.FirstRecorded, a.LastRecorded = accountable.TimeOf(first), accountable.TimeOf(last)
 			a.Outcomes = map[string]int64{string(accountable.EpisodeSucceeded): succeeded, string(accountable.EpisodeFailed): failed,
 				string(accountable.EpisodeAbandoned): abandoned, string(accountable.EpisodeInProgress): inProgress}
-			a.Finish()
+			projection.FinishAdoption(&a)
 			p.Processes = append(p.Processes, a)
 			l := last
 			fresh.add(a.Episodes, &l)
@@ -183,7 +184,7 @@ func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountab
 	if err != nil {
 		return p, mapError(err)
 	}
-	p.Freshness = accountable.NewFreshness(now, fresh.n, fresh.latest)
+	p.Freshness = projection.NewFreshness(now, fresh.n, fresh.latest)
 	return p, nil
 }
 
@@ -191,7 +192,7 @@ func (db *DB) Adoption(ctx context.Context, workspaceID string, period accountab
 // human-equivalent value of their hours. Sums are numeric in SQL, so that the figures do
 // not depend on the order rows are summed in.
 func (db *DB) ValueCase(ctx context.Context, workspaceID string, period accountable.ProjectionPeriod) (accountable.ValueCaseProjection, error) {
-	v := accountable.ValueCaseProjection{Projection: "value-case", Period: period, Limitations: accountable.ValueCaseLimitations}
+	v := accountable.ValueCaseProjection{Projection: "value-case", Period: period, Limitations: projection.ValueCaseLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
 	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
@@ -225,8 +226,8 @@ func (db *DB) ValueCase(ctx context.Context, workspaceID string, period accounta
 	if err != nil {
 		return v, mapError(err)
 	}
-	v.Finish()
-	v.Freshness = accountable.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
+	projection.FinishValueCase(&v)
+	v.Freshness = projection.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
 	return v, nil
 }
 
@@ -245,7 +246,7 @@ const (
 // model) and runs.
 func (db *DB) MeterUsage(ctx context.Context, workspaceID string, period accountable.ProjectionPeriod) (accountable.MeterUsageProjection, error) {
 	m := accountable.MeterUsageProjection{Projection: "meter-usage", Period: period, Generations: []accountable.MeterModel{},
-		Limitations: accountable.MeterUsageLimitations}
+		Limitations: projection.MeterUsageLimitations}
 	from, to := periodBounds(period)
 	var fresh freshnessOf
 	err := db.projectionSnapshot(ctx, workspaceID, func(q pgx.Tx) error {
@@ -285,7 +286,7 @@ func (db *DB) MeterUsage(ctx context.Context, workspaceID string, period account
 	if err != nil {
 		return m, mapError(err)
 	}
-	m.Finish()
-	m.Freshness = accountable.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
+	projection.FinishMeterUsage(&m)
+	m.Freshness = projection.NewFreshness(accountable.Now(), fresh.n, fresh.latest)
 	return m, nil
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 	"github.com/accountablework/accountable/store"
 )
 
@@ -12,10 +12,10 @@ import (
 // (the index's own definition is checked against the database in the api tests).
 func TestProjectionPredicateNamesTheProjectionEvents(t *testing.T) {
 	p := store.ProjectionEventsPredicate
-	if strings.Count(p, "'")/2 != len(accountable.ProjectionEventTypes) {
-		t.Fatalf("%s names %d types, the projections read %v", p, strings.Count(p, "'")/2, accountable.ProjectionEventTypes)
+	if strings.Count(p, "'")/2 != len(projection.EventTypes) {
+		t.Fatalf("%s names %d types, the projections read %v", p, strings.Count(p, "'")/2, projection.EventTypes)
 	}
-	for _, et := range accountable.ProjectionEventTypes {
+	for _, et := range projection.EventTypes {
 		if !strings.Contains(p, "'"+et+"'") {
 			t.Errorf("%s lacks %s", p, et)
 		}

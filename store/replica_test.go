@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -137,7 +138,7 @@ func TestLedgerReadsFromAStreamingReplica(t *testing.T) {
 		if err != nil || !v.Verified || v.EventCount != int64(storetest.TenantEvents+52) {
 			t.Fatalf("VerifyLedger right after the writes: %+v %v", v, err)
 		}
-		w, err := accountable.WorkLedgerQuery{Now: accountable.Now()}.Window()
+		w, err := projection.WorkLedgerQuery{Now: accountable.Now()}.Window()
 		if err != nil {
 			t.Fatal(err)
 		}

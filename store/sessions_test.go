@@ -9,6 +9,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/accountablework/accountable/tokens"
 )
 
 func TestSessions(t *testing.T) {
@@ -30,12 +31,12 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("sign-in target: %q %q %q %v", user, hash, ws, err)
 	}
 
-	token, tokenHash := accountable.NewSessionToken(make([]byte, 32))
-	s := accountable.Session{UserID: user, WorkspaceID: ws, CSRFToken: accountable.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
+	token, tokenHash := tokens.NewSessionToken(make([]byte, 32))
+	s := accountable.Session{UserID: user, WorkspaceID: ws, CSRFToken: tokens.NewCSRFToken(), ExpiresAt: time.Now().Add(time.Hour)}
 	if err := db.CreateSession(ctx, tokenHash, s); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.SessionByToken(ctx, accountable.HashSessionToken(token))
+	got, err := db.SessionByToken(ctx, tokens.HashSessionToken(token))
 	if err != nil || got.UserID != user || got.UserEmail != email || got.WorkspaceID != ws || got.CSRFToken != s.CSRFToken {
 		t.Fatalf("session %+v %v", got, err)
 	}
@@ -46,7 +47,7 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("a revoked session: %v", err)
 	}
 
-	_, expiredHash := accountable.NewSessionToken(make([]byte, 32))
+	_, expiredHash := tokens.NewSessionToken(make([]byte, 32))
 	s.ExpiresAt = time.Now().Add(-time.Second)
 	if err := db.CreateSession(ctx, expiredHash, s); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestServiceSecretIsMadeOnceAndReadOnly(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t)
 	key, err := db.ServiceSecret(ctx, "session_mac")
-	if err != nil || len(key) != accountable.SessionKeyLength {
+	if err != nil || len(key) != tokens.SessionKeyLength {
 		t.Fatalf("session key: %d bytes, %v", len(key), err)
 	}
 	if again, _ := db.ServiceSecret(ctx, "session_mac"); string(again) != string(key) {

@@ -25,6 +25,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/tokens"
 	"github.com/accountablework/accountable/webhook"
 )
 
@@ -344,7 +345,7 @@ func devBootstrap(cfg Config, out io.Writer) error {
 		}
 		if raw, err := os.ReadFile(cfg.DevKeyFile); err == nil {
 			if key := strings.TrimSpace(string(raw)); key != "" {
-				if prefix, ok := accountable.ParseAPIKey(key); ok {
+				if prefix, ok := tokens.ParseAPIKey(key); ok {
 					if k, _, err := db.KeyByPrefix(ctx, prefix); err == nil && k.RevokedAt == nil {
 						printDevKey(out, cfg, key, k.WorkspaceID)
 						return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/valyala/fasthttp"
 
-	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/projection"
 	"github.com/accountablework/accountable/store"
 )
 
@@ -161,11 +161,11 @@ func baselineRoutes(app *fiber.App, pool *pgxpool.Pool) {
 	})
 	app.Get("/projections/work-ledger", func(c *fiber.Ctx) error {
 		ws := c.Get("X-Workspace-Id")
-		w, err := accountable.WorkLedgerQuery{Now: time.Now()}.Window()
+		w, err := projection.WorkLedgerQuery{Now: time.Now()}.Window()
 		if err != nil {
 			return err
 		}
-		p := accountable.NewWorkLedger(w)
+		p := projection.NewWorkLedger(w)
 		rows, err := pool.Query(c.UserContext(), store.WorkLedgerSQL, ws, w.Bounds, store.WorkLedgerCountedTypes, w.Bounds[0], w.Bounds[len(w.Bounds)-1])
 		if err != nil {
 			return err
@@ -182,8 +182,8 @@ func baselineRoutes(app *fiber.App, pool *pgxpool.Pool) {
 				return err
 			}
 			if bucket >= 1 && bucket <= len(p.Buckets) {
-				p.Buckets[bucket-1].Add(eventType, n, cost)
-				p.Totals.Add(eventType, n, cost)
+				projection.Count(&p.Buckets[bucket-1].WorkLedgerCounts, eventType, n, cost)
+				projection.Count(&p.Totals, eventType, n, cost)
 			}
 		}
 		if err := rows.Err(); err != nil {

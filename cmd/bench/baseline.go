@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/cursors"
 )
 
 // The baselines of the read lines: the least an HTTP server on this stack can do for the
@@ -195,7 +196,7 @@ func serveBaseline() error {
 		var after accountable.StreamPosition
 		if cur := c.Query("cursor"); cur != "" {
 			var ok bool
-			if after, ok = accountable.ParseStreamCursor(cur); !ok {
+			if after, ok = cursors.ParseStream(cur); !ok {
 				return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": "bad cursor"})
 			}
 		}
@@ -226,7 +227,7 @@ func serveBaseline() error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		cursor, count := next.Encode(), len(events)
+		cursor, count := cursors.EncodeStream(next), len(events)
 		return c.JSON(baseEnvelope{Data: events, Meta: baseMeta{APIVersion: "1", WorkspaceID: ws,
 			Count: &count, NextCursor: &cursor, HasMore: &hasMore, Limit: &limit}})
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/cursors"
 	"github.com/accountablework/accountable/payload"
 )
 
@@ -261,7 +262,7 @@ func (b *bench) growthTailCursor() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("growth: the position of the newest page: %w", err)
 	}
-	return p.Encode(), nil
+	return cursors.EncodeStream(p), nil
 }
 
 // growthPages reads one page of PageLimit events over and over, one client (after the

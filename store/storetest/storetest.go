@@ -25,6 +25,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/tokens"
 )
 
 var (
@@ -215,7 +216,7 @@ func NewTenant(tb testing.TB, db *store.DB) Tenant {
 		tb.Fatal(err)
 	}
 	NoteSecrets(k.Key)
-	prefix, _ := accountable.ParseAPIKey(k.Key)
+	prefix, _ := tokens.ParseAPIKey(k.Key)
 	return Tenant{Key: k.Key, Principal: accountable.Principal{UserID: k.UserID, UserEmail: email, WorkspaceID: k.WorkspaceID, KeyPrefix: prefix}}
 }
 
