@@ -25,24 +25,28 @@ func TestNoRouteIsTakenByAnEarlierOne(t *testing.T) {
 	}
 	for i := range srv.ops {
 		o := &srv.ops[i]
-		for _, root := range o.roots() {
-			// A parameter's value is one no static segment has.
-			path := strings.TrimSuffix(root, "/") + pathParam.ReplaceAllString(o.Path, "probe·$1")
-			for j := range srv.ops[:i] {
-				earlier := &srv.ops[j]
-				if earlier.Method != o.Method {
-					continue
-				}
-				for _, r := range earlier.roots() {
-					if routeMatches(strings.TrimSuffix(r, "/")+fiberPath(earlier.Path), path) {
-						t.Errorf("%s %s (%s) is never served: the earlier %s %s (%s) takes its requests; give %s's area a rank "+
-							"below %s's (servesOperations), or, in one area, list it first", o.Method, o.Path, o.ID,
-							earlier.Method, earlier.Path, earlier.ID, o.ID, earlier.ID)
-					}
-				}
+		for j := range srv.ops[:i] {
+			if earlier := &srv.ops[j]; earlier.Method == o.Method && takes(earlier, o) {
+				t.Errorf("%s %s (%s) is never served: the earlier %s %s (%s) takes its requests; give %s's area a rank "+
+					"below %s's (servesOperations), or, in one area, list it first", o.Method, o.Path, o.ID,
+					earlier.Method, earlier.Path, earlier.ID, o.ID, earlier.ID)
 			}
 		}
 	}
+}
+
+// takes reports whether a route of earlier matches a request o serves (on any of their
+// roots): a parameter's value is one no static segment has.
+func takes(earlier, o *operation) bool {
+	for _, root := range o.roots() {
+		path := strings.TrimSuffix(root, "/") + pathParam.ReplaceAllString(o.Path, "probe·$1")
+		for _, r := range earlier.roots() {
+			if routeMatches(strings.TrimSuffix(r, "/")+fiberPath(earlier.Path), path) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // routeMatches reports whether the Fiber route (":name" a parameter segment) matches path,
