@@ -409,6 +409,9 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 			"(or to unownedLists saying why there is none)", op)
 	case !isList && named:
 		t.Fatalf("%s is in listedBy, but its data is not an array (a list's data is the array: docs/api.md, Lists)", op)
+	case named && fixtures[name] == nil:
+		t.Fatalf("%s: listedBy names the fixture %q, which no area's isolationLines give: add a line to fixtures "+
+			"in the isolationLines of its area's test file (api/<area>_test.go)", op, name)
 	case named:
 		listed = fixtures[name](o)
 	}
