@@ -18,6 +18,11 @@ type ArtifactStore interface {
 	ClaimDedup(ctx context.Context, p accountable.Principal, in accountable.ClaimDedup) (accountable.DedupClaimResult, error)
 }
 
+// artifactStore is the store of the Artifacts, Deduplication and Content Studio areas.
+var artifactStore = needsStore[ArtifactStore]()
+
+func init() { servesOperations(140, (*Server).artifactOperations) }
+
 // artifactOperations are the Artifacts, Deduplication and Content Studio areas.
 func (s *Server) artifactOperations() []operation {
 	return []operation{
@@ -68,7 +73,7 @@ func (s *Server) artifactOperations() []operation {
 
 // createArtifact: POST /artifacts.
 func (s *Server) createArtifact(c *call, in *accountable.CreateArtifact) (accountable.ArtifactCreated, error) {
-	res, dup, err := s.deps.Artifacts.CreateArtifact(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := artifactStore.of(s).CreateArtifact(c.ctx, c.principal, c.idem, *in)
 	c.replayed(dup)
 	return res, err
 }
@@ -84,7 +89,7 @@ type getArtifactRequest struct {
 
 // getArtifact: GET /artifacts/{artifactId}.
 func (s *Server) getArtifact(c *call, in *getArtifactRequest) (accountable.ArtifactDetail, error) {
-	a, err := s.deps.Artifacts.GetArtifact(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ArtifactID))
+	a, err := artifactStore.of(s).GetArtifact(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ArtifactID))
 	if err != nil {
 		return accountable.ArtifactDetail{}, err
 	}
@@ -193,7 +198,7 @@ func (s *Server) listArtifacts(c *call, in *listArtifactsQuery) (ArtifactList, e
 func (s *Server) artifactList(c *call, page artifactPage, f accountable.ArtifactFilter) (ArtifactList, error) {
 	list, err := newestFirst(c, page.Limit, page.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.ArtifactSummary, *accountable.WorkCursor, error) {
 		f.Limit, f.After = limit, after
-		return s.deps.Artifacts.ListArtifacts(c.ctx, c.principal.WorkspaceID, f)
+		return artifactStore.of(s).ListArtifacts(c.ctx, c.principal.WorkspaceID, f)
 	})
 	return ArtifactList{Artifacts: list}, err
 }
@@ -232,5 +237,5 @@ func (s *Server) listArtifactTypes(c *call, _ *struct{}) ([]accountable.Artifact
 
 // claimDedup: POST /live/dedup/claim.
 func (s *Server) claimDedup(c *call, in *accountable.ClaimDedup) (accountable.DedupClaimResult, error) {
-	return s.deps.Artifacts.ClaimDedup(c.ctx, c.principal, *in)
+	return artifactStore.of(s).ClaimDedup(c.ctx, c.principal, *in)
 }

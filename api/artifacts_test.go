@@ -27,6 +27,45 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"artifactId": (*owner).artifact,
+		},
+		unownedLists: map[string]string{
+			"listArtifactTypes": "the artifact type catalogue, the same for every workspace",
+		},
+		queryProbes: map[string][]string{
+			"listArtifacts": {"entity_type=task&entity_id={taskId}", "task_id={taskId}", "initiative_id={initiativeId}"},
+			// Its entity_type and entity_id are required: the first probe is also its own request.
+			"listArtifactsByEntity": {"entity_type=task&entity_id={taskId}", "entity_type=initiative&entity_id={initiativeId}"},
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"createArtifact": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"entity_type": "task", "entity_id": o.task(), "name": "Owner's report", "artifact_type": "report",
+					"artifact_url": "https://example.com/reports/47", "preview_markdown": "Figures", "media_type": "text/plain",
+					"status": "in_review", "metadata": map[string]any{"week": 47}}
+			},
+		},
+		ownBodies: map[string]func(e *env, key string) map[string]any{
+			"createArtifact": func(e *env, key string) map[string]any {
+				return map[string]any{"entity_type": "task", "entity_id": createWork(e.t, e, key, "B's task"), "name": "B's report",
+					"artifact_type": "report", "external_url": "https://example.com/b"}
+			},
+		},
+	})
+}
+
+func (o *owner) artifact() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/artifacts", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"entity_type": "task", "entity_id": o.task(), "name": "Owner's artifact " + o.marker, "artifact_type": "document",
+			"artifact_url": "https://example.com/" + o.marker, "preview_markdown": "Owner's content " + o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["artifact"].(map[string]any)["id"].(string)
+}
+
 func createArtifact(e *env, key, idemKey string, body map[string]any) response {
 	e.t.Helper()
 	req := request{method: "POST", path: "/artifacts", key: key, body: body, headers: map[string]string{}}

@@ -14,6 +14,11 @@ type ControllerStore interface {
 	Reconcile(ctx context.Context, p accountable.Principal, in accountable.Reconcile) (accountable.ControllerResult, error)
 }
 
+// controllerStore is the store of the Controllers area.
+var controllerStore = needsStore[ControllerStore]()
+
+func init() { servesOperations(110, (*Server).controllerOperations) }
+
 // controllerOperations is the Controllers area.
 func (s *Server) controllerOperations() []operation {
 	return []operation{
@@ -35,7 +40,7 @@ type controllerRef struct {
 
 // getController: GET /controllers/{domain}.
 func (s *Server) getController(c *call, in *controllerRef) (accountable.ControllerState, error) {
-	return s.deps.Controllers.ControllerState(c.ctx, c.principal.WorkspaceID, in.Domain)
+	return controllerStore.of(s).ControllerState(c.ctx, c.principal.WorkspaceID, in.Domain)
 }
 
 type reconcileRequest struct {
@@ -47,7 +52,7 @@ type reconcileRequest struct {
 func (s *Server) reconcileController(c *call, in *reconcileRequest) (accountable.ControllerResult, error) {
 	cmd := in.Reconcile
 	cmd.Domain = in.controllerRef.Domain
-	res, err := s.deps.Controllers.Reconcile(c.ctx, c.principal, cmd)
+	res, err := controllerStore.of(s).Reconcile(c.ctx, c.principal, cmd)
 	if res.Duplicate {
 		res.Forget()
 	}

@@ -11,6 +11,20 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		pathValues: map[string]string{
+			"domain": "engineering",
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"reconcileController": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"idempotency_key": uniqueKey("reconcile"), "mode": "shadow", "protocol_version": "svc.controller.v1"}
+			},
+		},
+	})
+}
+
 var (
 	specRevisionForm = regexp.MustCompile(`^controller_spec_revision:[a-f0-9]{64}$`)
 	runIDForm        = regexp.MustCompile(`^controller_run:[a-f0-9]{64}$`)

@@ -16,6 +16,11 @@ type DecisionStore interface {
 	ListDecisions(ctx context.Context, workspaceID string, f accountable.DecisionFilter) ([]accountable.Decision, *accountable.WorkCursor, error)
 }
 
+// decisionStore is the store of the Decisions area.
+var decisionStore = needsStore[DecisionStore]()
+
+func init() { servesOperations(40, (*Server).decisionOperations) }
+
 // decisionOperations is the Decisions area.
 func (s *Server) decisionOperations() []operation {
 	return []operation{
@@ -39,7 +44,7 @@ func (s *Server) decisionOperations() []operation {
 
 // createDecision: POST /decisions.
 func (s *Server) createDecision(c *call, in *accountable.CreateDecision) (accountable.DecisionEnvelope, error) {
-	res, dup, err := s.deps.Decisions.CreateDecision(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := decisionStore.of(s).CreateDecision(c.ctx, c.principal, c.idem, *in)
 	c.replayed(dup)
 	return res, err
 }
@@ -66,14 +71,14 @@ func (s *Server) declineDecision(c *call, in *decideRequest) (accountable.Decisi
 func (s *Server) decide(c *call, in *decideRequest, to accountable.DecisionStatus) (accountable.DecisionEnvelope, error) {
 	cmd := in.DecideDecision
 	cmd.DecisionID = accountable.NormalizeUUID(in.decisionRef.DecisionID)
-	res, dup, err := s.deps.Decisions.DecideDecision(c.ctx, c.principal, c.idem, cmd, to)
+	res, dup, err := decisionStore.of(s).DecideDecision(c.ctx, c.principal, c.idem, cmd, to)
 	c.replayed(dup)
 	return res, err
 }
 
 // getDecision: GET /decisions/{decisionId}.
 func (s *Server) getDecision(c *call, in *decisionRef) (accountable.DecisionEnvelope, error) {
-	d, err := s.deps.Decisions.GetDecision(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.DecisionID))
+	d, err := decisionStore.of(s).GetDecision(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.DecisionID))
 	return accountable.DecisionEnvelope{Decision: d}, err
 }
 
@@ -97,7 +102,7 @@ func (s *Server) listDecisions(c *call, in *listDecisionsQuery) (DecisionList, e
 			id := accountable.NormalizeUUID(*in.InitiativeID)
 			f.InitiativeID = &id
 		}
-		return s.deps.Decisions.ListDecisions(c.ctx, c.principal.WorkspaceID, f)
+		return decisionStore.of(s).ListDecisions(c.ctx, c.principal.WorkspaceID, f)
 	})
 	return DecisionList{Decisions: list}, err
 }

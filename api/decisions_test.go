@@ -8,6 +8,32 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"decisionId": (*owner).decision,
+		},
+		queryProbes: map[string][]string{
+			"listDecisions": {"initiative_id={initiativeId}"},
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"createDecision": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"title": "Approve the budget", "shape": "budget_approval", "urgency": "urgent",
+					"context": map[string]any{"cents": 1200}}
+			},
+		},
+	})
+}
+
+func (o *owner) decision() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/decisions", key: o.tenant.Key, body: map[string]any{"title": "Owner's question " + o.marker},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["decision"].(map[string]any)["id"].(string)
+}
+
 // A decision is asked for (pending), decided once (approved, with its option for an
 // option_select decision, or declined), and every step is a ledger event.
 func TestDecisions(t *testing.T) {

@@ -23,6 +23,11 @@ var areas = []string{
 // serviceArea tags the probes, which are not an area of the specification.
 const serviceArea = "Service"
 
+func init() {
+	servesOperations(10, (*Server).discoveryOperations)
+	servesOperations(190, (*Server).serviceOperations)
+}
+
 // discoveryOperations is the API discovery and Credential areas.
 func (s *Server) discoveryOperations() []operation {
 	return []operation{

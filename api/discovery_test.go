@@ -15,6 +15,22 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		keyOnlyOperations: map[string]string{
+			"getCredential": "it describes the request's API key",
+		},
+		publicOperations: map[string]string{
+			"getApiIndex":  "account-free API discovery: the same index for everyone",
+			"getOpenAPI":   "account-free API discovery: the same document for everyone",
+			"listErrors":   "account-free API discovery: the same catalogue for everyone",
+			"getHealth":    "process probe: no account, no workspace",
+			"getReadiness": "process probe: no account, no workspace",
+		},
+	})
+}
+
 func TestDiscoveryIsAccountFree(t *testing.T) {
 	e := newEnv(t, nil)
 

@@ -21,6 +21,11 @@ type DiscoveryStore interface {
 		in accountable.ProposeDiscoveredProcess) (accountable.DiscoveredProcessProposal, bool, error)
 }
 
+// discoveryStore is the store of the Discovery runs area.
+var discoveryStore = needsStore[DiscoveryStore]()
+
+func init() { servesOperations(80, (*Server).discoveryRunOperations) }
+
 // discoveryOperations is the Discovery runs area.
 func (s *Server) discoveryRunOperations() []operation {
 	return []operation{
@@ -53,7 +58,7 @@ func (s *Server) discoveryRunOperations() []operation {
 func (s *Server) startDiscoveryRun(c *call, in *accountable.StartDiscoveryRun) (accountable.DiscoveryResult, error) {
 	ws := c.principal.WorkspaceID
 	id := uuid.Must(uuid.NewV7()).String()
-	run, dup, err := s.deps.Discovery.StartDiscoveryRun(c.ctx, c.principal, c.idem, id, *in)
+	run, dup, err := discoveryStore.of(s).StartDiscoveryRun(c.ctx, c.principal, c.idem, id, *in)
 	if err != nil {
 		return accountable.DiscoveryResult{}, err
 	}
@@ -61,7 +66,7 @@ func (s *Server) startDiscoveryRun(c *call, in *accountable.StartDiscoveryRun) (
 	if run.Mode == accountable.DiscoveryBoundedSync && !run.Status.Finished() {
 		s.awaitDiscoveryRun(c, ws, run.ID)
 	}
-	res, err := s.deps.Discovery.GetDiscoveryRun(c.ctx, ws, run.ID)
+	res, err := discoveryStore.of(s).GetDiscoveryRun(c.ctx, ws, run.ID)
 	if err == nil && !res.Run.Status.Finished() && !dup {
 		c.status = fiber.StatusAccepted
 	}
@@ -100,7 +105,7 @@ type discoveryRunRef struct {
 
 // getDiscoveryRun: GET /discovery-runs/{runId}.
 func (s *Server) getDiscoveryRun(c *call, in *discoveryRunRef) (accountable.DiscoveryResult, error) {
-	return s.deps.Discovery.GetDiscoveryRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
+	return discoveryStore.of(s).GetDiscoveryRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
 }
 
 // discoveryRunsPage is the default page of GET /discovery-runs: an item carries its run's
@@ -121,7 +126,7 @@ func (s *Server) listDiscoveryRuns(c *call, in *listDiscoveryRunsQuery) ([]accou
 		limit = ptrTo(discoveryRunsPage)
 	}
 	return newestFirst(c, limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.DiscoveryResult, *accountable.WorkCursor, error) {
-		return s.deps.Discovery.ListDiscoveryRuns(c.ctx, c.principal.WorkspaceID, limit, after)
+		return discoveryStore.of(s).ListDiscoveryRuns(c.ctx, c.principal.WorkspaceID, limit, after)
 	})
 }
 
@@ -135,7 +140,7 @@ func (s *Server) proposeDiscoveredProcess(c *call, in *proposeDiscoveredRequest)
 	cmd := in.ProposeDiscoveredProcess
 	cmd.RunID = accountable.NormalizeUUID(in.discoveryRunRef.RunID)
 	cmd.ProcessCandidateID = accountable.NormalizeUUID(cmd.ProcessCandidateID)
-	res, dup, err := s.deps.Discovery.ProposeDiscoveredProcess(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := discoveryStore.of(s).ProposeDiscoveredProcess(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	confirm := true
 	c.meta.RequiresConfirmation = &confirm

@@ -5,12 +5,59 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
+
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"discoveryRunId": (*owner).discoveryRun,
+		},
+		listedBy: map[string]string{
+			"listDiscoveryRuns": "discoveryRunId",
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"startDiscoveryRun": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"mode": "bounded_sync", "query": "isolation", "observations": ownerObservations()}
+			},
+			"proposeDiscoveredProcess": func(o *owner, ids map[string]string) map[string]any {
+				return map[string]any{"workspace_id": o.tenant.Principal.WorkspaceID, "process_candidate_id": o.candidate(ids["runId"])}
+			},
+		},
+	})
+}
+
+func ownerObservations() []any {
+	var obs []any
+	for c := range 2 {
+		for i, st := range []string{"draft", "review"} {
+			obs = append(obs, map[string]any{"case_id": "case-" + strconv.Itoa(c), "stage": st, "at": "2026-11-0" + strconv.Itoa(c+1) + "T0" + strconv.Itoa(i) + ":00:00Z"})
+		}
+	}
+	return obs
+}
+
+// discoveryRun is a finished run of the owner's with one candidate.
+func (o *owner) discoveryRun() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/discovery-runs", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"observations": ownerObservations(), "query": o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["run"].(map[string]any)["id"].(string)
+}
+
+func (o *owner) candidate(runID string) string {
+	o.t.Helper()
+	r := o.e.do(request{method: "GET", path: "/discovery-runs/{runId}", params: map[string]string{"runId": runID}, key: o.tenant.Key})
+	expect(o.t, r, http.StatusOK, "")
+	return r.data()["processCards"].([]any)[0].(map[string]any)["id"].(string)
+}
 
 func stageKeys(card map[string]any) []string {
 	var out []string

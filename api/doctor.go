@@ -40,6 +40,8 @@ type WorkloadFailureError struct {
 	Issues  []workload.WorkloadIssue `json:"issues" maxItems:"100" nullable:"false"`
 }
 
+func init() { servesOperations(130, (*Server).doctorOperations) }
+
 // doctorOperations are the Workload diagnosis area.
 func (s *Server) doctorOperations() []operation {
 	failure := failureBody(workloadFailure)

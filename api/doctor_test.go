@@ -14,6 +14,17 @@ import (
 	"github.com/accountablework/accountable/workload"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		publicOperations: map[string]string{
+			// The workload diagnosis: a pure function of the request body, nothing read or stored.
+			"getWorkloadDiagnosisInfo": "workload diagnosis: the same schema and rules for everyone",
+			"diagnoseWorkload":         "workload diagnosis: a pure function of the body, nothing read or stored",
+		},
+	})
+}
+
 // workloadBody is a valid request that crosses every boundary: its members in the order
 // given, as text.
 const workloadBody = `{"schema_version":"workload-diagnosis/0.1","workload":{"name":"Release bot","outcome":"Ship the weekly release",

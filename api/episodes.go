@@ -19,6 +19,11 @@ type EpisodeStore interface {
 // projectionDerived says a read was derived from the ledger's projections.
 const projectionDerived = "derived_from_ledger"
 
+// episodeStore is the store of the Episodes and Operating map areas.
+var episodeStore = needsStore[EpisodeStore]()
+
+func init() { servesOperations(90, (*Server).episodeOperations) }
+
 // episodeOperations are the Episodes and Operating map areas.
 func (s *Server) episodeOperations() []operation {
 	return []operation{
@@ -41,7 +46,7 @@ func (s *Server) episodeOperations() []operation {
 func (s *Server) recordEpisode(c *call, in *accountable.RecordEpisode) (accountable.Episode, error) {
 	cmd := *in
 	cmd.ProcessID = accountable.NormalizeUUID(cmd.ProcessID)
-	res, dup, err := s.deps.Episodes.RecordEpisode(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := episodeStore.of(s).RecordEpisode(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }
@@ -52,7 +57,7 @@ type episodeRef struct {
 
 // getEpisode: GET /episodes/{episodeId}.
 func (s *Server) getEpisode(c *call, in *episodeRef) (accountable.Episode, error) {
-	return s.deps.Episodes.GetEpisode(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.EpisodeID))
+	return episodeStore.of(s).GetEpisode(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.EpisodeID))
 }
 
 type listEpisodesQuery struct {
@@ -70,7 +75,7 @@ func (s *Server) listEpisodes(c *call, in *listEpisodesQuery) ([]accountable.Epi
 			id := accountable.NormalizeUUID(*in.ProcessID)
 			f.ProcessID = &id
 		}
-		return s.deps.Episodes.ListEpisodes(c.ctx, c.principal.WorkspaceID, f)
+		return episodeStore.of(s).ListEpisodes(c.ctx, c.principal.WorkspaceID, f)
 	})
 }
 
@@ -78,5 +83,5 @@ func (s *Server) listEpisodes(c *call, in *listEpisodesQuery) ([]accountable.Epi
 func (s *Server) getOperatingMap(c *call, _ *struct{}) (accountable.OperatingMap, error) {
 	status := projectionDerived
 	c.meta.ProjectionStatus = &status
-	return s.deps.Episodes.OperatingMap(c.ctx, c.principal.WorkspaceID)
+	return episodeStore.of(s).OperatingMap(c.ctx, c.principal.WorkspaceID)
 }

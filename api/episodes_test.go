@@ -9,6 +9,44 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"episodeId": (*owner).episode,
+		},
+		listedBy: map[string]string{
+			"listEpisodes": "episodeId",
+		},
+		queryProbes: map[string][]string{
+			"listEpisodes": {"process_id={processId}"},
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"recordEpisode": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"process_id": o.process(), "started_at": "2026-11-01T09:00:00Z", "ended_at": "2026-11-01T10:00:00Z",
+					"stages": []any{map[string]any{"key": "a", "at": "2026-11-01T09:10:00Z"}}, "evidence": map[string]any{"note": "iso"}}
+			},
+		},
+		ownBodies: map[string]func(e *env, key string) map[string]any{
+			"recordEpisode": func(e *env, key string) map[string]any {
+				r := e.do(request{method: "POST", path: "/operating-processes", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("b")},
+					body: map[string]any{"name": "B's process", "purpose": "B's", "stages": []any{map[string]any{"key": "a", "name": "A"}}}})
+				expect(e.t, r, http.StatusCreated, "")
+				return map[string]any{"process_id": r.data()["process"].(map[string]any)["id"], "started_at": "2026-11-01T09:00:00Z"}
+			},
+		},
+	})
+}
+
+func (o *owner) episode() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/episodes", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"process_id": o.process(), "case_id": "case-" + o.marker, "started_at": "2026-11-01T09:00:00Z",
+			"stages": []any{map[string]any{"key": "a"}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
+}
+
 // Episodes are recorded against the workspace's processes, read back, mined by discovery,
 // and counted on the operating map beside the handoff edges.
 func TestEpisodesAndOperatingMap(t *testing.T) {

@@ -1,12 +1,27 @@
 package api
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/cursors"
 )
+
+// LedgerStore is what the Events area needs.
+type LedgerStore interface {
+	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
+	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
+	StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string) (accountable.LedgerVerificationJob, bool, error)
+	GetLedgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error)
+}
+
+// ledgerStore is the store of the Events area.
+var ledgerStore = needsStore[LedgerStore]()
+
+func init() { servesOperations(170, (*Server).eventOperations) }
 
 // eventOperations is the Events area.
 func (s *Server) eventOperations() []operation {
@@ -75,7 +90,7 @@ func (s *Server) streamEvents(c *call, in *streamQuery) ([]accountable.Event, er
 	if in.Transport != nil && *in.Transport == accountable.StreamTransportSSE && c.fiber.Method() != fiber.MethodHead {
 		return nil, s.startEventStream(c, in, f)
 	}
-	page, err := s.deps.Ledger.StreamEvents(c.ctx, c.principal.WorkspaceID, f)
+	page, err := ledgerStore.of(s).StreamEvents(c.ctx, c.principal.WorkspaceID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +116,7 @@ func (s *Server) verifyLedger(c *call, in *verifyQuery) (accountable.LedgerVerif
 	if in.AggregateType != nil {
 		scope = accountable.LedgerScope{AggregateType: *in.AggregateType, AggregateID: *in.AggregateID}
 	}
-	return s.deps.Ledger.VerifyLedger(c.ctx, c.principal.WorkspaceID, scope)
+	return ledgerStore.of(s).VerifyLedger(c.ctx, c.principal.WorkspaceID, scope)
 }
 
 // startLedgerVerification: POST /events/verifications. The command records the request,
@@ -109,7 +124,7 @@ func (s *Server) verifyLedger(c *call, in *verifyQuery) (accountable.LedgerVerif
 // starts the workflow after the commit (at once, or when Temporal is back).
 func (s *Server) startLedgerVerification(c *call, in *accountable.StartLedgerVerification) (accountable.LedgerVerificationJob, error) {
 	id := uuid.Must(uuid.NewV7()).String()
-	job, dup, err := s.deps.Ledger.StartLedgerVerification(c.ctx, c.principal, c.idem, id)
+	job, dup, err := ledgerStore.of(s).StartLedgerVerification(c.ctx, c.principal, c.idem, id)
 	c.replayed(dup)
 	return job, err
 }
@@ -120,5 +135,5 @@ type verificationRef struct {
 
 // getLedgerVerification: GET /events/verifications/{verificationId}.
 func (s *Server) getLedgerVerification(c *call, in *verificationRef) (accountable.LedgerVerificationJob, error) {
-	return s.deps.Ledger.GetLedgerVerification(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.VerificationID))
+	return ledgerStore.of(s).GetLedgerVerification(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.VerificationID))
 }

@@ -10,6 +10,30 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"verificationId": (*owner).verification,
+		},
+		unownedLists: map[string]string{
+			"streamEvents": "the stream reads oldest first: a new event of the owner's is not on its first page (B's pages are still checked for A's)",
+		},
+		queryProbes: map[string][]string{
+			"verifyLedger": {"aggregate_type=task&aggregate_id={taskId}",
+				"aggregate_type=ledger_verification&aggregate_id={verificationId}"},
+		},
+	})
+}
+
+func (o *owner) verification() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/events/verifications", key: o.tenant.Key, body: map[string]any{},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusAccepted, "")
+	return r.data()["id"].(string)
+}
+
 func TestEventStreamPagesWithCursorAndFilters(t *testing.T) {
 	e := newEnv(t, nil)
 	tenant := storetest.NewTenant(t, e.db)

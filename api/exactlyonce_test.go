@@ -171,7 +171,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 		}
 		if op.Public {
 			if _, ok := publicOperations[op.ID]; !ok {
-				t.Fatalf("%s is account-free: add a line to publicOperations in api/isolation_test.go", op)
+				t.Fatalf("%s is account-free: add a line to publicOperations in the isolationLines of its area's test file (api/<area>_test.go)", op)
 			}
 			t.Logf("%s: account-free, not run (%s)", op, publicOperations[op.ID])
 			continue
@@ -267,7 +267,7 @@ func (r *onceRun) ownerRequest(t *testing.T, op docOperation, tenant storetest.T
 		}
 		fx, ok := fixtureFor(op.Path, p.Name)
 		if !ok {
-			t.Fatalf("%s: no fixture for the path parameter %q: add a line to fixtures in api/isolation_test.go", op, p.Name)
+			t.Fatalf("%s: no fixture for the path parameter %q: add a line to fixtures in the isolationLines of its area's test file (api/<area>_test.go)", op, p.Name)
 		}
 		req.ids[p.Name] = fx(o)
 		req.aggregate = req.ids[p.Name]
@@ -660,7 +660,7 @@ func (r *onceRun) sameKey(t *testing.T, op docOperation) {
 		control = r.burst(t, op, r.controlWS, creq.ids, craw, []string{ckey}, false)[0]
 	})
 	if control.status < 200 || control.status >= 300 {
-		t.Fatalf("%s: the owner's request is refused (%d); give it a valid body in bodies in api/isolation_test.go: %s", op, control.status, control.raw)
+		t.Fatalf("%s: the owner's request is refused (%d); give it a valid body in bodies in the isolationLines of its area's test file (api/<area>_test.go): %s", op, control.status, control.raw)
 	}
 	if dup, _ := control.meta()["duplicate"].(bool); dup {
 		t.Fatalf("%s: a first request answers as a replay: %s", op, control.raw)

@@ -25,6 +25,11 @@ var handoffActionSummaries = map[accountable.HandoffAction]string{
 	accountable.HandoffCancel:   "Cancel a handoff that has not ended (→ cancelled); its SLA timer stops.",
 }
 
+// handoffStore is the store of the Handoffs area.
+var handoffStore = needsStore[HandoffStore]()
+
+func init() { servesOperations(100, (*Server).handoffOperations) }
+
 // handoffOperations is the Handoffs area.
 func (s *Server) handoffOperations() []operation {
 	ops := []operation{
@@ -52,7 +57,7 @@ func (s *Server) handoffOperations() []operation {
 
 // createHandoff: POST /handoffs.
 func (s *Server) createHandoff(c *call, in *accountable.CreateHandoff) (accountable.Handoff, error) {
-	res, dup, err := s.deps.Handoffs.CreateHandoff(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := handoffStore.of(s).CreateHandoff(c.ctx, c.principal, c.idem, *in)
 	c.replayed(dup)
 	return res, err
 }
@@ -70,14 +75,14 @@ type handoffActionRequest struct {
 func (s *Server) actOnHandoff(c *call, in *handoffActionRequest, action accountable.HandoffAction) (accountable.Handoff, error) {
 	cmd := in.ActOnHandoff
 	cmd.HandoffID, cmd.Action = accountable.NormalizeUUID(in.handoffRef.HandoffID), action
-	res, dup, err := s.deps.Handoffs.ActOnHandoff(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := handoffStore.of(s).ActOnHandoff(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }
 
 // getHandoff: GET /handoffs/{handoffId}.
 func (s *Server) getHandoff(c *call, in *handoffRef) (accountable.Handoff, error) {
-	return s.deps.Handoffs.GetHandoff(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.HandoffID))
+	return handoffStore.of(s).GetHandoff(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.HandoffID))
 }
 
 type listHandoffsQuery struct {
@@ -90,6 +95,6 @@ type listHandoffsQuery struct {
 // in meta.
 func (s *Server) listHandoffs(c *call, in *listHandoffsQuery) ([]accountable.Handoff, error) {
 	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Handoff, *accountable.WorkCursor, error) {
-		return s.deps.Handoffs.ListHandoffs(c.ctx, c.principal.WorkspaceID, accountable.HandoffFilter{Limit: limit, After: after, Status: in.Status})
+		return handoffStore.of(s).ListHandoffs(c.ctx, c.principal.WorkspaceID, accountable.HandoffFilter{Limit: limit, After: after, Status: in.Status})
 	})
 }

@@ -11,6 +11,44 @@ import (
 	"github.com/accountablework/accountable/workflows"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"handoffId": (*owner).handoff,
+		},
+		listedBy: map[string]string{
+			"listHandoffs": "handoffId",
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"createHandoff": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"handoff_key": "iso", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff",
+					"sla_minutes": 60, "proof_requirements": []any{map[string]any{"kind": "note", "required": false}}}
+			},
+		},
+		preparations: map[string]func(o *owner, ids map[string]string){
+			"fulfillHandoff": func(o *owner, ids map[string]string) { o.moveHandoff(ids["handoffId"], "claim") },
+			"returnHandoff":  func(o *owner, ids map[string]string) { o.moveHandoff(ids["handoffId"], "claim") },
+		},
+	})
+}
+
+func (o *owner) handoff() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/handoffs", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"handoff_key": "owner", "from_stage_key": "a", "to_stage_key": "b", "title": "Owner's handoff " + o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
+}
+
+func (o *owner) moveHandoff(id string, actions ...string) {
+	o.t.Helper()
+	for _, a := range actions {
+		expect(o.t, o.e.do(request{method: "POST", path: "/handoffs/{handoffId}/" + a, params: map[string]string{"handoffId": id},
+			key: o.tenant.Key, body: map[string]any{}}), http.StatusOK, "")
+	}
+}
+
 var handoffFields = []string{"schemaVersion", "id", "workspaceId", "handoffKey", "fromStageKey", "toStageKey", "sourceProcessRef",
 	"sourceRevisionRef", "title", "summary", "priority", "slaMinutes", "dueAt", "currentActor", "proofRequirements", "result", "status",
 	"createdAt", "updatedAt", "aggregateVersion"}

@@ -149,7 +149,10 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); feed.Run(feedCtx) }()
 	t.Cleanup(func() { stopFeed(); <-feedDone })
-	deps := api.NewDeps(db, tc)
+	deps, err := api.NewDeps(db, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps.Feed = feed
 	for _, o := range opts {
 		o(&cfg, &deps)

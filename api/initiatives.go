@@ -37,6 +37,14 @@ type WorkflowRunner interface {
 	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
 }
 
+// proposalStore is the store of the Initiatives area's proposals.
+var proposalStore = needsStore[ProposalStore]()
+
+// initiativeStore is the store of the Initiatives area's initiatives.
+var initiativeStore = needsStore[InitiativeStore]()
+
+func init() { servesOperations(30, (*Server).initiativeOperations) }
+
 // initiativeOperations is the Initiatives area.
 func (s *Server) initiativeOperations() []operation {
 	return []operation{
@@ -73,7 +81,7 @@ func (s *Server) initiativeOperations() []operation {
 
 // commitInitiative: POST /initiatives.
 func (s *Server) commitInitiative(c *call, in *accountable.CommitInitiative) (accountable.InitiativeCommitted, error) {
-	res, dup, err := s.deps.Initiatives.CommitInitiative(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := initiativeStore.of(s).CommitInitiative(c.ctx, c.principal, c.idem, *in)
 	c.replayed(dup)
 	return res, err
 }
@@ -92,7 +100,7 @@ func (initiativeInclude) Enum() []any { return []any{"tree", "launches"} }
 // getInitiative: GET /initiatives/{initiativeId}.
 func (s *Server) getInitiative(c *call, in *initiativeQuery) (accountable.Initiative, error) {
 	tree, launches := slices.Contains(in.Include, "tree"), slices.Contains(in.Include, "launches")
-	out, err := s.deps.Initiatives.GetInitiative(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.InitiativeID), tree)
+	out, err := initiativeStore.of(s).GetInitiative(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.InitiativeID), tree)
 	if err == nil && launches {
 		out.Launches = []any{} // launches arrive with the Launches area
 	}
@@ -126,7 +134,7 @@ func (s *Server) listLiveInitiatives(c *call, in *offsetQuery) (LiveInitiatives,
 	if in.Offset != nil {
 		page.Offset = *in.Offset
 	}
-	list, more, err := s.deps.Initiatives.ListInitiatives(c.ctx, c.principal.WorkspaceID, page.Limit, page.Offset)
+	list, more, err := initiativeStore.of(s).ListInitiatives(c.ctx, c.principal.WorkspaceID, page.Limit, page.Offset)
 	if err != nil {
 		return LiveInitiatives{}, err
 	}
@@ -157,7 +165,7 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 	if perMinute <= 0 {
 		perMinute = DefaultProposalsPerMinute
 	}
-	claim, err := s.deps.Proposals.ClaimProposalGeneration(c.ctx, ws, c.idem, wfID, perMinute)
+	claim, err := proposalStore.of(s).ClaimProposalGeneration(c.ctx, ws, c.idem, wfID, perMinute)
 	switch {
 	case err != nil:
 		return zero, err
@@ -182,7 +190,7 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 		// The start failed: the claim is given back (no record, no spent rate slot). A start
 		// Temporal took as startCtx ran out may have begun a run all the same; without the
 		// claim it stores nothing (store's errClaimReleased), as this answer says.
-		if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, "", claim.Slot); rerr != nil {
+		if rerr := proposalStore.of(s).ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, "", claim.Slot); rerr != nil {
 			s.log.Warn("releasing a proposal generation that did not start", "err", rerr)
 		}
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -193,7 +201,7 @@ func (s *Server) proposeInitiative(c *call, in *accountable.ProposeInitiative) (
 		s.log.Warn("starting a proposal generation failed", "err", err)
 		return zero, accountable.Errorf(accountable.ECodeWorkflowUnavailable, "The workflow engine could not start the generation; nothing was stored; retry later.")
 	}
-	if err := s.deps.Proposals.SetWorkflowRun(c.ctx, ws, c.idem, run.GetRunID()); err != nil {
+	if err := proposalStore.of(s).SetWorkflowRun(c.ctx, ws, c.idem, run.GetRunID()); err != nil {
 		s.log.Warn("recording the run of a proposal generation", "err", err)
 	}
 	var p accountable.InitiativeProposal
@@ -232,7 +240,7 @@ func (s *Server) generationError(c *call, runID string, err error) error {
 		return c.ctx.Err()
 	}
 	ws := c.principal.WorkspaceID
-	if rerr := s.deps.Proposals.ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, runID, ""); rerr != nil {
+	if rerr := proposalStore.of(s).ReleaseProposalGeneration(context.WithoutCancel(c.ctx), ws, c.idem, runID, ""); rerr != nil {
 		s.log.Warn("releasing a failed proposal generation", "err", rerr)
 	}
 	s.log.Warn("a proposal generation failed", "err", err)
@@ -246,5 +254,5 @@ type proposalRef struct {
 
 // getInitiativeProposal: GET /initiatives/proposals/{proposalId}.
 func (s *Server) getInitiativeProposal(c *call, in *proposalRef) (accountable.InitiativeProposal, error) {
-	return s.deps.Proposals.GetProposal(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ProposalID))
+	return proposalStore.of(s).GetProposal(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ProposalID))
 }

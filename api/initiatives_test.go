@@ -18,7 +18,44 @@ import (
 	"github.com/accountablework/accountable/canonical"
 	baseline "github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/google/uuid"
 )
+
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"initiativeId": (*owner).initiative,
+			"proposalId":   (*owner).proposal,
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"commitInitiative": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"title": "Owner's new initiative", "summary": "from a title"}
+			},
+		},
+	})
+}
+
+func (o *owner) initiative() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/initiatives", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's initiative " + o.marker}})
+	expect(o.t, r, http.StatusCreated, "")
+	initiative := r.data()["initiative"].(map[string]any)["id"].(string)
+	r = o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's planned task " + o.marker, "initiative_id": initiative,
+			"workstream_id": uuid.Must(uuid.NewV7()).String(), "milestone_id": uuid.Must(uuid.NewV7()).String()}})
+	expect(o.t, r, http.StatusCreated, "")
+	return initiative
+}
+
+func (o *owner) proposal() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/initiatives/proposals", key: o.tenant.Key, body: map[string]any{"title": "Owner's plan " + o.marker},
+		headers: map[string]string{"Idempotency-Key": uniqueKey("owner")}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["proposal_id"].(string)
+}
 
 func propose(e *env, key, idemKey string, body any) response {
 	headers := map[string]string{}

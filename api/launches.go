@@ -19,6 +19,11 @@ type LaunchStore interface {
 		in accountable.RunActionRequest) (accountable.Run, bool, error)
 }
 
+// launchStore is the store of the Launches and Runs areas.
+var launchStore = needsStore[LaunchStore]()
+
+func init() { servesOperations(50, (*Server).launchOperations) }
+
 // launchOperations is the Launches and Runs areas.
 func (s *Server) launchOperations() []operation {
 	return []operation{
@@ -61,7 +66,7 @@ type runActionCall struct {
 
 // actOnRun: POST /runs/{runId}/actions/{pause|resume|cancel|rollback}.
 func (s *Server) actOnRun(c *call, in *runActionCall, action accountable.RunAction) (accountable.Run, error) {
-	res, dup, err := s.deps.Launches.ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest)
+	res, dup, err := launchStore.of(s).ActOnRun(c.ctx, c.principal, c.idem, accountable.NormalizeUUID(in.runRef.RunID), action, in.RunActionRequest)
 	c.replayed(dup)
 	return res, err
 }
@@ -75,7 +80,7 @@ type launchRequest struct {
 func (s *Server) launchInitiative(c *call, in *launchRequest) (accountable.Launch, error) {
 	cmd := in.LaunchInitiative
 	cmd.InitiativeID = accountable.NormalizeUUID(in.InitiativeID)
-	res, dup, err := s.deps.Launches.LaunchInitiative(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := launchStore.of(s).LaunchInitiative(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }
@@ -91,7 +96,7 @@ const projectionCurrent = "current"
 func (s *Server) getLaunch(c *call, in *launchRef) (accountable.Launch, error) {
 	status := projectionCurrent
 	c.meta.ProjectionStatus = &status
-	return s.deps.Launches.GetLaunch(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.LaunchID))
+	return launchStore.of(s).GetLaunch(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.LaunchID))
 }
 
 type runRef struct {
@@ -107,14 +112,14 @@ type finalizeRequest struct {
 func (s *Server) finalizeRun(c *call, in *finalizeRequest) (accountable.Run, error) {
 	cmd := in.FinalizeRun
 	cmd.RunID = accountable.NormalizeUUID(in.runRef.RunID)
-	res, dup, err := s.deps.Launches.FinalizeRun(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := launchStore.of(s).FinalizeRun(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	return res, err
 }
 
 // getRun: GET /runs/{runId}.
 func (s *Server) getRun(c *call, in *runRef) (accountable.Run, error) {
-	return s.deps.Launches.GetRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
+	return launchStore.of(s).GetRun(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.RunID))
 }
 
 type listRunsQuery struct {
@@ -132,6 +137,6 @@ func (s *Server) listRuns(c *call, in *listRunsQuery) ([]accountable.Run, error)
 		launch = &id
 	}
 	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.Run, *accountable.WorkCursor, error) {
-		return s.deps.Launches.ListRuns(c.ctx, c.principal.WorkspaceID, launch, limit, after)
+		return launchStore.of(s).ListRuns(c.ctx, c.principal.WorkspaceID, launch, limit, after)
 	})
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +9,86 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
+
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"launchId": (*owner).launch,
+			"runId":    (*owner).run,
+		},
+		listedBy: map[string]string{
+			"listRuns": "runId",
+		},
+		queryProbes: map[string][]string{
+			"listRuns": {"launch_id={launchId}"},
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"launchInitiative": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"model_tier": "standard", "autonomy": "manual", "cost_ceiling_cents": 100000}
+			},
+			"finalizeRun": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 10, "summary": "done"}
+			},
+		},
+		preparations: map[string]func(o *owner, ids map[string]string){
+			"resumeRun": func(o *owner, ids map[string]string) {
+				o.t.Helper()
+				expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/actions/pause", params: map[string]string{"runId": ids["runId"]},
+					key: o.tenant.Key, body: map[string]any{}}), http.StatusOK, "")
+			},
+			"rollbackRun": func(o *owner, ids map[string]string) {
+				o.t.Helper()
+				expect(o.t, o.e.do(request{method: "POST", path: "/runs/{runId}/finalize", params: map[string]string{"runId": ids["runId"]},
+					key: o.tenant.Key, body: map[string]any{"status": "succeeded", "outcome_kind": "shipped", "cost_cents": 1}}), http.StatusOK, "")
+			},
+		},
+	})
+}
+
+// launch launches a committed proposal's initiative of one workstream and waits for its run.
+func (o *owner) launch() string {
+	o.t.Helper()
+	id, _ := o.launchWithRun()
+	return id
+}
+
+func (o *owner) run() string {
+	o.t.Helper()
+	_, run := o.launchWithRun()
+	return run
+}
+
+func (o *owner) launchWithRun() (string, string) {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/initiatives/proposals", key: o.tenant.Key,
+		body: map[string]any{"title": "Owner's launch " + o.marker, "depth": "workstreams", "generation": map[string]any{"max_workstreams": 1},
+			"workstreams": []any{map[string]any{"name": "Lane " + o.marker, "expected_budget_usd": 1}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	c := o.e.do(request{method: "POST", path: "/initiatives", key: o.tenant.Key,
+		body: map[string]any{"proposal_id": r.data()["proposal_id"], "proposal_digest": r.data()["proposal_digest"]}})
+	expect(o.t, c, http.StatusCreated, "")
+	l := o.e.do(request{method: "POST", path: "/initiatives/{initiativeId}/launch", key: o.tenant.Key,
+		params: map[string]string{"initiativeId": c.data()["initiative"].(map[string]any)["id"].(string)},
+		body:   map[string]any{"cost_ceiling_cents": 100000}})
+	expect(o.t, l, http.StatusAccepted, "")
+	id := l.data()["launch_id"].(string)
+	// The matrix runs without a relay (nothing moves in the background): the launch's job
+	// is reserved and dispatched here by the commands its workflow's activities run.
+	ctx, ws := context.Background(), l.meta()["workspaceId"].(string)
+	jobs, err := o.e.db.LaunchJobIDs(ctx, ws, id)
+	if err != nil || len(jobs) != 1 {
+		o.t.Fatalf("the owner's launch has jobs %v: %v", jobs, err)
+	}
+	if res, err := o.e.db.ReserveJob(ctx, ws, id, jobs[0], false); err != nil || !res.Reserved {
+		o.t.Fatalf("reserving the owner's job: %+v %v", res, err)
+	}
+	run, err := o.e.db.DispatchJob(ctx, ws, id, jobs[0])
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return id, run
+}
 
 // launchable commits an initiative of two workstreams estimated at 1000 and 500 cents.
 func launchable(t *testing.T, e *env, key string) string {

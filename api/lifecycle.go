@@ -13,6 +13,11 @@ type LifecycleStore interface {
 	ApplyLifecycle(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.ApplyLifecycle) (accountable.LifecycleResult, bool, error)
 }
 
+// lifecycleStore is the store of the Lifecycle area.
+var lifecycleStore = needsStore[LifecycleStore]()
+
+func init() { servesOperations(60, (*Server).lifecycleOperations) }
+
 // lifecycleOperations is the Lifecycle area.
 func (s *Server) lifecycleOperations() []operation {
 	return []operation{
@@ -31,7 +36,7 @@ func (s *Server) lifecycleOperations() []operation {
 func (s *Server) applyLifecycle(c *call, in *accountable.ApplyLifecycle) (accountable.LifecycleResult, error) {
 	cmd := *in
 	cmd.ID = accountable.NormalizeUUID(cmd.ID)
-	res, dup, err := s.deps.Lifecycle.ApplyLifecycle(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := lifecycleStore.of(s).ApplyLifecycle(c.ctx, c.principal, c.idem, cmd)
 	c.replayed(dup)
 	if err == nil && !res.OK {
 		c.status = fiber.StatusUnprocessableEntity

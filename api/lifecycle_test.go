@@ -8,6 +8,22 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"applyLifecycle": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"level": "task", "id": o.task(), "action": "cancel", "reason": "isolation"}
+			},
+		},
+		ownBodies: map[string]func(e *env, key string) map[string]any{
+			"applyLifecycle": func(e *env, key string) map[string]any {
+				return map[string]any{"level": "task", "id": createWork(e.t, e, key, "B's task"), "action": "cancel"}
+			},
+		},
+	})
+}
+
 func TestLifecycle(t *testing.T) {
 	e := newEnv(t, nil)
 	tenant := storetest.NewTenant(t, e.db)

@@ -17,6 +17,11 @@ type ProcessStore interface {
 	ListProcesses(ctx context.Context, workspaceID string, f accountable.ProcessFilter) ([]accountable.OperatingProcess, *accountable.WorkCursor, error)
 }
 
+// processStore is the store of the Operating processes area.
+var processStore = needsStore[ProcessStore]()
+
+func init() { servesOperations(70, (*Server).processOperations) }
+
 // processOperations is the Operating processes area.
 func (s *Server) processOperations() []operation {
 	ops := []operation{
@@ -67,7 +72,7 @@ func mustApply(a accountable.ProcessAction) accountable.ProcessState {
 
 // declareProcess: POST /operating-processes.
 func (s *Server) declareProcess(c *call, in *accountable.DeclareProcess) (accountable.ProcessChanged, error) {
-	res, dup, err := s.deps.Processes.DeclareProcess(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := processStore.of(s).DeclareProcess(c.ctx, c.principal, c.idem, *in)
 	return replayedChange(c, res, dup), err
 }
 
@@ -94,7 +99,7 @@ type reviseRequest struct {
 func (s *Server) reviseProcess(c *call, in *reviseRequest) (accountable.ProcessChanged, error) {
 	cmd := in.ReviseProcess
 	cmd.ProcessID = accountable.NormalizeUUID(in.processRef.ProcessID)
-	res, dup, err := s.deps.Processes.ReviseProcess(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := processStore.of(s).ReviseProcess(c.ctx, c.principal, c.idem, cmd)
 	return replayedChange(c, res, dup), err
 }
 
@@ -107,13 +112,13 @@ type transitionRequest struct {
 func (s *Server) transitionProcess(c *call, in *transitionRequest, action accountable.ProcessAction) (accountable.ProcessChanged, error) {
 	cmd := in.TransitionProcess
 	cmd.ProcessID, cmd.Action = accountable.NormalizeUUID(in.processRef.ProcessID), action
-	res, dup, err := s.deps.Processes.TransitionProcess(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := processStore.of(s).TransitionProcess(c.ctx, c.principal, c.idem, cmd)
 	return replayedChange(c, res, dup), err
 }
 
 // getProcess: GET /operating-processes/{processId}.
 func (s *Server) getProcess(c *call, in *processRef) (accountable.ProcessDetail, error) {
-	return s.deps.Processes.GetProcess(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ProcessID))
+	return processStore.of(s).GetProcess(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ProcessID))
 }
 
 type listProcessesQuery struct {
@@ -127,7 +132,7 @@ type listProcessesQuery struct {
 // so), paging in meta.
 func (s *Server) listProcesses(c *call, in *listProcessesQuery) ([]accountable.OperatingProcess, error) {
 	return newestFirst(c, in.Limit, in.Cursor, func(limit int, after *accountable.WorkCursor) ([]accountable.OperatingProcess, *accountable.WorkCursor, error) {
-		return s.deps.Processes.ListProcesses(c.ctx, c.principal.WorkspaceID, accountable.ProcessFilter{Limit: limit, After: after,
+		return processStore.of(s).ListProcesses(c.ctx, c.principal.WorkspaceID, accountable.ProcessFilter{Limit: limit, After: after,
 			LifecycleState: in.LifecycleState, ProvenanceMode: in.ProvenanceMode})
 	})
 }

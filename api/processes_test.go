@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"sort"
@@ -9,6 +10,80 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
 )
+
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	lines := isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"processId": (*owner).process,
+		},
+		listedBy: map[string]string{
+			"listOperatingProcesses": "processId",
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"declareOperatingProcess": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"name": "Owner's process", "purpose": "Isolation", "stages": []any{map[string]any{"key": "a", "name": "A"}},
+					"value_recipient_refs": []any{map[string]any{"id": "customers"}}, "tags": []any{"iso"}}
+			},
+			"reviseOperatingProcess": func(o *owner, ids map[string]string) map[string]any {
+				return map[string]any{"stages": []any{map[string]any{"key": "a", "name": "A"}, map[string]any{"key": "b", "name": "B"}},
+					"expected_aggregate_version": o.processVersion(ids["processId"])}
+			},
+		},
+		preparations: map[string]func(o *owner, ids map[string]string){
+			"proposeOperatingProcess":   func(o *owner, ids map[string]string) { o.discovered(ids["processId"]) },
+			"shadowOperatingProcess":    func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm") },
+			"activateOperatingProcess":  func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm") },
+			"changeOperatingProcess":    func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm", "activate") },
+			"deprecateOperatingProcess": func(o *owner, ids map[string]string) { o.moveProcess(ids["processId"], "confirm", "activate") },
+			"retireOperatingProcess": func(o *owner, ids map[string]string) {
+				o.moveProcess(ids["processId"], "confirm", "activate", "deprecate")
+			},
+		},
+	}
+	// Every lifecycle action takes the process's version and a reason.
+	for _, a := range accountable.ProcessActions {
+		lines.bodies[string(a)+"OperatingProcess"] = func(o *owner, ids map[string]string) map[string]any {
+			return map[string]any{"expected_aggregate_version": o.processVersion(ids["processId"]), "reason": "isolation"}
+		}
+	}
+	isolationCovers(lines)
+}
+
+func (o *owner) process() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/operating-processes", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"name": "Owner's process " + o.marker, "purpose": "Isolation", "stages": []any{map[string]any{"key": "a", "name": "A"}}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["process"].(map[string]any)["id"].(string)
+}
+
+func (o *owner) processVersion(id string) float64 {
+	o.t.Helper()
+	r := o.e.do(request{method: "GET", path: "/operating-processes/{processId}", params: map[string]string{"processId": id}, key: o.tenant.Key})
+	expect(o.t, r, http.StatusOK, "")
+	return r.data()["aggregateVersion"].(float64)
+}
+
+func (o *owner) moveProcess(id string, actions ...string) {
+	o.t.Helper()
+	for _, a := range actions {
+		expect(o.t, o.e.do(request{method: "POST", path: "/operating-processes/{processId}/" + a, params: map[string]string{"processId": id},
+			key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+			body: map[string]any{"expected_aggregate_version": o.processVersion(id)}}), http.StatusOK, "")
+	}
+}
+
+// discovered puts the owner's process in the state discovery leaves processes in. Until
+// discovery runs propose candidates (issue 7), SQL does what such a proposal would.
+func (o *owner) discovered(id string) {
+	o.t.Helper()
+	if _, err := o.conn.Exec(context.Background(), `UPDATE operating_processes SET lifecycle_state = 'discovered',
+		doc = jsonb_set(jsonb_set(doc, '{lifecycleState}', '"discovered"'), '{provenanceMode}', '"observed"'), provenance_mode = 'observed'
+		WHERE workspace_id = $1 AND id = $2`, o.tenant.Principal.WorkspaceID, id); err != nil {
+		o.t.Fatal(err)
+	}
+}
 
 // The specification's field tables (no extra properties allowed in either).
 var (

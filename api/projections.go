@@ -21,6 +21,11 @@ type ProjectionStore interface {
 const projectionsNote = " Derived from the workspace's ledger events alone, when read (freshness.mode computed_on_read); " +
 	"limitations says what the figures cannot know."
 
+// projectionStore is the store of the Projections area.
+var projectionStore = needsStore[ProjectionStore]()
+
+func init() { servesOperations(160, (*Server).projectionOperations) }
+
 // projectionOperations are the Projections area.
 func (s *Server) projectionOperations() []operation {
 	return []operation{
@@ -81,20 +86,20 @@ func (s *Server) workLedger(c *call, in *workLedgerQuery) (accountable.WorkLedge
 	if err != nil {
 		return accountable.WorkLedgerProjection{}, err
 	}
-	return s.deps.Projections.WorkLedger(c.ctx, c.principal.WorkspaceID, w)
+	return projectionStore.of(s).WorkLedger(c.ctx, c.principal.WorkspaceID, w)
 }
 
 // adoption: GET /projections/adoption.
 func (s *Server) adoption(c *call, in *periodQuery) (accountable.AdoptionProjection, error) {
-	return s.deps.Projections.Adoption(c.ctx, c.principal.WorkspaceID, in.period())
+	return projectionStore.of(s).Adoption(c.ctx, c.principal.WorkspaceID, in.period())
 }
 
 // valueCase: GET /projections/value-case.
 func (s *Server) valueCase(c *call, in *periodQuery) (accountable.ValueCaseProjection, error) {
-	return s.deps.Projections.ValueCase(c.ctx, c.principal.WorkspaceID, in.period())
+	return projectionStore.of(s).ValueCase(c.ctx, c.principal.WorkspaceID, in.period())
 }
 
 // meterUsage: GET /projections/meter-usage.
 func (s *Server) meterUsage(c *call, in *periodQuery) (accountable.MeterUsageProjection, error) {
-	return s.deps.Projections.MeterUsage(c.ctx, c.principal.WorkspaceID, in.period())
+	return projectionStore.of(s).MeterUsage(c.ctx, c.principal.WorkspaceID, in.period())
 }

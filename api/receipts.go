@@ -47,6 +47,11 @@ type receiptArea struct {
 	validator receipt.ReceiptValidator
 }
 
+// receiptStore is the store of the Receipt import area.
+var receiptStore = needsStore[ReceiptStore]()
+
+func init() { servesOperations(120, (*Server).receiptOperations) }
+
 // receiptOperations are the Receipt validation and Receipt import areas.
 func (s *Server) receiptOperations() []operation {
 	schema, err := receiptschema.Load()
@@ -261,7 +266,7 @@ func (a *receiptArea) importReceipt(c *call, _ *struct{}) (receipt.ReceiptImport
 		idem = &accountable.Idempotency{Key: cmd.ReceiptImportKey(), Operation: opImportReceipt}
 	}
 	idem.RequestDigest = cmd.Digest
-	out, dup, err := a.s.deps.Receipts.ImportReceipt(c.ctx, c.principal, idem, cmd)
+	out, dup, err := receiptStore.of(a.s).ImportReceipt(c.ctx, c.principal, idem, cmd)
 	if err != nil {
 		return out, err
 	}

@@ -24,6 +24,21 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"importReceipt":   func(*owner, map[string]string) map[string]any { return receiptImportBody() },
+			"validateReceipt": func(*owner, map[string]string) map[string]any { return receiptValidateBody() },
+		},
+		publicOperations: map[string]string{
+			// Receipt validation: a pure function of the body (and the server's signer keys).
+			"describeReceiptValidation": "receipt validation: the same rules for everyone",
+			"validateReceipt":           "receipt validation: a pure function of the body, nothing read or stored",
+		},
+	})
+}
+
 // The Agent Work Receipt fixtures (testdata/agent-work-receipt at the module root).
 func receiptFixture(t testing.TB, name string) []byte {
 	t.Helper()

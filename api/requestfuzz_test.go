@@ -281,7 +281,7 @@ func (f *fuzzer) resources(o *owner, n int) map[string][]string {
 			}
 			fx, ok := fixtures[key]
 			if !ok {
-				f.t.Fatalf("%s: no fixture for the path parameter %q: add one to fixtures in api/isolation_test.go", op, p.Name)
+				f.t.Fatalf("%s: no fixture for the path parameter %q: add one to fixtures in the isolationLines of its area's test file (api/<area>_test.go)", op, p.Name)
 			}
 			for range n {
 				out[key] = append(out[key], fx(o))

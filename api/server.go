@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -104,22 +103,6 @@ type Config struct {
 	WebhookMaxEndpoints int
 }
 
-// WorkStore is what the Work area needs.
-type WorkStore interface {
-	CreateWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateWork) (accountable.WorkCreated, bool, error)
-	GetWork(ctx context.Context, workspaceID, taskID string) (accountable.Task, error)
-	ListWork(ctx context.Context, workspaceID string, f accountable.WorkFilter) ([]accountable.Task, *accountable.WorkCursor, error)
-	CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error)
-}
-
-// LedgerStore is what the Events area needs.
-type LedgerStore interface {
-	StreamEvents(ctx context.Context, workspaceID string, f accountable.EventFilter) (accountable.EventPage, error)
-	VerifyLedger(ctx context.Context, workspaceID string, scope accountable.LedgerScope) (accountable.LedgerVerification, error)
-	StartLedgerVerification(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, id string) (accountable.LedgerVerificationJob, bool, error)
-	GetLedgerVerification(ctx context.Context, workspaceID, id string) (accountable.LedgerVerificationJob, error)
-}
-
 // KeyStore is what authentication needs.
 type KeyStore interface {
 	KeyByPrefix(ctx context.Context, prefix string) (accountable.APIKey, []byte, error)
@@ -174,27 +157,13 @@ func (m metrics) request(route, method string, status int, d time.Duration) {
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Work      WorkStore
-	Ledger    LedgerStore
+	// stores are the areas' stores, by slot (needsStore): bound by NewDeps.
+	stores    []any
 	Keys      KeyStore
 	DB        Pinger
 	Workflows WorkflowEngine
 	// Runner starts workflow-backed operations and waits for them (the Temporal client).
-	Runner      WorkflowRunner
-	Proposals   ProposalStore
-	Initiatives InitiativeStore
-	Decisions   DecisionStore
-	Launches    LaunchStore
-	Lifecycle   LifecycleStore
-	Processes   ProcessStore
-	Handoffs    HandoffStore
-	Discovery   DiscoveryStore
-	Episodes    EpisodeStore
-	Controllers ControllerStore
-	Receipts    ReceiptStore
-	Artifacts   ArtifactStore
-	Projections ProjectionStore
-	Webhooks    WebhookStore
+	Runner WorkflowRunner
 	// Settings serves the key settings page and its sign-in (none: no page).
 	Settings SettingsStore
 	// OAuth is the authorization server of MCP clients (none: no OAuth, no token).
@@ -206,28 +175,13 @@ type Deps struct {
 	MetricsHandler fiber.Handler
 }
 
-// Stores is everything the API reads and writes through its store interfaces: one
-// *store.DB in the service and in the API tests (their calls of NewDeps check it when
-// they compile, so api need not import store).
+// Stores is what NewDeps binds: one *store.DB in the service and in the API tests (api
+// does not import store). The stores of authentication, readiness and the settings page
+// are checked when its calls compile; the areas' own (needsStore, declared in each area's
+// file) when it runs.
 type Stores interface {
-	WorkStore
-	LedgerStore
 	KeyStore
 	Pinger
-	ProposalStore
-	InitiativeStore
-	DecisionStore
-	LaunchStore
-	LifecycleStore
-	ProcessStore
-	HandoffStore
-	DiscoveryStore
-	EpisodeStore
-	ControllerStore
-	ReceiptStore
-	ArtifactStore
-	ProjectionStore
-	WebhookStore
 	SettingsStore
 }
 
@@ -239,13 +193,15 @@ type WorkflowClient interface {
 
 // NewDeps binds every store and workflow interface of Deps: the service (cmd) and the API
 // tests both build their Deps here, so that an area's store cannot be wired in one and
-// forgotten in the other (TestNewDepsBindsEveryStore). What differs per process (the key
-// cache, the feed, OAuth, metrics) is set on the result.
-func NewDeps(stores Stores, temporal WorkflowClient) Deps {
-	return Deps{Work: stores, Ledger: stores, Keys: stores, DB: stores, Workflows: temporal, Runner: temporal,
-		Proposals: stores, Initiatives: stores, Decisions: stores, Launches: stores, Lifecycle: stores,
-		Processes: stores, Handoffs: stores, Discovery: stores, Episodes: stores, Controllers: stores,
-		Receipts: stores, Artifacts: stores, Projections: stores, Webhooks: stores, Settings: stores}
+// forgotten in the other (TestNewDepsBindsEveryStore). It fails, naming the interface and
+// the method, when stores lacks a store interface an area registered. What differs per
+// process (the key cache, the feed, OAuth, metrics) is set on the result.
+func NewDeps(stores Stores, temporal WorkflowClient) (Deps, error) {
+	areas, err := bindStores(stores)
+	if err != nil {
+		return Deps{}, err
+	}
+	return Deps{stores: areas, Keys: stores, DB: stores, Workflows: temporal, Runner: temporal, Settings: stores}, nil
 }
 
 // Server is the HTTP API.
@@ -367,12 +323,6 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	s.refuseUnknownMethods()
 	s.routes()
 	return s, nil
-}
-
-// operations is the one table of v1 operations, area by area; it is mounted at /api/v1
-// and /api/client and is the source of the OpenAPI document.
-func (s *Server) operations() []operation {
-	return slices.Concat(s.discoveryOperations(), s.workOperations(), s.initiativeOperations(), s.decisionOperations(), s.launchOperations(), s.lifecycleOperations(), s.processOperations(), s.discoveryRunOperations(), s.episodeOperations(), s.handoffOperations(), s.controllerOperations(), s.receiptOperations(), s.doctorOperations(), s.artifactOperations(), s.studioOperations(), s.projectionOperations(), s.eventOperations(), s.webhookOperations(), s.serviceOperations())
 }
 
 // App returns the Fiber app (tests serve it on their own listener).

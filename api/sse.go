@@ -244,7 +244,7 @@ func (s *Server) readForStreams(workspaceID string, f accountable.EventFilter) (
 	v, err, _ := s.streamReads.Do(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(s.streams, 15*time.Second)
 		defer cancel()
-		page, err := s.deps.Ledger.StreamEvents(ctx, workspaceID, f)
+		page, err := ledgerStore.of(s).StreamEvents(ctx, workspaceID, f)
 		if err != nil {
 			return nil, err
 		}

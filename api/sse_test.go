@@ -248,8 +248,7 @@ func TestEventStreamSendsHeldEventsOnceTheyAreReadable(t *testing.T) {
 func TestEventStreamHearsOtherProcesses(t *testing.T) {
 	var ledger *countingLedger
 	e := newEnv(t, nil, func(_ *api.Config, d *api.Deps) {
-		ledger = &countingLedger{LedgerStore: d.Ledger}
-		d.Ledger = ledger
+		api.WrapStore(d, func(l api.LedgerStore) api.LedgerStore { ledger = &countingLedger{LedgerStore: l}; return ledger })
 	})
 	key := storetest.NewTenant(t, e.db).Key
 	s := e.openStream(t, key, "event_type=work.created&poll_ms=10000", nil)
@@ -279,8 +278,7 @@ func (l *countingLedger) StreamEvents(ctx context.Context, workspaceID string, f
 func TestEventStreamIdleCostsNoQueries(t *testing.T) {
 	var ledger *countingLedger
 	e := newEnv(t, nil, func(_ *api.Config, d *api.Deps) {
-		ledger = &countingLedger{LedgerStore: d.Ledger}
-		d.Ledger = ledger
+		api.WrapStore(d, func(l api.LedgerStore) api.LedgerStore { ledger = &countingLedger{LedgerStore: l}; return ledger })
 	})
 	key := storetest.NewTenant(t, e.db).Key
 	s := e.openStream(t, key, "event_type=work.completed&stream_ms=6500", nil)

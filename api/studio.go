@@ -9,6 +9,8 @@ import (
 	"github.com/accountablework/accountable/workload"
 )
 
+func init() { servesOperations(150, (*Server).studioOperations) }
+
 // studioOperations are the Content Studio area: the estimate, the showcase and the
 // checkout, in the public clients' shapes. Their answers are in the {data, meta} envelope,
 // although both clients read {estimateId, ...} and {examples, total, hasMore} from the body

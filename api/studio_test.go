@@ -15,6 +15,15 @@ import (
 	"github.com/accountablework/accountable/workload"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		notOfferedOperations: map[string]string{
+			"checkoutStudio": "a self-hosted service sells nothing: 501 not_offered for every caller",
+		},
+	})
+}
+
 // POST /studio/checkout, which the public clients call to buy an estimate ({estimateId}):
 // a self-hosted service sells nothing, so an authenticated request is answered 501
 // not_offered from the catalogue (not 404 route_not_found), with an estimate or without,

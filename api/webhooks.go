@@ -20,6 +20,11 @@ type WebhookStore interface {
 
 const webhooksArea = "Webhooks"
 
+// webhookStore is the store of the Webhooks area.
+var webhookStore = needsStore[WebhookStore]()
+
+func init() { servesOperations(180, (*Server).webhookOperations) }
+
 // webhookOperations are the Webhooks area (CONTRACT.md, "Events and webhooks").
 func (s *Server) webhookOperations() []operation {
 	return []operation{
@@ -72,7 +77,7 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 	if limit <= 0 {
 		limit = accountable.DefaultWebhookMaxEndpoints
 	}
-	reg, dup, err := s.deps.Webhooks.RegisterWebhook(c.ctx, c.principal, c.idem, *in, limit,
+	reg, dup, err := webhookStore.of(s).RegisterWebhook(c.ctx, c.principal, c.idem, *in, limit,
 		func(id string) []byte { return key.Seal(id, secret) })
 	if err != nil {
 		return reg, err
@@ -87,7 +92,7 @@ func (s *Server) registerWebhook(c *call, in *accountable.RegisterWebhook) (acco
 // listWebhooks: GET /webhooks. data is the array, every endpoint (a workspace has at most
 // WEBHOOK_MAX_ENDPOINTS, so there is no next page), meta.count how many.
 func (s *Server) listWebhooks(c *call, _ *struct{}) ([]accountable.Webhook, error) {
-	list, err := s.deps.Webhooks.ListWebhooks(c.ctx, c.principal.WorkspaceID)
+	list, err := webhookStore.of(s).ListWebhooks(c.ctx, c.principal.WorkspaceID)
 	n := len(list)
 	c.meta.Count = &n
 	return list, err
@@ -95,7 +100,7 @@ func (s *Server) listWebhooks(c *call, _ *struct{}) ([]accountable.Webhook, erro
 
 // deleteWebhook: DELETE /webhooks/{webhookId}.
 func (s *Server) deleteWebhook(c *call, in *webhookRef) (accountable.Webhook, error) {
-	return s.deps.Webhooks.DeleteWebhook(c.ctx, c.principal, accountable.NormalizeUUID(in.WebhookID))
+	return webhookStore.of(s).DeleteWebhook(c.ctx, c.principal, accountable.NormalizeUUID(in.WebhookID))
 }
 
 // listWebhookDeliveries: GET /webhooks/{webhookId}/deliveries.
@@ -104,7 +109,7 @@ func (s *Server) listWebhookDeliveries(c *call, in *webhookDeliveriesQuery) ([]a
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
-	list, err := s.deps.Webhooks.ListWebhookAttempts(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.WebhookID), limit)
+	list, err := webhookStore.of(s).ListWebhookAttempts(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.WebhookID), limit)
 	n := len(list)
 	c.meta.Count, c.meta.Limit = &n, &limit
 	return list, err

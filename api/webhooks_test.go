@@ -22,6 +22,27 @@ import (
 	"github.com/accountablework/accountable/workflows"
 )
 
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"webhookId": (*owner).webhook,
+		},
+		listedBy: map[string]string{
+			"listWebhooks": "webhookId",
+		},
+	})
+}
+
+// webhook registers an endpoint (the matrix's envs are quiet: nothing is delivered).
+func (o *owner) webhook() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/webhooks", key: o.tenant.Key,
+		body: map[string]any{"url": "https://hooks.example.com/" + o.marker, "event_types": []string{"work.created"}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["id"].(string)
+}
+
 // receiver is a webhook receiver as docs/events.md shows one: it verifies the signature over
 // the raw body and refuses a stale timestamp; failNext makes it answer 500 that many times.
 type receiver struct {

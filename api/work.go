@@ -1,11 +1,26 @@
 package api
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/cursors"
 )
+
+// WorkStore is what the Work area needs.
+type WorkStore interface {
+	CreateWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CreateWork) (accountable.WorkCreated, bool, error)
+	GetWork(ctx context.Context, workspaceID, taskID string) (accountable.Task, error)
+	ListWork(ctx context.Context, workspaceID string, f accountable.WorkFilter) ([]accountable.Task, *accountable.WorkCursor, error)
+	CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error)
+}
+
+// workStore is the store of the Work area.
+var workStore = needsStore[WorkStore]()
+
+func init() { servesOperations(20, (*Server).workOperations) }
 
 // workOperations is the Work area.
 func (s *Server) workOperations() []operation {
@@ -28,7 +43,7 @@ func (s *Server) workOperations() []operation {
 
 // createWork: POST /work.
 func (s *Server) createWork(c *call, in *accountable.CreateWork) (accountable.WorkCreated, error) {
-	res, dup, err := s.deps.Work.CreateWork(c.ctx, c.principal, c.idem, *in)
+	res, dup, err := workStore.of(s).CreateWork(c.ctx, c.principal, c.idem, *in)
 	res.Duplicate = dup
 	c.replayed(dup)
 	return res, err
@@ -40,7 +55,7 @@ type workRef struct {
 
 // getWork: GET /work/{taskId}.
 func (s *Server) getWork(c *call, in *workRef) (accountable.Task, error) {
-	return s.deps.Work.GetWork(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.TaskID))
+	return workStore.of(s).GetWork(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.TaskID))
 }
 
 type listWorkQuery struct {
@@ -62,7 +77,7 @@ func (s *Server) listWork(c *call, in *listWorkQuery) ([]accountable.Task, error
 		if in.UpdatedSince != nil {
 			f.UpdatedSince = &in.UpdatedSince.Time
 		}
-		return s.deps.Work.ListWork(c.ctx, c.principal.WorkspaceID, f)
+		return workStore.of(s).ListWork(c.ctx, c.principal.WorkspaceID, f)
 	})
 }
 
@@ -75,7 +90,7 @@ type completeWorkRequest struct {
 func (s *Server) completeWork(c *call, in *completeWorkRequest) (accountable.WorkCompletion, error) {
 	cmd := in.CompleteWork
 	cmd.TaskID = accountable.NormalizeUUID(in.workRef.TaskID)
-	res, dup, err := s.deps.Work.CompleteWork(c.ctx, c.principal, c.idem, cmd)
+	res, dup, err := workStore.of(s).CompleteWork(c.ctx, c.principal, c.idem, cmd)
 	res.Duplicate = dup
 	c.replayed(dup)
 	return res, err

@@ -14,7 +14,48 @@ import (
 	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
+	"github.com/google/uuid"
 )
+
+// The isolation matrix's lines of the area (isolation_test.go).
+func init() {
+	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"taskId": (*owner).task,
+		},
+		listedBy: map[string]string{
+			"listWork": "taskId",
+		},
+		queryProbes: map[string][]string{
+			"listWork": {"initiative_id={initiativeId}"},
+		},
+		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
+			"createWork": func(o *owner, _ map[string]string) map[string]any {
+				return map[string]any{"title": "Quarterly report", "description": "with figures", "priority": "high",
+					"due_date": "2026-12-01", "metadata": map[string]any{"source": "isolation"}, "estimated_cost_cents": 1200,
+					"initiative_id": uuid.NewString(), "workstream_id": uuid.NewString(), "milestone_id": uuid.NewString(),
+					"command_id": "cmd-1", "correlation_id": "conv-1"}
+			},
+			"completeWork": func(o *owner, ids map[string]string) map[string]any {
+				return map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped",
+					"measured_duration_hours": 1.5, "cost_cents": 300, "evidence": map[string]any{"links": []any{"https://example.com/pr/1"}}}
+			},
+		},
+	})
+}
+
+func (o *owner) task() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/work", key: o.tenant.Key, headers: map[string]string{"Idempotency-Key": uniqueKey("owner")},
+		body: map[string]any{"title": "Owner's task " + o.marker, "metadata": map[string]any{"owner": o.marker}}})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["taskId"].(string)
+}
+
+func (o *owner) versionToken(taskID string) string {
+	o.t.Helper()
+	return getWork(o.t, o.e, o.tenant.Key, taskID)["concurrency"].(map[string]any)["version_token"].(string)
+}
 
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)

@@ -1,5 +1,18 @@
 package payload
 
+import "github.com/accountablework/accountable"
+
+// The payload types of these events (Types).
+func init() {
+	describes[WorkspaceCreated](accountable.EventWorkspaceCreated)
+	describes[UserCreated](accountable.EventUserCreated)
+	describes[MemberAdded](accountable.EventMemberAdded)
+	describes[MemberRemoved](accountable.EventMemberRemoved)
+	describes[APIKeyCreated](accountable.EventAPIKeyCreated)
+	describes[APIKeyRevoked](accountable.EventAPIKeyRevoked)
+	describes[OAuthClientAuthorized](accountable.EventOAuthClientAuthorized)
+}
+
 // Payloads of the access-grant events: access to a workspace is an accountable change.
 type (
 	// WorkspaceCreated is the payload of workspace.created.

@@ -2,6 +2,11 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[ArtifactCreated](accountable.EventArtifactCreated)
+}
+
 // ArtifactCreated is the payload of artifact.created: self-contained, so that projections
 // can count and bucket artifacts from the ledger alone. It carries the content digest and
 // the preview's size, never the preview, the description or the metadata. Events recorded

@@ -2,6 +2,11 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[ControllerReconciled](accountable.EventControllerReconcile)
+}
+
 // ControllerReconciled is the payload of controller.reconciled: one run of a domain's
 // controller and what it did.
 type ControllerReconciled struct {

@@ -2,6 +2,12 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[DecisionProposed](accountable.EventDecisionProposed)
+	describes[DecisionDecided](accountable.EventDecisionApproved, accountable.EventDecisionDeclined)
+}
+
 // DecisionProposed is the payload of decision.proposed: the pending decision as proposed.
 type DecisionProposed = accountable.Decision
 

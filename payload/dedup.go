@@ -2,6 +2,11 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[DedupClaimed](accountable.EventDedupClaimed)
+}
+
 // DedupClaimed is the payload of dedup.claimed, written by the winning claim in its
 // transaction. ReplacedClaimID is the expired claim it took the event over from (null for
 // the event's first claim).

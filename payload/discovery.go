@@ -2,6 +2,12 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[DiscoveryRunRequested](accountable.EventDiscoveryRunRequested)
+	describes[DiscoveryRunFinished](accountable.EventDiscoveryRunCompleted, accountable.EventDiscoveryRunFailed)
+}
+
 // DiscoveryRunRequested is the payload of discovery_run.requested.
 type DiscoveryRunRequested struct {
 	RunID        string                    `json:"run_id"`

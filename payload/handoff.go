@@ -2,6 +2,15 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[HandoffProposed](accountable.EventHandoffProposed)
+	describes[HandoffSLABreached](accountable.EventHandoffSLABreached)
+	for _, a := range accountable.HandoffActions {
+		describes[HandoffChanged](a.Event())
+	}
+}
+
 // HandoffProposed is the payload of handoff.proposed: the handoff as proposed.
 type HandoffProposed = accountable.Handoff
 

@@ -2,6 +2,15 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[ProposalGenerated](accountable.EventProposalGenerated)
+	describes[InitiativeCreated](accountable.EventInitiativeCreated)
+	describes[WorkstreamCreated](accountable.EventWorkstreamCreated)
+	describes[MilestoneCreated](accountable.EventMilestoneCreated)
+	describes[ProposalInstantiated](accountable.EventProposalInstantiated)
+}
+
 // ProposalGenerated is the payload of an initiative_proposal.generated event: the
 // proposal's identity and digest (its content is addressed by the digest).
 type ProposalGenerated struct {

@@ -2,6 +2,15 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[LaunchCreated](accountable.EventLaunchCreated)
+	describes[LaunchJobChanged](accountable.EventLaunchJobChanged)
+	describes[LaunchEnded](accountable.EventLaunchEnded)
+	describes[RunChanged](accountable.EventRunDispatched, accountable.EventRunFinalized)
+	describes[RunActioned](accountable.EventRunActioned)
+}
+
 // Payloads of launches and their runs.
 type (
 	// LaunchCreated is the payload of launch.created.

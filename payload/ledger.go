@@ -2,6 +2,13 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[LedgerVerificationRequested](accountable.EventLedgerVerificationRequested)
+	describes[LedgerVerificationCompleted](accountable.EventLedgerVerificationCompleted)
+	describes[LedgerVerificationFailed](accountable.EventLedgerVerificationFailed)
+}
+
 // Payloads of background ledger verifications.
 type (
 	// LedgerVerificationRequested is the payload of ledger.verification_requested.

@@ -16,80 +16,21 @@
 // only, so that nothing else can change a payload's bytes.
 package payload
 
-import (
-	"reflect"
+import "reflect"
 
-	"github.com/accountablework/accountable"
-)
+// Types maps each ledger event type to the type of its payload, as the file of each area's
+// payloads registers them (describes, in its init). receipt.imported is not here: its
+// payload, receipt.ReceiptImported, is made of the receipt format's own types and lives
+// with them in package receipt (TestEveryEventTypeHasAPayload lists it with why).
+var Types = map[string]reflect.Type{}
 
-// Types maps each ledger event type to the type of its payload. receipt.imported is not
-// here: its payload, receipt.ReceiptImported, is made of the receipt format's own types and
-// lives with them in package receipt (TestEveryEventTypeHasAPayload lists it with why).
-var Types = func() map[string]reflect.Type {
-	t := map[string]reflect.Type{
-		accountable.EventArtifactCreated: reflect.TypeFor[ArtifactCreated](),
-
-		accountable.EventControllerReconcile: reflect.TypeFor[ControllerReconciled](),
-
-		accountable.EventDecisionProposed: reflect.TypeFor[DecisionProposed](),
-		accountable.EventDecisionApproved: reflect.TypeFor[DecisionDecided](),
-		accountable.EventDecisionDeclined: reflect.TypeFor[DecisionDecided](),
-
-		accountable.EventDedupClaimed: reflect.TypeFor[DedupClaimed](),
-
-		accountable.EventDiscoveryRunRequested: reflect.TypeFor[DiscoveryRunRequested](),
-		accountable.EventDiscoveryRunCompleted: reflect.TypeFor[DiscoveryRunFinished](),
-		accountable.EventDiscoveryRunFailed:    reflect.TypeFor[DiscoveryRunFinished](),
-
-		accountable.EventEpisodeRecorded: reflect.TypeFor[EpisodeRecorded](),
-
-		accountable.EventHandoffProposed:    reflect.TypeFor[HandoffProposed](),
-		accountable.EventHandoffSLABreached: reflect.TypeFor[HandoffSLABreached](),
-
-		accountable.EventProposalGenerated:    reflect.TypeFor[ProposalGenerated](),
-		accountable.EventInitiativeCreated:    reflect.TypeFor[InitiativeCreated](),
-		accountable.EventWorkstreamCreated:    reflect.TypeFor[WorkstreamCreated](),
-		accountable.EventMilestoneCreated:     reflect.TypeFor[MilestoneCreated](),
-		accountable.EventProposalInstantiated: reflect.TypeFor[ProposalInstantiated](),
-
-		accountable.EventWorkspaceCreated:      reflect.TypeFor[WorkspaceCreated](),
-		accountable.EventUserCreated:           reflect.TypeFor[UserCreated](),
-		accountable.EventMemberAdded:           reflect.TypeFor[MemberAdded](),
-		accountable.EventMemberRemoved:         reflect.TypeFor[MemberRemoved](),
-		accountable.EventAPIKeyCreated:         reflect.TypeFor[APIKeyCreated](),
-		accountable.EventAPIKeyRevoked:         reflect.TypeFor[APIKeyRevoked](),
-		accountable.EventOAuthClientAuthorized: reflect.TypeFor[OAuthClientAuthorized](),
-
-		accountable.EventLaunchCreated:    reflect.TypeFor[LaunchCreated](),
-		accountable.EventLaunchJobChanged: reflect.TypeFor[LaunchJobChanged](),
-		accountable.EventLaunchEnded:      reflect.TypeFor[LaunchEnded](),
-		accountable.EventRunDispatched:    reflect.TypeFor[RunChanged](),
-		accountable.EventRunFinalized:     reflect.TypeFor[RunChanged](),
-		accountable.EventRunActioned:      reflect.TypeFor[RunActioned](),
-
-		accountable.EventLedgerVerificationRequested: reflect.TypeFor[LedgerVerificationRequested](),
-		accountable.EventLedgerVerificationCompleted: reflect.TypeFor[LedgerVerificationCompleted](),
-		accountable.EventLedgerVerificationFailed:    reflect.TypeFor[LedgerVerificationFailed](),
-
-		accountable.EventTaskStatusChanged:       reflect.TypeFor[StatusChanged](),
-		accountable.EventInitiativeStatusChanged: reflect.TypeFor[StatusChanged](),
-
-		accountable.EventProcessDeclared:   reflect.TypeFor[ProcessCreated](),
-		accountable.EventProcessDiscovered: reflect.TypeFor[ProcessCreated](),
-		accountable.EventProcessRevised:    reflect.TypeFor[ProcessRevised](),
-
-		accountable.EventWebhookCreated: reflect.TypeFor[WebhookCreated](),
-		accountable.EventWebhookDeleted: reflect.TypeFor[WebhookDeleted](),
-
-		accountable.EventWorkCreated:   reflect.TypeFor[WorkCreated](),
-		accountable.EventWorkCompleted: reflect.TypeFor[WorkCompleted](),
+// describes registers P as the payload type of eventTypes. An event type given two is a
+// mistake (one would be lost): it panics at start-up.
+func describes[P any](eventTypes ...string) {
+	for _, ev := range eventTypes {
+		if _, twice := Types[ev]; twice {
+			panic("payload: two payload types for " + ev)
+		}
+		Types[ev] = reflect.TypeFor[P]()
 	}
-	// The transitions' event types are made from their actions.
-	for _, a := range accountable.HandoffActions {
-		t[a.Event()] = reflect.TypeFor[HandoffChanged]()
-	}
-	for _, a := range accountable.ProcessActions {
-		t[a.Event()] = reflect.TypeFor[ProcessTransitioned]()
-	}
-	return t
-}()
+}

@@ -107,8 +107,8 @@ func uncovered(consts map[string]string, types map[string]reflect.Type, without 
 			case typed && excused:
 				problems = append(problems, ev+" has a payload type and a line in withoutPayloadType: remove the line")
 			case !typed && !excused:
-				problems = append(problems, ev+" (accountable."+name+") has no payload type: declare it in package payload "+
-					"and add it to payload.Types")
+				problems = append(problems, ev+" (accountable."+name+") has no payload type: declare it in its area's file of "+
+					"package payload and register it in that file's init: describes[<its type>](<the event type>)")
 			}
 		}
 	}

@@ -2,6 +2,15 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[ProcessCreated](accountable.EventProcessDeclared, accountable.EventProcessDiscovered)
+	describes[ProcessRevised](accountable.EventProcessRevised)
+	for _, a := range accountable.ProcessActions {
+		describes[ProcessTransitioned](a.Event())
+	}
+}
+
 // Payloads of operating processes.
 type (
 	// ProcessCreated is the payload of operating_process.declared and

@@ -2,6 +2,12 @@ package payload
 
 import "github.com/accountablework/accountable"
 
+// The payload types of these events (Types).
+func init() {
+	describes[WorkCreated](accountable.EventWorkCreated)
+	describes[WorkCompleted](accountable.EventWorkCompleted)
+}
+
 // WorkCreated is the payload of a work.created event.
 type WorkCreated struct {
 	Task      accountable.Task `json:"task"`

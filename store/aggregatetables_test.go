@@ -16,10 +16,10 @@ import (
 
 // TestAggregateTablesCoverEveryVersionedTable fails when a table whose rows carry an
 // aggregate's version (an aggregate_version column, or version as artifacts name it) is
-// not read by ledger verification's aggregateTables (store/ledger.go): removing such an
-// aggregate's events together with its anchored head would then go unnoticed. The tables
-// come from the migrated database's catalog, so a new area's table is checked without
-// anyone having to remember this test.
+// not read by ledger verification's aggregateTables (each registered by its area's store
+// file with verifiesAggregateTable): removing such an aggregate's events together with its
+// anchored head would then go unnoticed. The tables come from the migrated database's
+// catalog, so a new area's table is checked without anyone having to remember this test.
 func TestAggregateTablesCoverEveryVersionedTable(t *testing.T) {
 	// Tables with such a column whose rows describe no ledger aggregate, and why.
 	notAggregates := map[string]string{
@@ -59,9 +59,10 @@ func TestAggregateTablesCoverEveryVersionedTable(t *testing.T) {
 			return readsTable.MatchString(q) && returnsColumn.MatchString(q)
 		})
 		if !covered {
-			t.Errorf("table %s carries an aggregate version (column %s) but no entry of aggregateTables (store/ledger.go) reads "+
-				"that table and returns its %s, so verification never compares its rows with their chains: add an entry "+
-				"returning each row's aggregate id and its %s, or, if its rows describe no ledger aggregate, add the table "+
+			t.Errorf("table %s carries an aggregate version (column %s) but no entry of aggregateTables reads "+
+				"that table and returns its %s, so verification never compares its rows with their chains: register one "+
+				"in an init of its area's store file, verifiesAggregateTable(<its aggregate type>, <a query of each row's "+
+				"aggregate id and its %s>), or, if its rows describe no ledger aggregate, add the table "+
 				"to notAggregates with the reason", c.Table, c.Column, c.Column, c.Column)
 		}
 	}

@@ -15,6 +15,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateArtifact, `SELECT id::text, version FROM artifacts WHERE workspace_id = $1`)
+}
+
 // entityTable is where the entities of a type an artifact may be attached to are, each
 // keyed by (workspace_id, id), and the SQL expression of the initiative an entity belongs
 // to (NULL when its kind belongs to none).

@@ -16,6 +16,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateController, `SELECT domain, NULL::bigint FROM controller_runs WHERE workspace_id = $1 GROUP BY domain`)
+}
+
 // signalQueries read each domain controller's signal: the records it finds, newest first,
 // at most $2 of them.
 var signalQueries = map[accountable.Domain]string{

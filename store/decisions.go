@@ -15,6 +15,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateDecision, `SELECT id::text, aggregate_version FROM decisions WHERE workspace_id = $1`)
+}
+
 const decisionColumns = `id, title, summary, shape, urgency, status, options::text, selected_option, initiative_id, launch_id,
 	job_id, context::text, due_at, requested_by_type, requested_by_id, decided_by_type, decided_by_id, decided_at, note,
 	created_at, updated_at, aggregate_version`

@@ -12,6 +12,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateDedupClaim, `SELECT claim_id::text, 1::bigint FROM dedup_claims WHERE workspace_id = $1`)
+}
+
 // ClaimDedup claims an event's fingerprint for the principal's workspace. The first
 // claimant wins: one INSERT ... ON CONFLICT writes the claim, replacing the standing claim
 // only when it has expired; concurrent claimants of one fingerprint queue on its row, and

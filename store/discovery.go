@@ -13,6 +13,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateDiscoveryRun, `SELECT id::text, aggregate_version FROM discovery_runs WHERE workspace_id = $1`)
+}
+
 // StartDiscoveryRun records a queued discovery run with its discovery_run.requested event
 // and the message that starts its DiscoveryRun workflow (DiscoveryRunStart, whose workflow
 // id the run records), in one transaction.

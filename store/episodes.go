@@ -14,6 +14,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateEpisode, `SELECT id::text, aggregate_version FROM episodes WHERE workspace_id = $1`)
+}
+
 func scanEpisode(row pgx.Row) (accountable.Episode, error) {
 	return scanDoc[accountable.Episode](row, "episode")
 }

@@ -15,6 +15,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateHandoff, `SELECT id::text, aggregate_version FROM handoffs WHERE workspace_id = $1`)
+}
+
 func queueHandoff(tx *tx, h accountable.Handoff, insert bool) error {
 	doc, err := json.Marshal(h)
 	if err != nil {

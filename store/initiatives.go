@@ -13,6 +13,13 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateInitiative, `SELECT id::text, aggregate_version FROM initiatives WHERE workspace_id = $1`)
+	verifiesAggregateTable(accountable.AggregateWorkstream, `SELECT id::text, aggregate_version FROM workstreams WHERE workspace_id = $1`)
+	verifiesAggregateTable(accountable.AggregateMilestone, `SELECT id::text, aggregate_version FROM milestones WHERE workspace_id = $1`)
+}
+
 // CommitInitiative creates an initiative in one transaction: from a proposal (locked, so
 // that two commits of one proposal have one winner; its digest must match, and it must be
 // neither expired nor committed) with every workstream, milestone and task of its plan, or

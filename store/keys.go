@@ -13,6 +13,13 @@ import (
 	"github.com/accountablework/accountable/tokens"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateAPIKey, `SELECT id::text, CASE WHEN revoked_at IS NULL THEN 1 ELSE 2 END::bigint
+		FROM api_keys WHERE workspace_id = $1`)
+	verifiesAggregateTable(accountable.AggregateWorkspace, `SELECT id::text, NULL::bigint FROM workspaces WHERE id = $1`)
+}
+
 // CreateKeyRequest asks for a new API key. Exactly one of WorkspaceID and NewWorkspace is
 // set; the user is found or created by email and becomes a member of the workspace. With
 // AgentName the key is an agent's, acting for the user.

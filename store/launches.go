@@ -11,6 +11,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateLaunch, `SELECT id::text, aggregate_version FROM launches WHERE workspace_id = $1`)
+}
+
 // LaunchInitiative records a launch of the initiative with one queued job per workstream
 // in scope and the message that starts its LaunchDispatch workflow (LaunchDispatchStart),
 // in one transaction.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -222,37 +223,32 @@ type chainEnd struct {
 	eventID string
 }
 
-// aggregateTables are the rows that describe aggregates, each with the version its chain
-// must have reached (NULL: any). A new aggregate type adds its table here, so that
-// removing its events from the ledger cannot go unnoticed; a table with an
-// aggregate_version (or version) column missing from this list fails
-// TestAggregateTablesCoverEveryVersionedTable.
-var aggregateTables = []struct {
+// aggregateTable is a table whose rows describe aggregates of one type, each with the
+// version its chain must have reached (NULL: any).
+type aggregateTable struct {
 	aggregateType string
 	query         string // $1 workspace id; returns the aggregate id and its expected version
-}{
-	{accountable.AggregateTask, `SELECT id::text, aggregate_version FROM tasks WHERE workspace_id = $1`},
-	{accountable.AggregateLedgerVerification, `SELECT id::text, CASE WHEN status = 'running' THEN 1 ELSE 2 END::bigint
-		FROM ledger_verifications WHERE workspace_id = $1`},
-	{accountable.AggregateAPIKey, `SELECT id::text, CASE WHEN revoked_at IS NULL THEN 1 ELSE 2 END::bigint
-		FROM api_keys WHERE workspace_id = $1`},
-	{accountable.AggregateWorkspace, `SELECT id::text, NULL::bigint FROM workspaces WHERE id = $1`},
-	{accountable.AggregateInitiativeProposal, `SELECT id::text, aggregate_version FROM initiative_proposals WHERE workspace_id = $1`},
-	{accountable.AggregateInitiative, `SELECT id::text, aggregate_version FROM initiatives WHERE workspace_id = $1`},
-	{accountable.AggregateWorkstream, `SELECT id::text, aggregate_version FROM workstreams WHERE workspace_id = $1`},
-	{accountable.AggregateMilestone, `SELECT id::text, aggregate_version FROM milestones WHERE workspace_id = $1`},
-	{accountable.AggregateDecision, `SELECT id::text, aggregate_version FROM decisions WHERE workspace_id = $1`},
-	{accountable.AggregateLaunch, `SELECT id::text, aggregate_version FROM launches WHERE workspace_id = $1`},
-	{accountable.AggregateRun, `SELECT id::text, aggregate_version FROM runs WHERE workspace_id = $1`},
-	{accountable.AggregateProcess, `SELECT id::text, aggregate_version FROM operating_processes WHERE workspace_id = $1`},
-	{accountable.AggregateHandoff, `SELECT id::text, aggregate_version FROM handoffs WHERE workspace_id = $1`},
-	{accountable.AggregateDiscoveryRun, `SELECT id::text, aggregate_version FROM discovery_runs WHERE workspace_id = $1`},
-	{accountable.AggregateEpisode, `SELECT id::text, aggregate_version FROM episodes WHERE workspace_id = $1`},
-	{accountable.AggregateReceipt, `SELECT id::text, aggregate_version FROM agent_work_receipts WHERE workspace_id = $1`},
-	{accountable.AggregateArtifact, `SELECT id::text, version FROM artifacts WHERE workspace_id = $1`},
-	{accountable.AggregateDedupClaim, `SELECT claim_id::text, 1::bigint FROM dedup_claims WHERE workspace_id = $1`},
-	{accountable.AggregateController, `SELECT domain, NULL::bigint FROM controller_runs WHERE workspace_id = $1 GROUP BY domain`},
-	{accountable.AggregateWebhook, `SELECT id::text, aggregate_version FROM webhooks WHERE workspace_id = $1`},
+}
+
+// aggregateTables are the tables verification compares with the ledger, sorted by
+// aggregate type (so that verification reads them in the same order whatever the order
+// of their registrations), so that removing an aggregate's events cannot go unnoticed.
+// Each area's file registers its own (verifiesAggregateTable); a table with an
+// aggregate_version (or version) column missing here fails
+// TestAggregateTablesCoverEveryVersionedTable.
+var aggregateTables []aggregateTable
+
+// verifiesAggregateTable registers the table of an aggregate type, from the init of the
+// store file of its area. A type registered twice is a programming error: it panics at
+// start-up.
+func verifiesAggregateTable(aggregateType, query string) {
+	i, found := slices.BinarySearchFunc(aggregateTables, aggregateType, func(t aggregateTable, typ string) int {
+		return strings.Compare(t.aggregateType, typ)
+	})
+	if found {
+		panic("store: the aggregate table of " + aggregateType + " is registered twice")
+	}
+	aggregateTables = slices.Insert(aggregateTables, i, aggregateTable{aggregateType, query})
 }
 
 // checkAnchors compares the chains the ledger holds with their anchored heads and with

@@ -15,6 +15,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateProcess, `SELECT id::text, aggregate_version FROM operating_processes WHERE workspace_id = $1`)
+}
+
 func ledgerResult(ev accountable.Event) accountable.ProcessLedgerResult {
 	return accountable.ProcessLedgerResult{EventID: ev.ID, AggregateVersion: ev.AggregateVersion, EventHash: ev.EventHash,
 		PayloadDigest: ev.PayloadDigest}

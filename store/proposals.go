@@ -14,6 +14,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateInitiativeProposal, `SELECT id::text, aggregate_version FROM initiative_proposals WHERE workspace_id = $1`)
+}
+
 // Proposal generation is limited per workspace, across every API replica: at most a
 // number of requests in any minute (the caller's; the specification says 6).
 const generationWindow = time.Minute

@@ -11,6 +11,11 @@ import (
 	"github.com/accountablework/accountable/receipt"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateReceipt, `SELECT id::text, aggregate_version FROM agent_work_receipts WHERE workspace_id = $1`)
+}
+
 // importedReceipt is a receipt the workspace has imported under an external receipt_id.
 type importedReceipt struct {
 	id, digest string

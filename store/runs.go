@@ -11,6 +11,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateRun, `SELECT id::text, aggregate_version FROM runs WHERE workspace_id = $1`)
+}
+
 const runColumns = `id::text, launch_id::text, job_id::text, initiative_id::text, workstream_id::text, agent_id, status,
 	outcome_kind, cost_cents, summary, evidence::text, created_at, updated_at, finalized_at, aggregate_version`
 

@@ -10,6 +10,12 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateLedgerVerification, `SELECT id::text, CASE WHEN status = 'running' THEN 1 ELSE 2 END::bigint
+		FROM ledger_verifications WHERE workspace_id = $1`)
+}
+
 // worker is the actor of changes made by workflow activities.
 var worker = accountable.Actor{Type: accountable.ActorService, ID: "accountable-worker"}
 

@@ -12,6 +12,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateWebhook, `SELECT id::text, aggregate_version FROM webhooks WHERE workspace_id = $1`)
+}
+
 // Webhook endpoints (migration 019): registered and deleted as commands with their ledger
 // events; delivered by a workflow per endpoint (workflows.WebhookDelivery) that reads the
 // workspace's stream after the endpoint's last delivered event, when the ledger feed says

@@ -14,6 +14,11 @@ import (
 	"github.com/accountablework/accountable/payload"
 )
 
+// Ledger verification compares these aggregates' rows with their chains (aggregateTables).
+func init() {
+	verifiesAggregateTable(accountable.AggregateTask, `SELECT id::text, aggregate_version FROM tasks WHERE workspace_id = $1`)
+}
+
 const taskColumns = `id, workspace_id, title, description, status, priority, due_date, initiative_id,
 	workstream_id, milestone_id, metadata::text, estimated_cost_cents, created_at, updated_at, aggregate_version`
 

@@ -160,7 +160,10 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 	if err != nil {
 		return nil, fmt.Errorf("reading the session key (made by the migrations: run accountable migrate): %w", err)
 	}
-	deps := api.NewDeps(db, tc)
+	deps, err := api.NewDeps(db, tc)
+	if err != nil {
+		return nil, err
+	}
 	deps.Keys = keys // API keys are read through the cache
 	deps.OAuth, deps.Metrics, deps.Feed, deps.MetricsHandler = authz, m, feed, m.apiHandler(cfg)
 	srv, err := api.NewServer(api.Config{
