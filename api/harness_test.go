@@ -166,10 +166,8 @@ func newEnvRelaying(t *testing.T, db *store.DB, relaying bool, opts ...envOption
 	// after one died).
 	waker := worker.NewWebhookWaker(feed, tc, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(waker.Stop)
-	w := worker.New(tc, queue, worker.Activities{Ledger: &activities.Ledger{Store: db}, Handoffs: &activities.Handoffs{Store: db}, Discovery: &activities.Discovery{Store: db},
-		Proposals: &activities.Proposals{Planner: planner, Store: db}, Launches: &activities.Launches{Store: db},
-		Webhooks: &activities.Webhooks{Store: db, Key: webhookKey, Waker: waker,
-			Client: activities.NewWebhookClient(webhook.TargetPolicy{AllowPrivate: true}, 5*time.Second)}})
+	w := worker.New(tc, queue, worker.NewActivities(db, planner, activities.Webhooks{Key: webhookKey, Waker: waker,
+		Client: activities.NewWebhookClient(webhook.TargetPolicy{AllowPrivate: true}, 5*time.Second)}))
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

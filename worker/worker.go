@@ -22,6 +22,33 @@ type Activities struct {
 	Webhooks  *activities.Webhooks
 }
 
+// ActivityStores is every store the activities use: *store.DB, in the service and in the
+// API tests alike.
+type ActivityStores interface {
+	activities.LedgerStore
+	activities.ProposalStore
+	activities.LaunchStore
+	activities.HandoffStore
+	activities.DiscoveryStore
+	activities.WebhookStore
+}
+
+// NewActivities binds every activity struct to db, the planner proposals are made with
+// and the webhooks' delivery settings (their Store is set here). It is the one place the
+// activities are bound, for the service (cmd/accountable) and the API tests' harness, so a
+// new activity struct is added to both by adding it here.
+func NewActivities(db ActivityStores, planner activities.Planner, hooks activities.Webhooks) Activities {
+	hooks.Store = db
+	return Activities{
+		Ledger:    &activities.Ledger{Store: db},
+		Proposals: &activities.Proposals{Planner: planner, Store: db},
+		Launches:  &activities.Launches{Store: db},
+		Handoffs:  &activities.Handoffs{Store: db},
+		Discovery: &activities.Discovery{Store: db},
+		Webhooks:  &hooks,
+	}
+}
+
 // Worker polls one task queue.
 type Worker struct {
 	w sdkworker.Worker

@@ -234,15 +234,10 @@ func newWebhookWaker(lc fx.Lifecycle, db *store.DB, feed *store.LedgerFeed, tc c
 }
 
 func newWorker(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, waker *worker.WebhookWaker, m *Metrics, log *slog.Logger) *worker.Worker {
-	w := worker.New(tc, cfg.TaskQueue, worker.Activities{
-		Ledger:    &activities.Ledger{Store: db},
-		Proposals: &activities.Proposals{Planner: newPlanner(cfg, log), Store: db},
-		Launches:  &activities.Launches{Store: db},
-		Handoffs:  &activities.Handoffs{Store: db},
-		Discovery: &activities.Discovery{Store: db},
-		Webhooks: &activities.Webhooks{Store: db, Key: cfg.WebhookSecretKey, Waker: waker,
-			Client: activities.NewWebhookClient(cfg.webhookTargets(), cfg.WebhookTimeout), Log: log.With("component", "webhooks")},
-	}, &workflowFailureCounter{m: m})
+	w := worker.New(tc, cfg.TaskQueue, worker.NewActivities(db, newPlanner(cfg, log), activities.Webhooks{
+		Key: cfg.WebhookSecretKey, Waker: waker,
+		Client: activities.NewWebhookClient(cfg.webhookTargets(), cfg.WebhookTimeout), Log: log.With("component", "webhooks"),
+	}), &workflowFailureCounter{m: m})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			log.Info("starting the Temporal worker", "temporal", cfg.TemporalAddress, "task_queue", cfg.TaskQueue)
