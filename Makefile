@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 BIN := .data/bin/accountable
 
-.PHONY: run test soak build vet lint fmt bench clean-data
+.PHONY: run test soak build vet lint fmt bench bench-quick clean-data
 
 build:
 	@mkdir -p .data/bin
@@ -23,6 +23,16 @@ test:
 bench: build
 	@go build -o .data/bin/bench ./cmd/bench
 	@scripts/stack.sh .data/bin/bench run
+
+# make bench-quick: a few minutes' check of a change to the request path (the create,
+# complete at 8 clients, read, doctor and validate lines, 3 runs of 5 s), printing the same
+# table; it writes .data/bench-quick.md, never docs/benchmarks.md (the record is the full
+# make bench). BENCH_* settings given on the command line win.
+bench-quick: build
+	@go build -o .data/bin/bench ./cmd/bench
+	@BENCH_LINES=$${BENCH_LINES:-create,complete,read,doctor,validate} BENCH_COMPLETE_CLIENTS=$${BENCH_COMPLETE_CLIENTS:-8} \
+		BENCH_RUNS=$${BENCH_RUNS:-3} BENCH_DURATION=$${BENCH_DURATION:-5s} BENCH_WARMUP=$${BENCH_WARMUP:-1s} \
+		BENCH_OUT=$${BENCH_OUT:-.data/bench-quick.md} scripts/stack.sh .data/bin/bench run
 
 # The long forms of what make test runs briefly: the request fuzz run against the live API
 # (SOAK_DURATION, default 10m), the exactly-once bursts (SOAK_EXACTLY_ONCE_REQUESTS, default
