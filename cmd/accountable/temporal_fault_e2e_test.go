@@ -559,6 +559,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 	}
 	var launches, handoffs []string
 	var proposals201, proposalsRefused []faultAnswer
+	startsUnanswered := 0 // proposals answered 503: Temporal may have begun their run all the same
 	probesInOutage := 0
 	for _, a := range answers {
 		tl := tallies[a.kind]
@@ -610,6 +611,7 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 						healthyAt.Round(time.Millisecond), readyAt.Round(time.Millisecond))
 				}
 				proposalsRefused = append(proposalsRefused, a)
+				startsUnanswered++
 			case a.status == http.StatusTooManyRequests && a.code == "generation_in_progress":
 				proposalsRefused = append(proposalsRefused, a) // another generation of the workspace was running
 			default:
@@ -798,9 +800,10 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 			t.Errorf("launch %s: its workflow is %s, want completed", id, st)
 		}
 	}
-	countOf := func(workflowType string, want int) int {
+	// countOf waits for at least want workflows of workflowType, and at most want+extra.
+	countOf := func(workflowType string, want, extra int) int {
 		n := -1
-		storetest.WaitFor(t, 20*time.Second, fmt.Sprintf("%d %s workflows for the workspace", want, workflowType), func() bool {
+		storetest.WaitFor(t, 20*time.Second, fmt.Sprintf("%d to %d %s workflows for the workspace", want, want+extra, workflowType), func() bool {
 			n = 0
 			var token []byte
 			for {
@@ -814,20 +817,24 @@ func TestTemporalStoppedAndStarted(t *testing.T) {
 					break
 				}
 			}
-			return n == want
+			return n >= want && n <= want+extra
 		})
 		return n
 	}
 	for _, w := range []struct {
-		name string
-		want int
+		name  string
+		want  int
+		extra int
 	}{
-		{workflows.LaunchDispatchName, len(launches)},
-		{workflows.HandoffSLAName, len(handoffs)},
-		{workflows.ProposalGenerationName, len(proposals201) + 2},
+		{workflows.LaunchDispatchName, len(launches), 0},
+		{workflows.HandoffSLAName, len(handoffs), 0},
+		// A generation per 201 (and the set-up's and the one after the recovery), and perhaps
+		// one for each start answered 503: Temporal may have taken it as the request's start
+		// deadline ran out (its run stores nothing, as checked above).
+		{workflows.ProposalGenerationName, len(proposals201) + 2, startsUnanswered},
 	} {
-		if n := countOf(w.name, w.want); n != w.want {
-			t.Errorf("%d %s workflows for the workspace, want %d", n, w.name, w.want)
+		if n := countOf(w.name, w.want, w.extra); n < w.want || n > w.want+w.extra {
+			t.Errorf("%d %s workflows for the workspace, want %d to %d", n, w.name, w.want, w.want+w.extra)
 		}
 	}
 
