@@ -15,6 +15,9 @@ import (
 // payloadPath matches a path into an event's payload in SQL: payload->'a'->>'b'.
 var payloadPath = regexp.MustCompile(`payload((?:\s*->>?\s*'[A-Za-z_]+')+)`)
 
+// payloadMember matches one member name of such a path.
+var payloadMember = regexp.MustCompile(`'([A-Za-z_]+)'`)
+
 // TestSQLReadsOnlyPayloadMembersThatExist holds the projections' SQL (and every other
 // query of store that reads into ledger payloads by member name) to the payload types:
 // each path it reads must be a path of members of some event's payload type (package
@@ -46,7 +49,7 @@ func TestSQLReadsOnlyPayloadMembersThatExist(t *testing.T) {
 		for _, m := range payloadPath.FindAllStringSubmatch(string(src), -1) {
 			seen++
 			var names []string
-			for _, part := range regexp.MustCompile(`'([A-Za-z_]+)'`).FindAllStringSubmatch(m[1], -1) {
+			for _, part := range payloadMember.FindAllStringSubmatch(m[1], -1) {
 				names = append(names, part[1])
 			}
 			if !pathExists(names, known, open) {
