@@ -150,3 +150,24 @@ const (
 	StreamPollMax        = 10 * time.Second
 	StreamHeartbeatEvery = 5 * time.Second // at most 10 s apart, as CONTRACT.md requires
 )
+
+// LedgerCheckpoint is a signed checkpoint of a workspace's ledger log (package ledgerlog):
+// the C2SP tlog-checkpoint of the tree of its first TreeSize events, as a C2SP signed note.
+type LedgerCheckpoint struct {
+	TreeSize   int64
+	RootHash   []byte
+	SignedNote string
+	SignedAt   Time
+}
+
+// LedgerLogBrokenError means an event of the stream does not match its own hashes: it
+// never becomes a leaf of the workspace's log, and the log stops growing (and no
+// checkpoint is signed) until it is dealt with.
+type LedgerLogBrokenError struct {
+	EventID string
+	Reason  string
+}
+
+func (e *LedgerLogBrokenError) Error() string {
+	return "event " + e.EventID + " cannot enter the ledger log: " + e.Reason
+}

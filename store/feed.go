@@ -40,6 +40,8 @@ type LedgerFeed struct {
 	kick    chan struct{}
 
 	listening atomic.Bool
+
+	watchers []func(workspaceID string) // told of every wake-up (Watch)
 }
 
 // ledgerChannel is the NOTIFY channel of the feed; a payload is the announcing process's
@@ -82,6 +84,14 @@ func (f *LedgerFeed) Subscribe(workspaceID string) (<-chan struct{}, func()) {
 	}
 }
 
+// Watch has fn told of every wake-up, whatever the workspace ("" when it may be any: the
+// listening connection came back). fn runs under the feed's lock: it must not block.
+func (f *LedgerFeed) Watch(fn func(workspaceID string)) {
+	f.mu.Lock()
+	f.watchers = append(f.watchers, fn)
+	f.mu.Unlock()
+}
+
 // Listening reports whether announcements of other processes arrive (else subscribers
 // poll).
 func (f *LedgerFeed) Listening() bool { return f.listening.Load() }
@@ -113,6 +123,9 @@ func (f *LedgerFeed) appended(workspaceID string) {
 func (f *LedgerFeed) wake(workspaceID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, fn := range f.watchers {
+		fn(workspaceID)
+	}
 	signal := func(set map[chan struct{}]struct{}) {
 		for ch := range set {
 			select {

@@ -22,6 +22,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/activities"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/planner"
@@ -258,6 +259,31 @@ func newRelay(lc fx.Lifecycle, cfg Config, db *store.DB, tc client.Client, m *Me
 	return r
 }
 
+// newLedgerKey loads the ledger's checkpoint signing key, making one in
+// LEDGER_SIGNING_KEY_FILE on the first start.
+func newLedgerKey(cfg Config, log *slog.Logger) (*ledgerlog.Key, error) {
+	if cfg.LedgerSigningKey != "" {
+		return ledgerlog.ParseKey(cfg.LedgerSigningKey)
+	}
+	k, made, err := ledgerlog.LoadOrCreateKey(cfg.LedgerSigningKeyFile, cfg.LedgerLogName)
+	if err != nil {
+		return nil, err
+	}
+	if made {
+		log.Warn("made a new ledger signing key: keep it (and back it up) outside the database; "+
+			"every process of a deployment needs the same one (LEDGER_SIGNING_KEY)",
+			"file", cfg.LedgerSigningKeyFile, "public_key", k.VerifierKey)
+	}
+	return k, nil
+}
+
+// newLedgerSealer keeps the workspaces' transparency logs signed (worker.LedgerSealer).
+func newLedgerSealer(lc fx.Lifecycle, cfg Config, db *store.DB, key *ledgerlog.Key, feed *store.LedgerFeed, m *Metrics, log *slog.Logger) *worker.LedgerSealer {
+	s := worker.NewLedgerSealer(db, key, cfg.LedgerLogName, cfg.LedgerCheckpointInterval, feed, m, log.With("component", "ledger_sealer"))
+	lc.Append(fx.StartStopHook(s.Start, s.Stop))
+	return s
+}
+
 // warnPrivilegedRole logs a warning when the service connects as a role that could rewrite
 // the ledger (a superuser, or the schema's owner): the append-only rule then rests on a
 // trigger such a role may bypass. It does not hold up the start (PostgreSQL may be down).
@@ -356,18 +382,18 @@ func startIdempotencyJanitor(lc fx.Lifecycle, db *store.DB, log *slog.Logger) {
 
 // serveOptions runs the HTTP API.
 func serveOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newRelay),
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newLedgerKey, newAPIServer, newRelay),
 		fx.Invoke(func(*api.Server, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // workerOptions runs the Temporal worker.
 func workerOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newLedgerFeed, newWebhookWaker, newWorker, newRelay),
-		fx.Invoke(func(*worker.Worker, *worker.Relay, *store.LedgerFeed) {}, warnPrivilegedRole, registerSearchAttributes))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newLedgerFeed, newLedgerKey, newLedgerSealer, newWebhookWaker, newWorker, newRelay),
+		fx.Invoke(func(*worker.Worker, *worker.Relay, *store.LedgerFeed, *worker.LedgerSealer) {}, warnPrivilegedRole, registerSearchAttributes))
 }
 
 // devOptions runs both in one process (make run).
 func devOptions(cfg Config) fx.Option {
-	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newAPIServer, newWebhookWaker, newWorker, newRelay),
-		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
+	return fx.Options(base(cfg), fx.Provide(newTemporalClient, newKeyCache, newLedgerFeed, newLedgerKey, newLedgerSealer, newAPIServer, newWebhookWaker, newWorker, newRelay),
+		fx.Invoke(func(*api.Server, *worker.Worker, *worker.Relay, *worker.LedgerSealer) {}, startProfiler, startIdempotencyJanitor, warnPrivilegedRole, registerSearchAttributes))
 }

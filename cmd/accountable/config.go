@@ -111,6 +111,16 @@ type Config struct {
 	OAuthAccessTokenTTL  time.Duration
 	OAuthRefreshTokenTTL time.Duration
 
+	// The ledger's transparency log (package ledgerlog): the checkpoint signing key (the
+	// signed-note private key in LEDGER_SIGNING_KEY, or in the file LEDGER_SIGNING_KEY_FILE,
+	// made there on the first start when neither exists; never in the database), the log
+	// name that begins every workspace's origin, and how often a written workspace's
+	// checkpoint is signed at most.
+	LedgerSigningKey         string
+	LedgerSigningKeyFile     string
+	LedgerLogName            string
+	LedgerCheckpointInterval time.Duration
+
 	// DatabaseLongReadMaxConns and DatabaseLongReadWait: the long reads' own pool and how
 	// long one waits for its turn (store.Config.LongReadMaxConns, LongReadWait).
 	DatabaseLongReadMaxConns int32
@@ -149,6 +159,9 @@ func LoadConfig() (Config, error) {
 		TemporalNamespace:    env("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:            env("TEMPORAL_TASK_QUEUE", workflows.DefaultTaskQueue),
 		DevKeyFile:           env("DEV_KEY_FILE", ".data/dev-api-key"),
+		LedgerSigningKey:     env("LEDGER_SIGNING_KEY", ""),
+		LedgerSigningKeyFile: env("LEDGER_SIGNING_KEY_FILE", ".data/ledger-signing-key"),
+		LedgerLogName:        env("LEDGER_LOG_NAME", "accountable.localhost"),
 		TemporalUIURL:        env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"),
 		PprofAddr:            env("PPROF_ADDR", ""),
 		MetricsAddr:          env("METRICS_ADDR", ""),
@@ -192,6 +205,7 @@ func LoadConfig() (Config, error) {
 	}
 	c.ClientIPHeader = env("CLIENT_IP_HEADER", "X-Forwarded-For")
 	c.PasswordHashSlots = envInt("PASSWORD_HASH_SLOTS", 0, &errs)
+	c.LedgerCheckpointInterval = envDuration("LEDGER_CHECKPOINT_INTERVAL", time.Second, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)
 	c.LogFlushInterval = envDuration("LOG_FLUSH_INTERVAL", 200*time.Millisecond, &errs)

@@ -30,6 +30,8 @@ type Metrics struct {
 	longReads        *prometheus.CounterVec
 	workflowMessages *prometheus.CounterVec
 	workflowFailures *prometheus.CounterVec
+	checkpointLag    prometheus.Histogram
+	logRefusals      *prometheus.CounterVec
 }
 
 // newMetrics registers the service's metrics, the Go runtime's and the process's.
@@ -59,8 +61,14 @@ func newMetrics() *Metrics {
 			Help: "Workflow starts and signals delivered from the outbox, by result."}, []string{"kind", "workflow", "result"}),
 		workflowFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_workflow_failures_total",
 			Help: "Workflow executions that ended with an error, by workflow type."}, []string{"workflow"}),
+		checkpointLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "accountable_ledger_checkpoint_lag_seconds",
+			Help:    "From the first notice of a workspace's new events to a signed checkpoint of its log covering them.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 10)}),
+		logRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_ledger_log_refusals_total",
+			Help: "ALERT: times the ledger sealer refused to sign a workspace's log, by reason (broken_event, inconsistent, foreign_note, shrunk): its history is not the one signed before."},
+			[]string{"reason"}),
 	}
-	r.MustRegister(m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.longReads, m.workflowMessages, m.workflowFailures,
+	r.MustRegister(m.checkpointLag, m.logRefusals, m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.longReads, m.workflowMessages, m.workflowFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -73,6 +81,12 @@ func (m *Metrics) Request(route, method string, status int, d time.Duration) {
 
 // IdempotentReplay counts a replayed response (api.Metrics).
 func (m *Metrics) IdempotentReplay(operation string) { m.replays.WithLabelValues(operation).Inc() }
+
+// LedgerCheckpointSigned observes a signed checkpoint's lag (worker.SealerMetrics).
+func (m *Metrics) LedgerCheckpointSigned(lag time.Duration) { m.checkpointLag.Observe(lag.Seconds()) }
+
+// LedgerLogRefused counts a refusal to sign (worker.SealerMetrics).
+func (m *Metrics) LedgerLogRefused(reason string) { m.logRefusals.WithLabelValues(reason).Inc() }
 
 // LedgerEventsAppended counts committed ledger events (store.Metrics).
 func (m *Metrics) LedgerEventsAppended(n int) { m.appended.Add(float64(n)) }

@@ -1,0 +1,371 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/ledgerlog"
+)
+
+// The transparency log of each workspace's ledger (package ledgerlog; migration 025).
+//
+// Leaves are appended by the log integrator, off the request path, in the stream's order:
+// a dense leaf index assigned in the command's own transaction would make every command of
+// a workspace wait, from its leaf to its commit (fsync included), for the one before it,
+// where today commands of different aggregates commit side by side. The integrator reads
+// the stream below its horizon (so a transaction that commits late is integrated on a
+// later run, never skipped), checks each event's hashes, and writes each leaf's stored
+// hashes (tlog.StoredHashes: two per leaf on average, never a recomputation) in one
+// transaction per batch.
+
+func init() {
+	appendOnlyTables = append(appendOnlyTables, "ledger_log_leaves", "ledger_log_hashes", "ledger_checkpoints")
+}
+
+// IntegrateLedgerLog appends to the workspace's log, as leaves, up to limit of the events
+// committed since its last run, in stream order, and returns how many it appended. Another
+// integrator at work on the same log makes it return 0 at once (that one appends them).
+func (db *DB) IntegrateLedgerLog(ctx context.Context, workspaceID string, limit int) (int, error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return 0, mapError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after a commit, a no-op
+	if _, err := tx.Exec(ctx, `INSERT INTO ledger_logs (workspace_id, updated_at) VALUES ($1, now())
+		ON CONFLICT (workspace_id) DO NOTHING`, workspaceID); err != nil {
+		return 0, mapError(err)
+	}
+	var size int64
+	var after accountable.StreamPosition
+	err = tx.QueryRow(ctx, `SELECT tree_size, last_position, last_seq FROM ledger_logs
+		WHERE workspace_id = $1 FOR UPDATE SKIP LOCKED`, workspaceID).Scan(&size, &after.Position, &after.Seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, mapError(err)
+	}
+	page, err := streamEvents(ctx, tx, workspaceID, after, nil, nil, limit)
+	if err != nil {
+		return 0, err
+	}
+	if len(page.Events) == 0 {
+		return 0, nil
+	}
+	r := &logHashReader{ctx: ctx, q: tx, workspaceID: workspaceID, fresh: map[int64]tlog.Hash{}}
+	leafIndexes := make([]int64, 0, len(page.Events))
+	eventIDs := make([]string, 0, len(page.Events))
+	var hashIndexes []int64
+	var hashes [][]byte
+	for i, e := range page.Events {
+		entry, err := leafEntry(e)
+		if err != nil {
+			return 0, err
+		}
+		n := size + int64(i)
+		stored, err := tlog.StoredHashesForRecordHash(n, ledgerlog.LeafHash(entry), r)
+		if err != nil {
+			return 0, fmt.Errorf("store: the stored hashes of leaf %d: %w", n, err)
+		}
+		first := tlog.StoredHashIndex(0, n)
+		for j, h := range stored {
+			r.fresh[first+int64(j)] = h
+			hashIndexes = append(hashIndexes, first+int64(j))
+			hashes = append(hashes, h[:])
+		}
+		leafIndexes = append(leafIndexes, n)
+		eventIDs = append(eventIDs, e.ID)
+	}
+	last := page.Positions[len(page.Positions)-1]
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO ledger_log_leaves (workspace_id, leaf_index, event_id)
+		SELECT $1, unnest($2::bigint[]), unnest($3::uuid[])`, workspaceID, leafIndexes, eventIDs)
+	b.Queue(`INSERT INTO ledger_log_hashes (workspace_id, hash_index, hash)
+		SELECT $1, unnest($2::bigint[]), unnest($3::bytea[])`, workspaceID, hashIndexes, hashes)
+	b.Queue(`UPDATE ledger_logs SET tree_size = $2, last_position = $3, last_seq = $4, updated_at = now()
+		WHERE workspace_id = $1`, workspaceID, size+int64(len(page.Events)), last.Position, last.Seq)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return 0, mapError(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, mapError(err)
+	}
+	return len(page.Events), nil
+}
+
+// leafEntry is e's log entry, once e is seen to match its own hashes: an event whose
+// payload or header was changed after it was written never becomes a leaf.
+func leafEntry(e accountable.Event) ([]byte, error) {
+	canon, err := canonical.Transform(e.Payload)
+	if err != nil || canonical.Digest(canon) != e.PayloadDigest {
+		return nil, &accountable.LedgerLogBrokenError{EventID: e.ID, Reason: "payloadDigest does not match the payload"}
+	}
+	entry, err := ledgerlog.Entry(e.EventHeader)
+	if err != nil {
+		return nil, err
+	}
+	if ledgerlog.EventHashOf(entry) != e.EventHash {
+		return nil, &accountable.LedgerLogBrokenError{EventID: e.ID, Reason: "eventHash does not match the event"}
+	}
+	return entry, nil
+}
+
+// logHashReader reads a workspace's stored hashes (tlog.HashReader): the ones written by
+// the batch being integrated from memory, the others from the table.
+type logHashReader struct {
+	ctx         context.Context
+	q           querier
+	workspaceID string
+	fresh       map[int64]tlog.Hash
+}
+
+func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	for i, x := range indexes {
+		if h, ok := r.fresh[x]; ok {
+			out[i] = h
+		} else {
+			missing = append(missing, x)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err := r.q.Query(r.ctx, `SELECT hash_index, hash FROM ledger_log_hashes
+		WHERE workspace_id = $1 AND hash_index = ANY ($2)`, r.workspaceID, missing)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	found := make(map[int64]tlog.Hash, len(missing))
+	for rows.Next() {
+		var x int64
+		var h []byte
+		if err := rows.Scan(&x, &h); err != nil {
+			rows.Close()
+			return nil, mapError(err)
+		}
+		if len(h) != tlog.HashSize {
+			rows.Close()
+			return nil, fmt.Errorf("store: stored hash %d of the log is %d bytes", x, len(h))
+		}
+		found[x] = tlog.Hash(h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapError(err)
+	}
+	for i, x := range indexes {
+		if _, ok := r.fresh[x]; ok {
+			continue
+		}
+		h, ok := found[x]
+		if !ok {
+			return nil, fmt.Errorf("store: stored hash %d of the log is missing", x)
+		}
+		out[i] = h
+		if r.fresh != nil {
+			r.fresh[x] = h
+		}
+	}
+	return out, nil
+}
+
+// LedgerLogTree is the workspace's log as the database has it now: its size and root.
+func (db *DB) LedgerLogTree(ctx context.Context, workspaceID string) (tlog.Tree, error) {
+	var size int64
+	err := db.pool.QueryRow(ctx, `SELECT tree_size FROM ledger_logs WHERE workspace_id = $1`, workspaceID).Scan(&size)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return tlog.Tree{}, mapError(err)
+	}
+	return db.ledgerLogTreeAt(ctx, workspaceID, size)
+}
+
+func (db *DB) ledgerLogTreeAt(ctx context.Context, workspaceID string, size int64) (tlog.Tree, error) {
+	h, err := tlog.TreeHash(size, db.logHashes(ctx, workspaceID))
+	if err != nil {
+		return tlog.Tree{}, err
+	}
+	return tlog.Tree{N: size, Hash: h}, nil
+}
+
+func (db *DB) logHashes(ctx context.Context, workspaceID string) *logHashReader {
+	return &logHashReader{ctx: ctx, q: db.pool, workspaceID: workspaceID}
+}
+
+// LedgerLogsBehind returns (up to limit of) the workspaces whose log has not integrated
+// every event of their stream, or whose tree is larger than their newest checkpoint.
+func (db *DB) LedgerLogsBehind(ctx context.Context, limit int) ([]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT w.id::text FROM workspaces w
+		LEFT JOIN ledger_logs l ON l.workspace_id = w.id
+		WHERE EXISTS (SELECT 1 FROM ledger_events e WHERE e.workspace_id = w.id
+				AND (e.stream_position, e.seq) > (coalesce(l.last_position, 0), coalesce(l.last_seq, 0)))
+		   OR l.tree_size > coalesce((SELECT max(c.tree_size) FROM ledger_checkpoints c WHERE c.workspace_id = w.id), 0)
+		LIMIT $1`, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, mapError(err)
+}
+
+// LedgerCheckpoint is the newest checkpoint of the workspace's log (size 0 in none).
+func (db *DB) LedgerCheckpoint(ctx context.Context, workspaceID string) (accountable.LedgerCheckpoint, error) {
+	return db.ledgerCheckpoint(ctx, workspaceID, -1)
+}
+
+// LedgerCheckpointAt is the checkpoint of the workspace's log at size (not_found if the
+// log was never signed at that size).
+func (db *DB) LedgerCheckpointAt(ctx context.Context, workspaceID string, size int64) (accountable.LedgerCheckpoint, error) {
+	return db.ledgerCheckpoint(ctx, workspaceID, size)
+}
+
+func (db *DB) ledgerCheckpoint(ctx context.Context, workspaceID string, size int64) (accountable.LedgerCheckpoint, error) {
+	var c accountable.LedgerCheckpoint
+	var root []byte
+	var signedAt time.Time
+	err := db.pool.QueryRow(ctx, `SELECT tree_size, root_hash, signed_note, signed_at FROM ledger_checkpoints
+		WHERE workspace_id = $1 AND ($2 < 0 OR tree_size = $2) ORDER BY tree_size DESC LIMIT 1`,
+		workspaceID, size).Scan(&c.TreeSize, &root, &c.SignedNote, &signedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if size >= 0 {
+			return c, accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has no checkpoint of size %d.", size)
+		}
+		return c, nil
+	}
+	if err != nil {
+		return c, mapError(err)
+	}
+	c.RootHash, c.SignedAt = root, accountable.TimeOf(signedAt)
+	return c, nil
+}
+
+// SaveLedgerCheckpoint keeps a signed checkpoint. A second one of the same size (another
+// signer, the same tree) is not kept: the first stands.
+func (db *DB) SaveLedgerCheckpoint(ctx context.Context, workspaceID string, tree tlog.Tree, signed []byte) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO ledger_checkpoints (workspace_id, tree_size, root_hash, signed_note, signed_at)
+		VALUES ($1, $2, $3, $4, now()) ON CONFLICT (workspace_id, tree_size) DO NOTHING`,
+		workspaceID, tree.N, tree.Hash[:], string(signed))
+	return mapError(err)
+}
+
+// ProveLedgerConsistency is the consistency proof of the workspace's log from size from
+// to size to (both at most the log's size).
+func (db *DB) ProveLedgerConsistency(ctx context.Context, workspaceID string, from, to int64) (tlog.TreeProof, error) {
+	if err := db.logHolds(ctx, workspaceID, to); err != nil {
+		return nil, err
+	}
+	p, err := tlog.ProveTree(to, from, db.logHashes(ctx, workspaceID))
+	if err != nil {
+		return nil, fmt.Errorf("store: the consistency proof from %d to %d: %w", from, to, err)
+	}
+	return p, nil
+}
+
+// LedgerLeaf is an event's place in its workspace's log.
+type LedgerLeaf struct {
+	Index int64
+	Entry []byte
+}
+
+// LedgerLeafOf returns the leaf of an event (not_found for an event of another workspace,
+// or one not yet integrated).
+func (db *DB) LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (LedgerLeaf, error) {
+	row := db.pool.QueryRow(ctx, `SELECT `+eventColumns+`, l.leaf_index FROM ledger_log_leaves l
+		JOIN ledger_events USING (workspace_id)
+		WHERE l.workspace_id = $1 AND l.event_id = $2::uuid AND ledger_events.id = l.event_id`, workspaceID, eventID)
+	var idx int64
+	e, _, err := scanEvent(row, &idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LedgerLeaf{}, accountable.Errorf(accountable.ECodeNotFound, "The event %s is not in the workspace's log (yet).", eventID)
+	}
+	if err != nil {
+		return LedgerLeaf{}, mapError(err)
+	}
+	entry, err := ledgerlog.Entry(e.EventHeader)
+	if err != nil {
+		return LedgerLeaf{}, err
+	}
+	return LedgerLeaf{Index: idx, Entry: entry}, nil
+}
+
+// ProveLedgerInclusion is the inclusion proof of leaf index in the workspace's tree of
+// size size.
+func (db *DB) ProveLedgerInclusion(ctx context.Context, workspaceID string, index, size int64) (tlog.RecordProof, error) {
+	if err := db.logHolds(ctx, workspaceID, size); err != nil {
+		return nil, err
+	}
+	p, err := tlog.ProveRecord(size, index, db.logHashes(ctx, workspaceID))
+	if err != nil {
+		return nil, fmt.Errorf("store: the inclusion proof of leaf %d in size %d: %w", index, size, err)
+	}
+	return p, nil
+}
+
+// logHolds checks that the workspace's log has reached size.
+func (db *DB) logHolds(ctx context.Context, workspaceID string, size int64) error {
+	var have int64
+	err := db.pool.QueryRow(ctx, `SELECT tree_size FROM ledger_logs WHERE workspace_id = $1`, workspaceID).Scan(&have)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return mapError(err)
+	}
+	if size > have {
+		return accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has %d leaves, not %d.", have, size)
+	}
+	return nil
+}
+
+// LedgerLogTile is the data of a hash tile of the workspace's log (C2SP tlog-tiles): the
+// tile must lie within a tree of size treeSize the log has reached.
+func (db *DB) LedgerLogTile(ctx context.Context, workspaceID string, t tlog.Tile, treeSize int64) ([]byte, error) {
+	if err := db.logHolds(ctx, workspaceID, treeSize); err != nil {
+		return nil, err
+	}
+	data, err := tlog.ReadTileData(t, db.logHashes(ctx, workspaceID))
+	if err != nil {
+		return nil, fmt.Errorf("store: tile %s: %w", t.Path(), err)
+	}
+	return data, nil
+}
+
+// LedgerLogEntries returns the entries of leaves [start, start+count) of the workspace's
+// log, in order.
+func (db *DB) LedgerLogEntries(ctx context.Context, workspaceID string, start, count int64) ([][]byte, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+eventColumns+`, l.leaf_index FROM ledger_log_leaves l
+		JOIN ledger_events USING (workspace_id)
+		WHERE l.workspace_id = $1 AND ledger_events.id = l.event_id AND l.leaf_index >= $2 AND l.leaf_index < $2 + $3
+		ORDER BY l.leaf_index`, workspaceID, start, count)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	entries := make([][]byte, 0, count)
+	for rows.Next() {
+		var idx int64
+		e, _, err := scanEvent(rows, &idx)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		if idx != start+int64(len(entries)) {
+			return nil, fmt.Errorf("store: leaf %d of the log has no event", start+int64(len(entries)))
+		}
+		entry, err := ledgerlog.Entry(e.EventHeader)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, entry)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapError(err)
+	}
+	if int64(len(entries)) != count {
+		return nil, accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has no leaves %d to %d.", start, start+count-1)
+	}
+	return entries, nil
+}
