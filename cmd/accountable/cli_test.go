@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,8 +16,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -400,5 +404,49 @@ func TestUsersCommands(t *testing.T) {
 	}
 	if out, err := cmd("ledger", "verify", "--workspace", ws[1]); err != nil {
 		t.Fatalf("ledger verify: %v %s", err, out)
+	}
+}
+
+// TestCLILedgerKey: with no key configured, the first start makes one in
+// LEDGER_SIGNING_KEY_FILE (readable by its owner only) and `ledger key` prints its public
+// half; the next run reads the same key; a configured LEDGER_SIGNING_KEY wins; a malformed
+// key is refused.
+func TestCLILedgerKey(t *testing.T) {
+	cmd := cli(t)
+	file := filepath.Join(t.TempDir(), "keys", "ledger-signing-key")
+	t.Setenv("LEDGER_SIGNING_KEY", "")
+	t.Setenv("LEDGER_SIGNING_KEY_FILE", file)
+	t.Setenv("LEDGER_LOG_NAME", "audit.example/accountable")
+	first, err := cmd("ledger", "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(first, "audit.example/accountable+") {
+		t.Fatalf("ledger key printed %q, want a verifier key named after the log", first)
+	}
+	if _, err := note.NewVerifier(strings.TrimSpace(first)); err != nil {
+		t.Fatalf("ledger key printed %q: %v", first, err)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file has mode %v, want 0600", st.Mode().Perm())
+	}
+	if again, err := cmd("ledger", "key"); err != nil || again != first {
+		t.Fatalf("a second run printed %q (%v), want the same key %q", again, err, first)
+	}
+	other, err := ledgerlog.GenerateKey("other.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LEDGER_SIGNING_KEY", other)
+	if out, err := cmd("ledger", "key"); err != nil || !strings.HasPrefix(out, "other.example+") {
+		t.Fatalf("with LEDGER_SIGNING_KEY set: %q, %v", out, err)
+	}
+	t.Setenv("LEDGER_SIGNING_KEY", "PRIVATE+KEY+nonsense")
+	if _, err := cmd("ledger", "key"); err == nil {
+		t.Fatal("a malformed LEDGER_SIGNING_KEY was taken")
 	}
 }

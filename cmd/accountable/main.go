@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -52,6 +53,8 @@ Usage:
                                     reads the password (12 characters or more) from the first line
                                     of standard input; it is stored as an Argon2id hash
   accountable ledger verify [--workspace ID]
+  accountable ledger key            print the public key of the ledger's checkpoints (a signed-note
+                                    verifier key), for auditors and witnesses
 
 Configuration comes from environment variables (see README.md).
 `
@@ -139,11 +142,19 @@ func run(args []string, out io.Writer) error {
 	case "users":
 		return usersCommand(cfg, args[1:], os.Stdin, out)
 	case "ledger":
-		if len(args) < 2 || args[1] != "verify" {
-			fmt.Fprint(os.Stderr, usage)
-			return errUsage
+		switch {
+		case len(args) >= 2 && args[1] == "verify":
+			return ledgerVerify(cfg, args[2:], out)
+		case len(args) == 2 && args[1] == "key":
+			key, err := newLedgerKey(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, key.VerifierKey)
+			return nil
 		}
-		return ledgerVerify(cfg, args[2:], out)
+		fmt.Fprint(os.Stderr, usage)
+		return errUsage
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
