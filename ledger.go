@@ -158,6 +158,18 @@ type LedgerCheckpoint struct {
 	RootHash   []byte
 	SignedNote string
 	SignedAt   Time
+	// Cosignatures are the witnesses' signature lines of the checkpoint (C2SP
+	// tlog-cosignature), to add after the log's own (ledgerlog.WithCosignatures).
+	Cosignatures []string
+}
+
+// LedgerWitnessStatus is what a witness last did with a workspace's log: the size it
+// cosigned last and, when it refused a later checkpoint, why.
+type LedgerWitnessStatus struct {
+	Witness      string
+	CosignedSize int64
+	Refusal      *string
+	RefusedAt    *Time
 }
 
 // LedgerLogBrokenError means an event of the stream does not match its own hashes: it

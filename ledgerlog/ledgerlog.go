@@ -94,12 +94,12 @@ func VerifyConsistency(earlier, later tlog.Tree, proof tlog.TreeProof) error {
 	switch {
 	case later.N < earlier.N:
 		return fmt.Errorf("%w: the tree shrank from size %d to %d", ErrNotConsistent, earlier.N, later.N)
+	case earlier.N == 0: // every tree extends the empty one
+		return nil
 	case later.N == earlier.N:
 		if later.Hash != earlier.Hash {
 			return fmt.Errorf("%w: two different trees of size %d", ErrNotConsistent, later.N)
 		}
-		return nil
-	case earlier.N == 0:
 		return nil
 	}
 	if err := tlog.CheckTree(proof, later.N, later.Hash, earlier.N, earlier.Hash); err != nil {

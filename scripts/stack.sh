@@ -12,6 +12,9 @@
 # Temporal:   TEMPORAL_ADDRESS if set; otherwise the pinned Temporal CLI dev server on
 #   127.0.0.1:${ACCOUNTABLE_TEMPORAL_PORT:-7233} (Web UI on the port + 1000), built once
 #   into a cache outside the clone so fresh clones reuse it.
+# Witness:    the C2SP tlog-witness litewitness and its witnessctl (filippo.io/torchwood),
+#   built once into the same cache; the tests run litewitness as a process of its own
+#   (ACCOUNTABLE_LITEWITNESS_BIN, ACCOUNTABLE_WITNESSCTL_BIN).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +22,7 @@ data="$root/.data"
 mkdir -p "$data/logs"
 
 TEMPORAL_CLI_VERSION=v1.5.1
+TORCHWOOD_VERSION=v0.6.1
 cache_bin="${XDG_CACHE_HOME:-$HOME/.cache}/accountable/bin"
 pg_port="${ACCOUNTABLE_PG_PORT:-54329}"
 temporal_port="${ACCOUNTABLE_TEMPORAL_PORT:-7233}"
@@ -188,6 +192,26 @@ fi
 # The fault tests start (and stop) a Temporal dev server of their own with this CLI.
 ensure_temporal_cli
 export ACCOUNTABLE_TEMPORAL_BIN="$temporal_bin"
+
+# --- the witness ------------------------------------------------------------------------
+
+ensure_litewitness() {
+  litewitness_bin="$cache_bin/litewitness-$TORCHWOOD_VERSION"
+  witnessctl_bin="$cache_bin/witnessctl-$TORCHWOOD_VERSION"
+  if [ -x "$litewitness_bin" ] && [ -x "$witnessctl_bin" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || die "Go is needed to build litewitness"
+  log "building litewitness and witnessctl $TORCHWOOD_VERSION into $cache_bin (first time only)"
+  mkdir -p "$cache_bin"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp" go install "filippo.io/torchwood/cmd/litewitness@$TORCHWOOD_VERSION" \
+    "filippo.io/torchwood/cmd/witnessctl@$TORCHWOOD_VERSION") || die "could not build litewitness"
+  mv "$tmp/litewitness" "$litewitness_bin"
+  mv "$tmp/witnessctl" "$witnessctl_bin"
+  rm -rf "$tmp"
+}
+ensure_litewitness
+export ACCOUNTABLE_LITEWITNESS_BIN="$litewitness_bin" ACCOUNTABLE_WITNESSCTL_BIN="$witnessctl_bin"
 
 # --- the command ------------------------------------------------------------------------
 

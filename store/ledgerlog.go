@@ -26,7 +26,7 @@ import (
 // transaction per batch.
 
 func init() {
-	appendOnlyTables = append(appendOnlyTables, "ledger_log_leaves", "ledger_log_hashes", "ledger_checkpoints")
+	appendOnlyTables = append(appendOnlyTables, "ledger_log_leaves", "ledger_log_hashes", "ledger_checkpoints", "ledger_cosignatures")
 }
 
 // IntegrateLedgerLog appends to the workspace's log, as leaves, up to limit of the events
@@ -243,7 +243,13 @@ func (db *DB) ledgerCheckpoint(ctx context.Context, workspaceID string, size int
 		return c, mapError(err)
 	}
 	c.RootHash, c.SignedAt = root, accountable.TimeOf(signedAt)
-	return c, nil
+	rows, err := db.pool.Query(ctx, `SELECT signature FROM ledger_cosignatures
+		WHERE workspace_id = $1 AND tree_size = $2 ORDER BY witness`, workspaceID, c.TreeSize)
+	if err != nil {
+		return c, mapError(err)
+	}
+	c.Cosignatures, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	return c, mapError(err)
 }
 
 // SaveLedgerCheckpoint keeps a signed checkpoint. A second one of the same size (another
@@ -368,4 +374,67 @@ func (db *DB) LedgerLogEntries(ctx context.Context, workspaceID string, start, c
 		return nil, accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has no leaves %d to %d.", start, start+count-1)
 	}
 	return entries, nil
+}
+
+// LedgerLogsUnwitnessed returns (up to limit of) the workspaces whose newest checkpoint one
+// of the witnesses has not cosigned.
+func (db *DB) LedgerLogsUnwitnessed(ctx context.Context, limit int, witnesses []string) ([]string, error) {
+	if len(witnesses) == 0 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT c.workspace_id::text FROM
+			(SELECT workspace_id, max(tree_size) AS tree_size FROM ledger_checkpoints GROUP BY workspace_id) c
+		WHERE EXISTS (SELECT 1 FROM unnest($2::text[]) w(name)
+			WHERE NOT EXISTS (SELECT 1 FROM ledger_witness_status s
+				WHERE s.workspace_id = c.workspace_id AND s.witness = w.name AND s.cosigned_size >= c.tree_size))
+		LIMIT $1`, limit, witnesses)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, mapError(err)
+}
+
+// LedgerWitnessStatus is what each witness last did with the workspace's log.
+func (db *DB) LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitnessStatus, error) {
+	rows, err := db.pool.Query(ctx, `SELECT witness, cosigned_size, refusal, refused_at FROM ledger_witness_status
+		WHERE workspace_id = $1 ORDER BY witness`, workspaceID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.LedgerWitnessStatus, error) {
+		var s accountable.LedgerWitnessStatus
+		var at *time.Time
+		if err := r.Scan(&s.Witness, &s.CosignedSize, &s.Refusal, &at); err != nil {
+			return s, err
+		}
+		if at != nil {
+			t := accountable.TimeOf(*at)
+			s.RefusedAt = &t
+		}
+		return s, nil
+	})
+	return out, mapError(err)
+}
+
+// SaveLedgerCosignature keeps a witness's cosignature of the checkpoint of size treeSize
+// and clears its refusal.
+func (db *DB) SaveLedgerCosignature(ctx context.Context, workspaceID string, treeSize int64, witness, line string) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO ledger_cosignatures (workspace_id, tree_size, witness, signature, cosigned_at)
+		VALUES ($1, $2, $3, $4, now()) ON CONFLICT DO NOTHING`, workspaceID, treeSize, witness, line)
+	b.Queue(`INSERT INTO ledger_witness_status (workspace_id, witness, cosigned_size, updated_at) VALUES ($1, $3, $2, now())
+		ON CONFLICT (workspace_id, witness) DO UPDATE SET cosigned_size = greatest(ledger_witness_status.cosigned_size, excluded.cosigned_size),
+			refusal = NULL, refused_at = NULL, updated_at = now()`, workspaceID, treeSize, witness)
+	return mapError(db.pool.SendBatch(ctx, b).Close())
+}
+
+// SaveLedgerWitnessRefusal records a witness's refusal of the workspace's newest
+// checkpoint.
+func (db *DB) SaveLedgerWitnessRefusal(ctx context.Context, workspaceID, witness, refusal string) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO ledger_witness_status (workspace_id, witness, refusal, refused_at, updated_at)
+		VALUES ($1, $2, $3, now(), now())
+		ON CONFLICT (workspace_id, witness) DO UPDATE SET refusal = excluded.refusal, refused_at = now(), updated_at = now()`,
+		workspaceID, witness, refusal)
+	return mapError(err)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -30,6 +31,27 @@ type SealerMetrics interface {
 	LedgerCheckpointSigned(lag time.Duration)
 	LedgerLogRefused(reason string)
 }
+
+// WitnessStore is what the sealer needs of the store to have witnesses cosign.
+type WitnessStore interface {
+	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitnessStatus, error)
+	SaveLedgerCosignature(ctx context.Context, workspaceID string, treeSize int64, witness, line string) error
+	SaveLedgerWitnessRefusal(ctx context.Context, workspaceID, witness, refusal string) error
+	LedgerLogsUnwitnessed(ctx context.Context, limit int, witnesses []string) ([]string, error)
+}
+
+// WitnessMetrics counts the witnesses' refusals: each is an alert.
+type WitnessMetrics interface {
+	LedgerWitnessRefused(witness, reason string)
+}
+
+// Witness refusal reasons (the ledger_witness_refusals_total metric's reason label).
+const (
+	WitnessInconsistent = "inconsistent" // 422: not consistent with what the witness cosigned
+	WitnessAhead        = "ahead"        // the witness cosigned a larger tree than the log has: a rollback
+	WitnessForbidden    = "forbidden"    // 403: the witness does not know the log or its key
+	WitnessBadRequest   = "bad_request"  // 400
+)
 
 // AppendWatcher tells the sealer which workspaces have new events (the process's ledger
 // feed: its own commits at once, other processes' through their announcements).
@@ -64,8 +86,19 @@ type LedgerSealer struct {
 	signed  map[string]tlog.Tree // the last tree this process signed, per workspace
 	kick    chan struct{}
 
+	witnesses     []ledgerlog.Witness
+	witnessStore  WitnessStore
+	witnessHTTP   *http.Client
+	witnessMetric WitnessMetrics
+
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// UseWitnesses has every new checkpoint submitted to the witnesses (C2SP tlog-witness)
+// with its consistency proof, and their cosignatures kept with it. Call before Start.
+func (s *LedgerSealer) UseWitnesses(witnesses []ledgerlog.Witness, store WitnessStore, hc *http.Client, metrics WitnessMetrics) {
+	s.witnesses, s.witnessStore, s.witnessHTTP, s.witnessMetric = witnesses, store, hc, metrics
 }
 
 // sweepEvery is how often the sealer also asks the database which logs are behind: it
@@ -143,6 +176,19 @@ func (s *LedgerSealer) run(ctx context.Context) {
 			for _, id := range ids {
 				s.Nudge(id)
 			}
+			if len(s.witnesses) > 0 {
+				names := make([]string, len(s.witnesses))
+				for i, w := range s.witnesses {
+					names[i] = w.Name()
+				}
+				ids, err := s.witnessStore.LedgerLogsUnwitnessed(ctx, 1000, names)
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn("finding the ledger logs not cosigned", "err", err)
+				}
+				for _, id := range ids {
+					s.Nudge(id)
+				}
+			}
 		}
 		s.mu.Lock()
 		due := s.pending
@@ -150,12 +196,26 @@ func (s *LedgerSealer) run(ctx context.Context) {
 		s.mu.Unlock()
 		for ws, since := range due {
 			signed, err := s.Seal(ctx, ws)
-			switch {
-			case ctx.Err() != nil:
+			if ctx.Err() != nil {
 				return
-			case err != nil:
+			}
+			if err != nil {
 				s.log.Error("sealing the ledger log", "workspace_id", ws, "err", err)
-			case signed:
+				continue
+			}
+			if len(s.witnesses) > 0 {
+				if err := s.Witness(ctx, ws); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					s.log.Error("having the ledger log witnessed", "workspace_id", ws, "err", err)
+					var refused *RefusalError
+					if !errors.As(err, &refused) {
+						s.Nudge(ws) // a witness out of reach: again on the next tick
+					}
+				}
+			}
+			if signed {
 				s.metrics.LedgerCheckpointSigned(time.Since(since))
 			}
 		}
@@ -202,7 +262,7 @@ func (s *LedgerSealer) Seal(ctx context.Context, workspaceID string) (bool, erro
 	case tree.N < prev.N:
 		return false, s.refuse(RefusedShrunk, fmt.Errorf("workspace %s: the log has %d leaves, its last checkpoint %d", workspaceID, tree.N, prev.N))
 	case tree.N == prev.N:
-		if tree.Hash != prev.Hash {
+		if tree.N > 0 && tree.Hash != prev.Hash {
 			return false, s.refuse(RefusedInconsistent, fmt.Errorf("workspace %s: %w", workspaceID, ledgerlog.VerifyConsistency(prev, tree, nil)))
 		}
 		return false, nil
@@ -261,4 +321,79 @@ func (s *LedgerSealer) lastSigned(ctx context.Context, workspaceID, origin strin
 func (s *LedgerSealer) refuse(reason string, err error) error {
 	s.metrics.LedgerLogRefused(reason)
 	return &RefusalError{Reason: reason, Err: err}
+}
+
+// Witness submits the workspace's newest checkpoint to every witness that has not
+// cosigned it, with the consistency proof from the size it cosigned last, and keeps the
+// cosignatures. A witness that answers with another size (409) is asked again from that
+// size, once. A refusal (the checkpoint is inconsistent with what the witness cosigned, or
+// the witness cosigned a larger tree than the log now has) is recorded with the log and
+// counted, never skipped silently; the first refusal or error is returned.
+func (s *LedgerSealer) Witness(ctx context.Context, workspaceID string) error {
+	c, err := s.store.LedgerCheckpoint(ctx, workspaceID)
+	if err != nil || c.TreeSize == 0 {
+		return err
+	}
+	status, err := s.witnessStore.LedgerWitnessStatus(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	cosigned := map[string]int64{}
+	for _, st := range status {
+		cosigned[st.Witness] = st.CosignedSize
+	}
+	var first error
+	for _, w := range s.witnesses {
+		if cosigned[w.Name()] >= c.TreeSize {
+			continue
+		}
+		if err := s.witnessOne(ctx, workspaceID, w, cosigned[w.Name()], c); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (s *LedgerSealer) witnessOne(ctx context.Context, workspaceID string, w ledgerlog.Witness, old int64, c accountable.LedgerCheckpoint) error {
+	for attempt := 0; ; attempt++ {
+		var proof tlog.TreeProof
+		if old > 0 {
+			var err error
+			if proof, err = s.store.ProveLedgerConsistency(ctx, workspaceID, old, c.TreeSize); err != nil {
+				return err
+			}
+		}
+		line, err := w.AddCheckpoint(ctx, s.witnessHTTP, old, proof, []byte(c.SignedNote))
+		var conflict *ledgerlog.WitnessConflictError
+		var refusal *ledgerlog.WitnessRefusalError
+		switch {
+		case err == nil:
+			return s.witnessStore.SaveLedgerCosignature(ctx, workspaceID, c.TreeSize, w.Name(), line)
+		case errors.As(err, &conflict) && conflict.Known > c.TreeSize:
+			return s.witnessRefused(ctx, workspaceID, w, WitnessAhead, fmt.Errorf(
+				"witness %s cosigned the log at size %d, larger than its newest checkpoint (%d): the log was rolled back", w.Name(), conflict.Known, c.TreeSize))
+		case errors.As(err, &conflict) && attempt == 0 && conflict.Known != old:
+			// Another process of the deployment may have submitted meanwhile (the witness
+			// then knows this very size, and a request from it with an empty proof asks
+			// for a cosignature of the same tree), or the status was lost.
+			old = conflict.Known
+			continue
+		case errors.As(err, &refusal) && refusal.Inconsistent:
+			return s.witnessRefused(ctx, workspaceID, w, WitnessInconsistent, fmt.Errorf("witness %s: %w", w.Name(), err))
+		case errors.As(err, &refusal) && refusal.Status == http.StatusForbidden:
+			return s.witnessRefused(ctx, workspaceID, w, WitnessForbidden, fmt.Errorf("witness %s: %w", w.Name(), err))
+		case errors.As(err, &refusal):
+			return s.witnessRefused(ctx, workspaceID, w, WitnessBadRequest, fmt.Errorf("witness %s: %w", w.Name(), err))
+		default:
+			return err
+		}
+	}
+}
+
+func (s *LedgerSealer) witnessRefused(ctx context.Context, workspaceID string, w ledgerlog.Witness, reason string, err error) error {
+	s.witnessMetric.LedgerWitnessRefused(w.Name(), reason)
+	if serr := s.witnessStore.SaveLedgerWitnessRefusal(ctx, workspaceID, w.Name(), reason+": "+err.Error()); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return &RefusalError{Reason: "witness_" + reason, Err: err}
 }

@@ -280,6 +280,9 @@ func newLedgerKey(cfg Config, log *slog.Logger) (*ledgerlog.Key, error) {
 // newLedgerSealer keeps the workspaces' transparency logs signed (worker.LedgerSealer).
 func newLedgerSealer(lc fx.Lifecycle, cfg Config, db *store.DB, key *ledgerlog.Key, feed *store.LedgerFeed, m *Metrics, log *slog.Logger) *worker.LedgerSealer {
 	s := worker.NewLedgerSealer(db, key, cfg.LedgerLogName, cfg.LedgerCheckpointInterval, feed, m, log.With("component", "ledger_sealer"))
+	if len(cfg.LedgerWitnesses) > 0 {
+		s.UseWitnesses(cfg.LedgerWitnesses, db, &http.Client{Timeout: 10 * time.Second}, m)
+	}
 	lc.Append(fx.StartStopHook(s.Start, s.Stop))
 	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/api"
+	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/oauth"
 	"github.com/accountablework/accountable/planner"
 	"github.com/accountablework/accountable/receipt"
@@ -120,6 +121,9 @@ type Config struct {
 	LedgerSigningKeyFile     string
 	LedgerLogName            string
 	LedgerCheckpointInterval time.Duration
+	// LedgerWitnesses cosign the checkpoints (LEDGER_WITNESSES: "<url> <verifier key>"
+	// entries separated by commas; C2SP tlog-witness).
+	LedgerWitnesses []ledgerlog.Witness
 
 	// DatabaseLongReadMaxConns and DatabaseLongReadWait: the long reads' own pool and how
 	// long one waits for its turn (store.Config.LongReadMaxConns, LongReadWait).
@@ -205,6 +209,11 @@ func LoadConfig() (Config, error) {
 	}
 	c.ClientIPHeader = env("CLIENT_IP_HEADER", "X-Forwarded-For")
 	c.PasswordHashSlots = envInt("PASSWORD_HASH_SLOTS", 0, &errs)
+	if ws, err := ledgerlog.ParseWitnesses(env("LEDGER_WITNESSES", "")); err != nil {
+		errs = append(errs, "LEDGER_WITNESSES: "+err.Error())
+	} else {
+		c.LedgerWitnesses = ws
+	}
 	c.LedgerCheckpointInterval = envDuration("LEDGER_CHECKPOINT_INTERVAL", time.Second, &errs)
 	c.ShutdownTimeout = envDuration("SHUTDOWN_TIMEOUT", 20*time.Second, &errs)
 	c.KeyCacheTTL = envDuration("KEY_CACHE_TTL", time.Minute, &errs)

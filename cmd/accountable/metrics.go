@@ -32,6 +32,7 @@ type Metrics struct {
 	workflowFailures *prometheus.CounterVec
 	checkpointLag    prometheus.Histogram
 	logRefusals      *prometheus.CounterVec
+	witnessRefusals  *prometheus.CounterVec
 }
 
 // newMetrics registers the service's metrics, the Go runtime's and the process's.
@@ -67,8 +68,11 @@ func newMetrics() *Metrics {
 		logRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_ledger_log_refusals_total",
 			Help: "ALERT: times the ledger sealer refused to sign a workspace's log, by reason (broken_event, inconsistent, foreign_note, shrunk): its history is not the one signed before."},
 			[]string{"reason"}),
+		witnessRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accountable_ledger_witness_refusals_total",
+			Help: "ALERT: times a witness refused a workspace's checkpoint, by witness and reason (inconsistent, ahead: it cosigned a larger tree, a rollback; forbidden: it does not know the log)."},
+			[]string{"witness", "reason"}),
 	}
-	r.MustRegister(m.checkpointLag, m.logRefusals, m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.longReads, m.workflowMessages, m.workflowFailures,
+	r.MustRegister(m.checkpointLag, m.logRefusals, m.witnessRefusals, m.requests, m.requestDuration, m.replays, m.appended, m.conflicts, m.ledgerReads, m.longReads, m.workflowMessages, m.workflowFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +91,11 @@ func (m *Metrics) LedgerCheckpointSigned(lag time.Duration) { m.checkpointLag.Ob
 
 // LedgerLogRefused counts a refusal to sign (worker.SealerMetrics).
 func (m *Metrics) LedgerLogRefused(reason string) { m.logRefusals.WithLabelValues(reason).Inc() }
+
+// LedgerWitnessRefused counts a witness's refusal (worker.WitnessMetrics).
+func (m *Metrics) LedgerWitnessRefused(witness, reason string) {
+	m.witnessRefusals.WithLabelValues(witness, reason).Inc()
+}
 
 // LedgerEventsAppended counts committed ledger events (store.Metrics).
 func (m *Metrics) LedgerEventsAppended(n int) { m.appended.Add(float64(n)) }

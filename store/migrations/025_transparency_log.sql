@@ -42,8 +42,33 @@ CREATE TABLE ledger_checkpoints (
     PRIMARY KEY (workspace_id, tree_size)
 );
 
+-- The witnesses' cosignatures of the checkpoints (C2SP tlog-cosignature), published with
+-- them: each is the signed-note line "— <witness> <base64>".
+CREATE TABLE ledger_cosignatures (
+    workspace_id uuid NOT NULL,
+    tree_size    bigint NOT NULL,
+    witness      text NOT NULL,
+    signature    text NOT NULL,
+    cosigned_at  timestamptz NOT NULL,
+    PRIMARY KEY (workspace_id, tree_size, witness)
+);
+
+-- What each witness last did with each workspace's log: the size it cosigned last, and its
+-- refusal of a later checkpoint (an alert: the log showed it a history inconsistent with
+-- the one it cosigned) until it cosigns again.
+CREATE TABLE ledger_witness_status (
+    workspace_id  uuid NOT NULL,
+    witness       text NOT NULL,
+    cosigned_size bigint NOT NULL DEFAULT 0,
+    refusal       text,
+    refused_at    timestamptz,
+    updated_at    timestamptz NOT NULL,
+    PRIMARY KEY (workspace_id, witness)
+);
+
 -- Like the ledger, the log is append-only for the service (store/roles.go also revokes
--- UPDATE and DELETE from the service role); only the tree's cursor moves.
+-- UPDATE and DELETE from the service role); only the tree's cursor and the witnesses'
+-- status move.
 CREATE FUNCTION ledger_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
@@ -55,9 +80,13 @@ CREATE TRIGGER ledger_log_hashes_append_only BEFORE UPDATE OR DELETE ON ledger_l
     FOR EACH ROW EXECUTE FUNCTION ledger_log_append_only();
 CREATE TRIGGER ledger_checkpoints_append_only BEFORE UPDATE OR DELETE ON ledger_checkpoints
     FOR EACH ROW EXECUTE FUNCTION ledger_log_append_only();
+CREATE TRIGGER ledger_cosignatures_append_only BEFORE UPDATE OR DELETE ON ledger_cosignatures
+    FOR EACH ROW EXECUTE FUNCTION ledger_log_append_only();
 
 ---- create above / drop below ----
 
+DROP TABLE ledger_witness_status;
+DROP TABLE ledger_cosignatures;
 DROP TABLE ledger_checkpoints;
 DROP TABLE ledger_log_hashes;
 DROP TABLE ledger_log_leaves;
