@@ -93,12 +93,12 @@ func VerifyInclusion(tree tlog.Tree, index int64, entry []byte, proof tlog.Recor
 func VerifyConsistency(earlier, later tlog.Tree, proof tlog.TreeProof) error {
 	switch {
 	case later.N < earlier.N:
-		return fmt.Errorf("%w: the tree shrank from size %d to %d", ErrNotConsistent, earlier.N, later.N)
+		return fmt.Errorf("%w: truncated: the tree of size %d is smaller than the earlier one of size %d", ErrNotConsistent, later.N, earlier.N)
 	case earlier.N == 0: // every tree extends the empty one
 		return nil
 	case later.N == earlier.N:
 		if later.Hash != earlier.Hash {
-			return fmt.Errorf("%w: two different trees of size %d", ErrNotConsistent, later.N)
+			return fmt.Errorf("%w: a fork: two different trees of size %d", ErrNotConsistent, later.N)
 		}
 		return nil
 	}
