@@ -11,7 +11,7 @@ build:
 	go build -o $(BIN) ./cmd/accountable
 
 run: build
-	@scripts/stack.sh $(BIN) dev --bootstrap
+	@scripts/stack.sh $(BIN) dev --bootstrap --witness
 
 test:
 	@scripts/stack.sh bash -c 'set -e; test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; go vet ./...; scripts/lint.sh; export CHROMIUM_PATH=$$(scripts/chromium.sh); \

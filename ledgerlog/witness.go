@@ -74,7 +74,8 @@ func validKeyName(name string) bool {
 // Witness is a witness the log submits its checkpoints to.
 type Witness struct {
 	URL      string        // the witness's prefix: add-checkpoint is URL + "/add-checkpoint"
-	Verifier note.Verifier // its cosignature key
+	Key      string        // its cosignature verifier key, as text
+	Verifier note.Verifier // that key
 }
 
 // Name is the witness's key name, the name of its cosignatures.
@@ -102,7 +103,7 @@ func ParseWitnesses(spec string) ([]Witness, error) {
 			return nil, fmt.Errorf("ledgerlog: witness %s is listed twice", v.Name())
 		}
 		seen[v.Name()] = true
-		out = append(out, Witness{URL: strings.TrimSuffix(url, "/"), Verifier: v})
+		out = append(out, Witness{URL: strings.TrimSuffix(url, "/"), Key: strings.TrimSpace(vkey), Verifier: v})
 	}
 	return out, nil
 }

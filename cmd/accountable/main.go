@@ -24,6 +24,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/ledgerlog/litewitness"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/tokens"
@@ -35,8 +36,10 @@ const usage = `accountable: the Accountable Work Service
 Usage:
   accountable serve                 serve the HTTP API
   accountable worker                run the Temporal worker
-  accountable dev [--bootstrap]     API and worker in one process; --bootstrap migrates and
-                                    creates a dev user, workspace and key on first run
+  accountable dev [--bootstrap] [--witness]
+                                    API and worker in one process; --bootstrap migrates and
+                                    creates a dev user, workspace and key on first run;
+                                    --witness runs a local witness (litewitness) beside it
   accountable migrate               create the database if needed and apply migrations
   accountable keys create --name NAME [--new-workspace NAME | --workspace ID] [--user EMAIL] [--agent NAME] [--json]
                                     --agent makes an agent's key: the agent acts for the user, and
@@ -105,8 +108,22 @@ func run(args []string, out io.Writer) error {
 	case "dev":
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 		bootstrap := fs.Bool("bootstrap", false, "migrate and create a dev key on first run")
+		witness := fs.Bool("witness", false, "run a local witness (litewitness) that cosigns the ledger's checkpoints")
 		if err := fs.Parse(args[1:]); err != nil {
 			return errUsage
+		}
+		var extra []fx.Option
+		if *witness {
+			o, err := localWitnessOptions(cfg)
+			if err != nil {
+				return err
+			}
+			w, err := litewitness.WitnessOf(o)
+			if err != nil {
+				return err
+			}
+			cfg.LedgerWitnesses = append(cfg.LedgerWitnesses, w)
+			extra = append(extra, runLocalWitness(o))
 		}
 		if *bootstrap {
 			if err := devBootstrap(cfg, out); err != nil {
@@ -127,7 +144,8 @@ func run(args []string, out io.Writer) error {
 				cfg.OAuthTokenSecret = secret
 			}
 		}
-		fx.New(devOptions(cfg)).Run()
+		// The local witness first: it is started (and told of the logs) before the sealer.
+		fx.New(append(extra, devOptions(cfg))...).Run()
 		return nil
 	case "migrate":
 		return oneShot(cfg, func(ctx context.Context, _ *store.DB) error {
