@@ -450,3 +450,22 @@ func TestCLILedgerKey(t *testing.T) {
 		t.Fatal("a malformed LEDGER_SIGNING_KEY was taken")
 	}
 }
+
+// TestCLILedgerLogList: the log list names every workspace's log with the key, in the
+// form witnessctl pull-logs reads.
+func TestCLILedgerLogList(t *testing.T) {
+	cmd := cli(t)
+	k := createKey(t, cmd, "--name", "log-list", "--new-workspace", "Log list")
+	out, err := cmd("ledger", "log-list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey, err := cmd("ledger", "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "vkey " + strings.TrimSpace(vkey) + "\norigin accountable.localhost/workspaces/" + k.WorkspaceID + "\n"
+	if !strings.HasPrefix(out, "logs/v0\n") || !strings.Contains(out, want) {
+		t.Fatalf("ledger log-list printed %q, want a logs/v0 list with %q", out, want)
+	}
+}

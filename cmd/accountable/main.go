@@ -24,6 +24,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/ledgerlog/litewitness"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
@@ -58,6 +59,8 @@ Usage:
   accountable ledger verify [--workspace ID]
   accountable ledger key            print the public key of the ledger's checkpoints (a signed-note
                                     verifier key), for auditors and witnesses
+  accountable ledger log-list       print every workspace's log (origin and key) as a C2SP log list,
+                                    for a witness (witnessctl pull-logs -source FILE)
 
 Configuration comes from environment variables (see README.md).
 `
@@ -163,6 +166,8 @@ func run(args []string, out io.Writer) error {
 		switch {
 		case len(args) >= 2 && args[1] == "verify":
 			return ledgerVerify(cfg, args[2:], out)
+		case len(args) == 2 && args[1] == "log-list":
+			return ledgerLogList(cfg, out)
 		case len(args) == 2 && args[1] == "key":
 			key, err := newLedgerKey(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 			if err != nil {
@@ -320,6 +325,25 @@ func ledgerVerify(cfg Config, args []string, out io.Writer) error {
 		}
 		if broken {
 			return errBrokenLedger
+		}
+		return nil
+	})
+}
+
+// ledgerLogList prints every workspace's log as a C2SP witness log list ("logs/v0").
+func ledgerLogList(cfg Config, out io.Writer) error {
+	key, err := newLedgerKey(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		return err
+	}
+	return oneShot(cfg, func(ctx context.Context, db *store.DB) error {
+		ids, err := db.ListWorkspaceIDs(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "logs/v0")
+		for _, id := range ids {
+			fmt.Fprintf(out, "vkey %s\norigin %s\n", key.VerifierKey, ledgerlog.Origin(cfg.LedgerLogName, id))
 		}
 		return nil
 	})
