@@ -160,6 +160,13 @@ type LedgerCheckpoint struct {
 	SignedAt   Time
 }
 
+// LedgerLeaf is an event's place in its workspace's log: its leaf index and its entry
+// (the canonical JSON of its header).
+type LedgerLeaf struct {
+	Index int64
+	Entry []byte
+}
+
 // LedgerLogBrokenError means an event of the stream does not match its own hashes: it
 // never becomes a leaf of the workspace's log, and the log stops growing (and no
 // checkpoint is signed) until it is dealt with.
