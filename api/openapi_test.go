@@ -164,11 +164,20 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		if path == "" {
 			path = "/"
 		}
-		// Fiber ":name" -> OpenAPI "{name}"
+		// Fiber ":name" -> OpenAPI "{name}"; a last "+" (a PathTail operation's rest of the
+		// path) -> the one parameter a documented path of the method has there.
 		parts := strings.Split(path, "/")
 		for i, p := range parts {
 			if strings.HasPrefix(p, ":") {
 				parts[i] = "{" + p[1:] + "}"
+			}
+			if p == "+" && i == len(parts)-1 {
+				prefix := r.Method + " " + strings.Join(parts[:i], "/") + "/{"
+				for op := range documented {
+					if rest, ok := strings.CutPrefix(op, prefix); ok && strings.HasSuffix(rest, "}") && !strings.Contains(rest, "/") {
+						parts[i] = "{" + rest
+					}
+				}
 			}
 		}
 		served[r.Method+" "+strings.Join(parts, "/")] = true

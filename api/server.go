@@ -376,7 +376,7 @@ func (s *Server) routes() {
 			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
 		}
 		for _, root := range o.roots() {
-			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)
+			path := strings.TrimSuffix(root, "/") + o.route()
 			if path != "/" {
 				path = strings.TrimSuffix(path, "/")
 			}
