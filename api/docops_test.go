@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,6 +77,29 @@ func (o docOperation) answersWith(status int) bool {
 	ref, _ := schema["$ref"].(string)
 	return status < 400 || ref != "#/components/schemas/Error" && ref != "#/components/schemas/Unauthorized" &&
 		(o.Failure == "" || ref != o.Failure)
+}
+
+// answersIn reports whether the operation documents an answer of status in the media
+// type of contentType other than JSON (a tile, a signed note: Raw operations).
+func (o docOperation) answersIn(status int, contentType string) bool {
+	return documentsMedia(o.Responses, status, contentType)
+}
+
+// documentsMedia reports whether responses (an operation's, in the document) give status
+// an answer in the media type of contentType, JSON aside.
+func documentsMedia(responses map[string]any, status int, contentType string) bool {
+	media, _, err := mime.ParseMediaType(contentType)
+	if err != nil || media == "application/json" {
+		return false
+	}
+	resp, _ := responses[strconv.Itoa(status)].(map[string]any)
+	content, _ := resp["content"].(map[string]any)
+	for documented := range content {
+		if m, _, err := mime.ParseMediaType(documented); err == nil && m == media {
+			return true
+		}
+	}
+	return false
 }
 
 // document is the served OpenAPI document.

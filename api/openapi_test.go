@@ -90,6 +90,15 @@ func (o *openAPI) check(t *testing.T, method, path string, status int, body any)
 	}
 }
 
+// answersIn reports whether the document gives (method, path) an answer of status in
+// the media type of contentType other than JSON.
+func (o *openAPI) answersIn(method, path string, status int, contentType string) bool {
+	item, _ := o.doc["paths"].(map[string]any)[path].(map[string]any)
+	op, _ := item[strings.ToLower(method)].(map[string]any)
+	responses, _ := op["responses"].(map[string]any)
+	return documentsMedia(responses, status, contentType)
+}
+
 // validate is check returning what is wrong.
 func (o *openAPI) validate(method, path string, status int, body any) error {
 	m := strings.ToLower(method)
