@@ -172,6 +172,58 @@ type LedgerWitnessStatus struct {
 	RefusedAt    *Time
 }
 
+// LedgerLeaf is an event's place in its workspace's log: its leaf index and its entry
+// (the canonical JSON of its header).
+type LedgerLeaf struct {
+	Index int64
+	Entry []byte
+}
+
+// The answers of the transparency log's operations (api/ledgerlog.go). Hashes are in
+// standard base64, as the signed checkpoints and the C2SP specifications write them, so
+// that a client compares them with a checkpoint's text as they are.
+
+// SignedCheckpoint is the newest signed checkpoint of a workspace's log (GET
+// /events/checkpoint).
+type SignedCheckpoint struct {
+	Origin     string `json:"origin" description:"The log's origin: the log name, /workspaces/ and the workspace id."`
+	TreeSize   int64  `json:"treeSize" minimum:"1" description:"How many events the checkpoint's tree holds: the first treeSize events of the stream."`
+	RootHash   string `json:"rootHash" description:"The tree's RFC 6962 root hash, in standard base64 (as in the checkpoint)."`
+	Checkpoint string `json:"checkpoint" description:"The C2SP signed note, verbatim: the checkpoint's text, a blank line and the log's signature."`
+	SignedAt   Time   `json:"signedAt"`
+	PublicKey  string `json:"publicKey" description:"The log's public key as a C2SP signed-note verifier key (<name>+<hash>+<base64>)."`
+}
+
+// LedgerInclusionProof proves that an event is a leaf of a signed tree (GET
+// /events/{eventId}/proof).
+type LedgerInclusionProof struct {
+	EventID    string   `json:"eventId" format:"uuid"`
+	LeafIndex  int64    `json:"leafIndex" minimum:"0" description:"The event's place in the log: its position in the stream, from 0."`
+	TreeSize   int64    `json:"treeSize" minimum:"1"`
+	Entry      string   `json:"entry" description:"The leaf's entry: the canonical JSON of the event's header, whose SHA-256 is its eventHash."`
+	LeafHash   string   `json:"leafHash" description:"The RFC 6962 leaf hash of entry, in standard base64."`
+	Proof      []string `json:"proof" description:"The inclusion proof: RFC 6962 hashes in standard base64, from the leaf up."`
+	Checkpoint string   `json:"checkpoint" description:"The signed note of the tree of size treeSize, verbatim."`
+}
+
+// LedgerConsistencyProof proves that a signed tree extends an earlier one (GET
+// /events/consistency).
+type LedgerConsistencyProof struct {
+	From           int64    `json:"from" minimum:"0"`
+	To             int64    `json:"to" minimum:"1"`
+	Proof          []string `json:"proof" description:"The consistency proof: RFC 6962 hashes in standard base64 (empty when from is 0 or equals to)."`
+	FromCheckpoint *string  `json:"fromCheckpoint" description:"The signed note of the tree of size from, verbatim; null for from 0, the empty tree, which is never signed."`
+	ToCheckpoint   string   `json:"toCheckpoint" description:"The signed note of the tree of size to, verbatim."`
+}
+
+// LedgerLogKey is what a client needs to check every workspace's log of this service
+// (GET /events/log/key).
+type LedgerLogKey struct {
+	LogName      string `json:"logName" description:"The log name: the key's name, and the start of every workspace's origin."`
+	PublicKey    string `json:"publicKey" description:"The C2SP signed-note verifier key (<name>+<hash>+<base64>) that signs every checkpoint."`
+	OriginPrefix string `json:"originPrefix" description:"A workspace's origin is this prefix followed by its id."`
+}
+
 // LedgerLogBrokenError means an event of the stream does not match its own hashes: it
 // never becomes a leaf of the workspace's log, and the log stops growing (and no
 // checkpoint is signed) until it is dealt with.

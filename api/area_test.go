@@ -36,28 +36,39 @@ func TestNoRouteIsTakenByAnEarlierOne(t *testing.T) {
 }
 
 // takes reports whether a route of earlier matches a request o serves (on any of their
-// roots): a parameter's value is one no static segment has.
+// roots): a parameter's value is one no static segment has; the tail of a PathTail
+// operation is tried with one segment and with two.
 func takes(earlier, o *operation) bool {
+	probes := []string{pathParam.ReplaceAllString(o.Path, "probe·$1")}
+	if o.PathTail {
+		probes = append(probes, probes[0]+"/probe·tail")
+	}
 	for _, root := range o.roots() {
-		path := strings.TrimSuffix(root, "/") + pathParam.ReplaceAllString(o.Path, "probe·$1")
-		for _, r := range earlier.roots() {
-			if routeMatches(strings.TrimSuffix(r, "/")+fiberPath(earlier.Path), path) {
-				return true
+		for _, probe := range probes {
+			path := strings.TrimSuffix(root, "/") + probe
+			for _, r := range earlier.roots() {
+				if routeMatches(strings.TrimSuffix(r, "/")+earlier.route(), path) {
+					return true
+				}
 			}
 		}
 	}
 	return false
 }
 
-// routeMatches reports whether the Fiber route (":name" a parameter segment) matches path,
-// segment by segment and regardless of case, as Fiber's default router does.
+// routeMatches reports whether the Fiber route (":name" a parameter segment, a last "+"
+// the rest of the path) matches path, segment by segment and regardless of case, as
+// Fiber's default router does.
 func routeMatches(route, path string) bool {
 	rs, ps := strings.Split(strings.Trim(route, "/"), "/"), strings.Split(strings.Trim(path, "/"), "/")
+	if n := len(rs); n > 0 && rs[n-1] == "+" && len(ps) >= n {
+		ps = append(ps[:n-1], strings.Join(ps[n-1:], "/"))
+	}
 	if len(rs) != len(ps) {
 		return false
 	}
 	for k, seg := range rs {
-		if strings.HasPrefix(seg, ":") {
+		if strings.HasPrefix(seg, ":") || seg == "+" {
 			if ps[k] == "" {
 				return false
 			}

@@ -210,6 +210,9 @@ func sameResponse(a, b response) string {
 		return "status " + strconv.Itoa(a.status) + " vs " + strconv.Itoa(b.status) + ":\n" + string(a.raw) + "\n" + string(b.raw)
 	}
 	strip := func(r response) string {
+		if r.rawBody == nil { // an answer in another media type (a tile): its bytes
+			return string(r.raw)
+		}
 		v := r.rawBody
 		if m, ok := v.(map[string]any); ok {
 			m = maps.Clone(m)

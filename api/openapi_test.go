@@ -90,6 +90,15 @@ func (o *openAPI) check(t *testing.T, method, path string, status int, body any)
 	}
 }
 
+// answersIn reports whether the document gives (method, path) an answer of status in
+// the media type of contentType other than JSON.
+func (o *openAPI) answersIn(method, path string, status int, contentType string) bool {
+	item, _ := o.doc["paths"].(map[string]any)[path].(map[string]any)
+	op, _ := item[strings.ToLower(method)].(map[string]any)
+	responses, _ := op["responses"].(map[string]any)
+	return documentsMedia(responses, status, contentType)
+}
+
 // validate is check returning what is wrong.
 func (o *openAPI) validate(method, path string, status int, body any) error {
 	m := strings.ToLower(method)
@@ -164,11 +173,20 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		if path == "" {
 			path = "/"
 		}
-		// Fiber ":name" -> OpenAPI "{name}"
+		// Fiber ":name" -> OpenAPI "{name}"; a last "+" (a PathTail operation's rest of the
+		// path) -> the one parameter a documented path of the method has there.
 		parts := strings.Split(path, "/")
 		for i, p := range parts {
 			if strings.HasPrefix(p, ":") {
 				parts[i] = "{" + p[1:] + "}"
+			}
+			if p == "+" && i == len(parts)-1 {
+				prefix := r.Method + " " + strings.Join(parts[:i], "/") + "/{"
+				for op := range documented {
+					if rest, ok := strings.CutPrefix(op, prefix); ok && strings.HasSuffix(rest, "}") && !strings.Contains(rest, "/") {
+						parts[i] = "{" + rest
+					}
+				}
 			}
 		}
 		served[r.Method+" "+strings.Join(parts, "/")] = true

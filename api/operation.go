@@ -73,6 +73,10 @@ type Operation struct {
 	// ContentType (JSON when empty).
 	Raw         bool
 	ContentType string
+	// PathTail makes the path's last parameter, which ends it, take the rest of the path,
+	// slashes and all: a C2SP tile path (0/x001/234.p/7) is one name whose segments a
+	// client builds, not a resource per segment. Its route ends in Fiber's greedy "+".
+	PathTail bool
 	// EventStream operations may also answer with a lease of Server-Sent Events
 	// (text/event-stream; the handler starts it with call.streamEvents).
 	EventStream bool
@@ -260,6 +264,9 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	d := operation{Operation: o, in: reflect.TypeFor[In](), out: reflect.TypeFor[Out]()}
 	d.params = paramsOf(d.in)
+	if o.PathTail {
+		d.markTail()
+	}
 	d.hasBody = hasBodyFields(d.in)
 	bodyType := d.in
 	if !d.hasBody {
@@ -318,6 +325,35 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		return respond(fc, status, out, c.meta)
 	}
 	return d
+}
+
+// markTail marks the parameter that ends the path of a PathTail operation as the tail,
+// and panics at start-up when the path does not end in a parameter In has.
+func (d *operation) markTail() {
+	m := pathParam.FindAllStringSubmatchIndex(d.Path, -1)
+	if len(m) == 0 || m[len(m)-1][1] != len(d.Path) {
+		panic("api: " + d.ID + " is PathTail, but its path " + d.Path + " does not end in a parameter")
+	}
+	last := m[len(m)-1]
+	name := d.Path[last[2]:last[3]]
+	for i := range d.params {
+		if d.params[i].in == "path" && d.params[i].name == name {
+			d.params[i].tail = true
+			return
+		}
+	}
+	panic("api: " + d.ID + " is PathTail, but its input has no path parameter " + name)
+}
+
+// route is the operation's Fiber path relative to its root.
+func (d *operation) route() string {
+	p := d.Path
+	if d.PathTail {
+		m := pathParam.FindAllStringIndex(p, -1)
+		last := m[len(m)-1]
+		p = p[:last[0]] + "+"
+	}
+	return fiberPath(p)
 }
 
 // deadline returns the server-side deadline of class.
@@ -687,6 +723,8 @@ type param struct {
 	description string
 	// required: a query parameter tagged required:"true" must be given (400 at its name).
 	required bool
+	// tail: the path parameter of a PathTail operation, read from Fiber's "+".
+	tail bool
 	// probe is a one-field struct carrying the parameter's tags, so CheckFields applies
 	// them to its value.
 	probe reflect.Type
@@ -750,6 +788,8 @@ func hasBodyFields(t reflect.Type) bool {
 func (p param) bind(fc *fiber.Ctx, v reflect.Value, issues *accountable.Issues) {
 	var raw []string
 	switch {
+	case p.in == "path" && p.tail:
+		raw = []string{fc.Params("+")}
 	case p.in == "path":
 		raw = []string{fc.Params(p.name)}
 	case p.field.Type.Kind() == reflect.Slice:

@@ -101,6 +101,13 @@ type Config struct {
 	WebhookSecretKey    webhook.SecretKey
 	WebhookTargets      webhook.TargetPolicy
 	WebhookMaxEndpoints int
+	// LedgerLogName names the workspaces' transparency logs (LEDGER_LOG_NAME: a log's
+	// origin is it, /workspaces/ and the workspace id), and LedgerVerifierKey is the
+	// public key that signs their checkpoints, in signed-note form: both handed to
+	// clients, who check the logs with them (api/ledgerlog.go). The signing key itself
+	// never reaches the API.
+	LedgerLogName     string
+	LedgerVerifierKey string
 }
 
 // KeyStore is what authentication needs.
@@ -272,6 +279,9 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		cfg.KeyTouchInterval = 30 * time.Second
 	}
 	cfg.SiteURL = strings.TrimRight(cfg.SiteURL, "/")
+	if err := checkLedgerSettings(cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
 		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
@@ -376,7 +386,7 @@ func (s *Server) routes() {
 			handlers = []fiber.Handler{s.authenticate, s.rateLimit, requireScope(o.scope()), serve}
 		}
 		for _, root := range o.roots() {
-			path := strings.TrimSuffix(root, "/") + fiberPath(o.Path)
+			path := strings.TrimSuffix(root, "/") + o.route()
 			if path != "/" {
 				path = strings.TrimSuffix(path, "/")
 			}

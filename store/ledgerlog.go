@@ -274,31 +274,25 @@ func (db *DB) ProveLedgerConsistency(ctx context.Context, workspaceID string, fr
 	return p, nil
 }
 
-// LedgerLeaf is an event's place in its workspace's log.
-type LedgerLeaf struct {
-	Index int64
-	Entry []byte
-}
-
 // LedgerLeafOf returns the leaf of an event (not_found for an event of another workspace,
 // or one not yet integrated).
-func (db *DB) LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (LedgerLeaf, error) {
+func (db *DB) LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (accountable.LedgerLeaf, error) {
 	row := db.pool.QueryRow(ctx, `SELECT `+eventColumns+`, l.leaf_index FROM ledger_log_leaves l
 		JOIN ledger_events USING (workspace_id)
 		WHERE l.workspace_id = $1 AND l.event_id = $2::uuid AND ledger_events.id = l.event_id`, workspaceID, eventID)
 	var idx int64
 	e, _, err := scanEvent(row, &idx)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return LedgerLeaf{}, accountable.Errorf(accountable.ECodeNotFound, "The event %s is not in the workspace's log (yet).", eventID)
+		return accountable.LedgerLeaf{}, accountable.Errorf(accountable.ECodeNotFound, "The event %s is not in the workspace's log (yet).", eventID)
 	}
 	if err != nil {
-		return LedgerLeaf{}, mapError(err)
+		return accountable.LedgerLeaf{}, mapError(err)
 	}
 	entry, err := ledgerlog.Entry(e.EventHeader)
 	if err != nil {
-		return LedgerLeaf{}, err
+		return accountable.LedgerLeaf{}, err
 	}
-	return LedgerLeaf{Index: idx, Entry: entry}, nil
+	return accountable.LedgerLeaf{Index: idx, Entry: entry}, nil
 }
 
 // ProveLedgerInclusion is the inclusion proof of leaf index in the workspace's tree of

@@ -150,7 +150,7 @@ func newOAuth(cfg Config, db *store.DB, log *slog.Logger) (api.OAuthServer, erro
 		Secret: cfg.OAuthTokenSecret, AccessTokenLifespan: cfg.OAuthAccessTokenTTL, RefreshTokenLifespan: cfg.OAuthRefreshTokenTTL}, db)
 }
 
-func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, feed *store.LedgerFeed, tc client.Client, m *Metrics, log *slog.Logger) (*api.Server, error) {
+func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCache, feed *store.LedgerFeed, tc client.Client, ledgerKey *ledgerlog.Key, m *Metrics, log *slog.Logger) (*api.Server, error) {
 	authz, err := newOAuth(cfg, db, log)
 	if err != nil {
 		return nil, err
@@ -183,6 +183,9 @@ func newAPIServer(lc fx.Lifecycle, cfg Config, db *store.DB, keys *store.KeyCach
 		ReceiptSignerKeys: cfg.ReceiptSignerKeys,
 		WebhookSecretKey:  cfg.WebhookSecretKey, WebhookTargets: cfg.webhookTargets(),
 		WebhookMaxEndpoints: cfg.WebhookMaxEndpoints,
+		// Only the public half: the API hands clients the key that checks the checkpoints
+		// the worker's sealer signs.
+		LedgerLogName: cfg.LedgerLogName, LedgerVerifierKey: ledgerKey.VerifierKey,
 	}, deps, log)
 	if err != nil {
 		return nil, err
