@@ -163,13 +163,14 @@ type LedgerCheckpoint struct {
 	Cosignatures []string
 }
 
-// LedgerWitnessStatus is what a witness last did with a workspace's log: the size it
-// cosigned last and, when it refused a later checkpoint, why.
-type LedgerWitnessStatus struct {
-	Witness      string
-	CosignedSize int64
-	Refusal      *string
-	RefusedAt    *Time
+// Note is the signed note as published: the log's signed checkpoint with the witnesses'
+// cosignature lines after the log's signature.
+func (c LedgerCheckpoint) Note() string {
+	n := c.SignedNote
+	for _, l := range c.Cosignatures {
+		n += l
+	}
+	return n
 }
 
 // LedgerLeaf is an event's place in its workspace's log: its leaf index and its entry
@@ -189,9 +190,21 @@ type SignedCheckpoint struct {
 	Origin     string `json:"origin" description:"The log's origin: the log name, /workspaces/ and the workspace id."`
 	TreeSize   int64  `json:"treeSize" minimum:"1" description:"How many events the checkpoint's tree holds: the first treeSize events of the stream."`
 	RootHash   string `json:"rootHash" description:"The tree's RFC 6962 root hash, in standard base64 (as in the checkpoint)."`
-	Checkpoint string `json:"checkpoint" description:"The C2SP signed note, verbatim: the checkpoint's text, a blank line and the log's signature."`
+	Checkpoint string `json:"checkpoint" description:"The C2SP signed note, verbatim: the checkpoint's text, a blank line, the log's signature and the cosignatures of the witnesses that have cosigned it (C2SP tlog-cosignature)."`
 	SignedAt   Time   `json:"signedAt"`
 	PublicKey  string `json:"publicKey" description:"The log's public key as a C2SP signed-note verifier key (<name>+<hash>+<base64>)."`
+	// Witnesses say what each witness the log submits to did last: a refusal is the
+	// ledger-level error of a log that showed a witness a history inconsistent with one
+	// it cosigned before (or a witness that does not know the log).
+	Witnesses []LedgerWitness `json:"witnesses" description:"What each witness did with the workspace's log last: the size it cosigned, and its refusal of a later checkpoint, if any (an alert)."`
+}
+
+// LedgerWitness is a witness's state for a workspace's log (GET /events/checkpoint).
+type LedgerWitness struct {
+	Name             string  `json:"name" description:"The witness's key name, the name of its cosignature lines."`
+	CosignedTreeSize int64   `json:"cosignedTreeSize" minimum:"0" description:"The size of the newest checkpoint it cosigned."`
+	Refusal          *string `json:"refusal" description:"Why it refused the log's newer checkpoint (null: it has refused nothing since it last cosigned)."`
+	RefusedAt        *Time   `json:"refusedAt"`
 }
 
 // LedgerInclusionProof proves that an event is a leaf of a signed tree (GET

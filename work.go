@@ -292,6 +292,20 @@ type Receipt struct {
 	CreatedAt             Time     `json:"created_at"`
 }
 
+// WorkReceipt is a completion receipt as GET /work/{taskId}/receipt answers it: the
+// receipt, the work.completed event that recorded it (its id and hash, and its payload,
+// whose canonical JSON's digest is the event's payloadDigest and which holds the receipt),
+// and, once a signed checkpoint of the workspace's log holds the event, the proof of it,
+// so that the holder can check the receipt offline, years later, with nothing but the
+// log's public key.
+type WorkReceipt struct {
+	Receipt     Receipt               `json:"receipt"`
+	EventID     string                `json:"event_id" format:"uuid"`
+	EventHash   string                `json:"event_hash" pattern:"^sha256:[a-f0-9]{64}$"`
+	Payload     Object                `json:"payload" description:"The work.completed event's payload, as the ledger holds it: the RFC 8785 canonical JSON of this object has the digest the event's entry names (payloadDigest)."`
+	LedgerProof *LedgerInclusionProof `json:"ledger_proof" description:"The event's inclusion proof in the newest signed checkpoint of the workspace's log (as GET /events/{eventId}/proof answers it); null until a checkpoint holds the event (seconds after the completion)."`
+}
+
 // WorkCompletion is the result of CompleteWork (the specification's Work completion result).
 type WorkCompletion struct {
 	TaskID    string `json:"taskId" format:"uuid"`

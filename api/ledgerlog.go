@@ -29,6 +29,7 @@ type LedgerLogStore interface {
 	LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (accountable.LedgerLeaf, error)
 	ProveLedgerInclusion(ctx context.Context, workspaceID string, index, size int64) (tlog.RecordProof, error)
 	ProveLedgerConsistency(ctx context.Context, workspaceID string, from, to int64) (tlog.TreeProof, error)
+	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error)
 	LedgerLogTile(ctx context.Context, workspaceID string, t tlog.Tile, treeSize int64) ([]byte, error)
 	LedgerLogEntries(ctx context.Context, workspaceID string, start, count int64) ([][]byte, error)
 }
@@ -141,8 +142,15 @@ func (s *Server) getLedgerCheckpoint(c *call, _ *struct{}) (accountable.SignedCh
 	if err != nil {
 		return accountable.SignedCheckpoint{}, err
 	}
+	witnesses, err := ledgerLogStore.of(s).LedgerWitnessStatus(c.ctx, c.principal.WorkspaceID)
+	if err != nil {
+		return accountable.SignedCheckpoint{}, err
+	}
+	if witnesses == nil {
+		witnesses = []accountable.LedgerWitness{}
+	}
 	return accountable.SignedCheckpoint{Origin: cp.Origin, TreeSize: cp.N, RootHash: base64.StdEncoding.EncodeToString(cp.Hash[:]),
-		Checkpoint: stored.SignedNote, SignedAt: stored.SignedAt, PublicKey: s.cfg.LedgerVerifierKey}, nil
+		Checkpoint: stored.Note(), SignedAt: stored.SignedAt, PublicKey: s.cfg.LedgerVerifierKey, Witnesses: witnesses}, nil
 }
 
 type proofQuery struct {
@@ -160,9 +168,14 @@ func eventNotInLog() error {
 
 // proveLedgerInclusion: GET /events/{eventId}/proof.
 func (s *Server) proveLedgerInclusion(c *call, in *proofQuery) (accountable.LedgerInclusionProof, error) {
+	return s.inclusionProof(c, accountable.NormalizeUUID(in.EventID), in.TreeSize)
+}
+
+// inclusionProof proves the workspace's event in the signed tree of size treeSize (nil:
+// the newest checkpoint). An event no checkpoint holds yet is not_found.
+func (s *Server) inclusionProof(c *call, eventID string, treeSize *int64) (accountable.LedgerInclusionProof, error) {
 	st, ws := ledgerLogStore.of(s), c.principal.WorkspaceID
-	id := accountable.NormalizeUUID(in.EventID)
-	leaf, err := st.LedgerLeafOf(c.ctx, ws, id)
+	leaf, err := st.LedgerLeafOf(c.ctx, ws, eventID)
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
 		return accountable.LedgerInclusionProof{}, eventNotInLog()
 	}
@@ -170,7 +183,7 @@ func (s *Server) proveLedgerInclusion(c *call, in *proofQuery) (accountable.Ledg
 		return accountable.LedgerInclusionProof{}, err
 	}
 	var cp accountable.LedgerCheckpoint
-	if in.TreeSize == nil {
+	if treeSize == nil {
 		if cp, err = st.LedgerCheckpoint(c.ctx, ws); err != nil {
 			return accountable.LedgerInclusionProof{}, err
 		}
@@ -178,11 +191,11 @@ func (s *Server) proveLedgerInclusion(c *call, in *proofQuery) (accountable.Ledg
 			return accountable.LedgerInclusionProof{}, eventNotInLog()
 		}
 	} else {
-		if *in.TreeSize <= leaf.Index {
+		if *treeSize <= leaf.Index {
 			return accountable.LedgerInclusionProof{}, accountable.ValidationError(accountable.Issue{Path: "tree_size",
 				Message: fmt.Sprintf("must be greater than the event's leaf index, %d: a smaller tree does not hold it", leaf.Index)})
 		}
-		if cp, err = st.LedgerCheckpointAt(c.ctx, ws, *in.TreeSize); err != nil {
+		if cp, err = st.LedgerCheckpointAt(c.ctx, ws, *treeSize); err != nil {
 			return accountable.LedgerInclusionProof{}, err
 		}
 	}
@@ -191,8 +204,8 @@ func (s *Server) proveLedgerInclusion(c *call, in *proofQuery) (accountable.Ledg
 		return accountable.LedgerInclusionProof{}, err
 	}
 	leafHash := ledgerlog.LeafHash(leaf.Entry)
-	return accountable.LedgerInclusionProof{EventID: id, LeafIndex: leaf.Index, TreeSize: cp.TreeSize, Entry: string(leaf.Entry),
-		LeafHash: base64.StdEncoding.EncodeToString(leafHash[:]), Proof: hashes(proof), Checkpoint: cp.SignedNote}, nil
+	return accountable.LedgerInclusionProof{EventID: eventID, LeafIndex: leaf.Index, TreeSize: cp.TreeSize, Entry: string(leaf.Entry),
+		LeafHash: base64.StdEncoding.EncodeToString(leafHash[:]), Proof: hashes(proof), Checkpoint: cp.Note()}, nil
 }
 
 // hashes writes proof hashes in standard base64, never null.
@@ -229,7 +242,7 @@ func (s *Server) proveLedgerConsistency(c *call, in *consistencyQuery) (accounta
 	} else if to, err = st.LedgerCheckpointAt(c.ctx, ws, *in.To); err != nil {
 		return accountable.LedgerConsistencyProof{}, err
 	}
-	out := accountable.LedgerConsistencyProof{From: from, To: to.TreeSize, Proof: []string{}, ToCheckpoint: to.SignedNote}
+	out := accountable.LedgerConsistencyProof{From: from, To: to.TreeSize, Proof: []string{}, ToCheckpoint: to.Note()}
 	if from == 0 { // the empty tree: nothing to prove, and no checkpoint of it
 		return out, nil
 	}
@@ -237,7 +250,8 @@ func (s *Server) proveLedgerConsistency(c *call, in *consistencyQuery) (accounta
 	if err != nil {
 		return accountable.LedgerConsistencyProof{}, err
 	}
-	out.FromCheckpoint = &earlier.SignedNote
+	note := earlier.Note()
+	out.FromCheckpoint = &note
 	if from == to.TreeSize {
 		return out, nil
 	}
@@ -257,7 +271,7 @@ func (s *Server) getLedgerLogCheckpoint(c *call, _ *struct{}) (struct{}, error) 
 	}
 	c.fiber.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 	c.fiber.Set(fiber.HeaderCacheControl, cacheNoStore)
-	return struct{}{}, c.fiber.SendString(cp.SignedNote)
+	return struct{}{}, c.fiber.SendString(cp.Note())
 }
 
 type tileRef struct {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
@@ -452,4 +454,77 @@ func TestLedgerLogBeforeAnyCheckpoint(t *testing.T) {
 		t.Fatalf("the message: %s", msg)
 	}
 	logKey(t, e)
+}
+
+// A completion's receipt travels: GET /work/{taskId}/receipt answers it with the event
+// that recorded it and, once a checkpoint holds that event, the proof, and a holder with
+// nothing but the log's public key checks all of it offline: the payload's canonical
+// digest is the entry's payloadDigest and it holds the receipt, the entry hashes to the
+// event's hash, and the proof holds the entry in the signed checkpoint. A receipt changed
+// after it was handed out fails the check.
+func TestWorkReceiptCarriesItsProof(t *testing.T) {
+	e := newEnv(t, nil)
+	ten := storetest.NewTenant(t, e.db)
+	key, ws := ten.Key, ten.Principal.WorkspaceID
+	id := createWork(t, e, key, "a receipt that travels")
+	receiptOf := request{method: "GET", path: "/work/{taskId}/receipt", params: map[string]string{"taskId": id}, key: key}
+	expect(t, e.do(receiptOf), http.StatusNotFound, accountable.ECodeNotFound)
+
+	w := getWork(t, e, key, id)
+	done := e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": id}, key: key,
+		body: map[string]any{"version_token": w["concurrency"].(map[string]any)["version_token"], "summary": "Shipped",
+			"cost_cents": 420, "evidence": map[string]any{"links": []any{"https://example.com/pr/7"}}}})
+	expect(t, done, http.StatusOK, "")
+	completion := done.data()
+
+	var got map[string]any
+	storetest.WaitFor(t, 20*time.Second, "the receipt's ledger proof", func() bool {
+		r := e.do(receiptOf)
+		expect(t, r, http.StatusOK, "")
+		got = r.data()
+		return got["ledger_proof"] != nil
+	})
+	if got["event_id"] != completion["eventId"] || got["event_hash"] != completion["eventHash"] ||
+		toJSON(got["receipt"]) != toJSON(completion["receipt"]) {
+		t.Fatalf("the receipt read back %v differs from the completion's %v", got, completion)
+	}
+
+	_, k := logKey(t, e)
+	auditor, err := ledgerlog.NewAuditor(k["publicKey"].(string), k["originPrefix"].(string)+ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(r map[string]any) error {
+		p := r["ledger_proof"].(map[string]any)
+		entry := []byte(p["entry"].(string))
+		if _, err := auditor.CheckInclusion(ledgerlog.Inclusion{Entry: entry, Index: int64(p["leafIndex"].(float64)),
+			Checkpoint: []byte(p["checkpoint"].(string)), Proof: decodeHashes(t, p["proof"]), EventHash: r["event_hash"].(string)}); err != nil {
+			return err
+		}
+		var header accountable.EventHeader
+		if err := json.Unmarshal(entry, &header); err != nil {
+			return err
+		}
+		if digest, err := canonical.DigestOf(r["payload"]); err != nil || digest != header.PayloadDigest {
+			return fmt.Errorf("the payload's digest %s is not the entry's %s (%v)", digest, header.PayloadDigest, err)
+		}
+		if toJSON(r["payload"].(map[string]any)["receipt"]) != toJSON(r["receipt"]) {
+			return errors.New("the payload does not hold the receipt")
+		}
+		return nil
+	}
+	if err := check(got); err != nil {
+		t.Fatalf("the receipt does not check: %v", err)
+	}
+
+	// The receipt changed by its holder (a higher cost) no longer checks.
+	forged := map[string]any{}
+	if err := json.Unmarshal([]byte(toJSON(got)), &forged); err != nil {
+		t.Fatal(err)
+	}
+	forged["receipt"].(map[string]any)["cost_cents"] = 4200
+	forged["payload"].(map[string]any)["receipt"].(map[string]any)["cost_cents"] = 4200
+	if err := check(forged); err == nil {
+		t.Fatal("a receipt with another cost checked")
+	}
 }

@@ -15,6 +15,7 @@ type WorkStore interface {
 	GetWork(ctx context.Context, workspaceID, taskID string) (accountable.Task, error)
 	ListWork(ctx context.Context, workspaceID string, f accountable.WorkFilter) ([]accountable.Task, *accountable.WorkCursor, error)
 	CompleteWork(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in accountable.CompleteWork) (accountable.WorkCompletion, bool, error)
+	WorkReceipt(ctx context.Context, workspaceID, taskID string) (accountable.WorkReceipt, error)
 }
 
 // workStore is the store of the Work area.
@@ -38,6 +39,14 @@ func (s *Server) workOperations() []operation {
 			Description: "Concurrency input: version_token (preferred), or expected_updated_at with expected_aggregate_version; when both forms are present they must describe the same version. A stale version is 409 task_version_stale with details.current_updated_at and details.current_aggregate_version.",
 			Idempotency: OptionalIdempotency,
 			Errors:      []string{accountable.ECodeTaskVersionStale, accountable.ECodeInvalidStateTransition}}, s.completeWork),
+		op(Operation{ID: "getWorkReceipt", Method: fiber.MethodGet, Path: "/work/{taskId}/receipt", Area: "Work",
+			Summary: "Read a completed work item's receipt with the ledger event that recorded it and, once a signed checkpoint " +
+				"holds that event, its inclusion proof in the workspace's transparency log (verifiable offline with the log's public key).",
+			Description: "ledger_proof is null for the seconds between the completion and the first checkpoint that holds its event; " +
+				"read again. To check a receipt offline: the RFC 8785 canonical JSON of payload has the digest ledger_proof.entry " +
+				"names (payloadDigest) and payload.receipt is the receipt; the SHA-256 of the entry is event_hash; the inclusion " +
+				"proof holds the entry in the checkpoint, which the log's key signed (accountable ledger audit --receipt does all of it)."},
+			s.getWorkReceipt),
 	}
 }
 
@@ -51,6 +60,22 @@ func (s *Server) createWork(c *call, in *accountable.CreateWork) (accountable.Wo
 
 type workRef struct {
 	TaskID string `json:"-" path:"taskId" format:"uuid" description:"The work item."`
+}
+
+// getWorkReceipt: GET /work/{taskId}/receipt.
+func (s *Server) getWorkReceipt(c *call, in *workRef) (accountable.WorkReceipt, error) {
+	r, err := workStore.of(s).WorkReceipt(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.TaskID))
+	if err != nil {
+		return r, err
+	}
+	proof, err := s.inclusionProof(c, r.EventID, nil)
+	switch {
+	case err == nil:
+		r.LedgerProof = &proof
+	case accountable.ErrorCode(err) != accountable.ECodeNotFound:
+		return r, err
+	}
+	return r, nil
 }
 
 // getWork: GET /work/{taskId}.

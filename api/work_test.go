@@ -29,6 +29,14 @@ func init() {
 		queryProbes: map[string][]string{
 			"listWork": {"initiative_id={initiativeId}"},
 		},
+		preparations: map[string]func(o *owner, ids map[string]string){
+			// A receipt is read once the owner's task is completed.
+			"getWorkReceipt": func(o *owner, ids map[string]string) {
+				o.t.Helper()
+				expect(o.t, o.e.do(request{method: "POST", path: "/work/{taskId}/complete", params: map[string]string{"taskId": ids["taskId"]},
+					key: o.tenant.Key, body: map[string]any{"version_token": o.versionToken(ids["taskId"]), "summary": "Shipped"}}), http.StatusOK, "")
+			},
+		},
 		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
 			"createWork": func(o *owner, _ map[string]string) map[string]any {
 				return map[string]any{"title": "Quarterly report", "description": "with figures", "priority": "high",

@@ -390,16 +390,16 @@ func (db *DB) LedgerLogsUnwitnessed(ctx context.Context, limit int, witnesses []
 }
 
 // LedgerWitnessStatus is what each witness last did with the workspace's log.
-func (db *DB) LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitnessStatus, error) {
+func (db *DB) LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error) {
 	rows, err := db.pool.Query(ctx, `SELECT witness, cosigned_size, refusal, refused_at FROM ledger_witness_status
 		WHERE workspace_id = $1 ORDER BY witness`, workspaceID)
 	if err != nil {
 		return nil, mapError(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.LedgerWitnessStatus, error) {
-		var s accountable.LedgerWitnessStatus
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.LedgerWitness, error) {
+		var s accountable.LedgerWitness
 		var at *time.Time
-		if err := r.Scan(&s.Witness, &s.CosignedSize, &s.Refusal, &at); err != nil {
+		if err := r.Scan(&s.Name, &s.CosignedTreeSize, &s.Refusal, &at); err != nil {
 			return s, err
 		}
 		if at != nil {

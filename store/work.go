@@ -307,3 +307,29 @@ func completionRefused(ctx context.Context, tx *tx, workspaceID, taskID string, 
 	return accountable.Errorf(accountable.ECodeInvalidStateTransition,
 		"A task in status %q cannot be completed.", status)
 }
+
+// WorkReceipt reads the completion receipt of a work item with the work.completed event
+// that recorded it (not_found for a work item that has none, or another workspace's).
+// A work item completed again after a reopening has several; the newest is read.
+func (db *DB) WorkReceipt(ctx context.Context, workspaceID, taskID string) (accountable.WorkReceipt, error) {
+	var out accountable.WorkReceipt
+	var r accountable.Receipt
+	var evidence, payload string
+	var created time.Time
+	err := db.pool.QueryRow(ctx, `SELECT r.id::text, r.task_id::text, r.status, r.summary, r.measured_duration_hours, r.cost_cents,
+			r.evidence::text, r.created_at, e.id::text, e.event_hash, e.payload::text
+		FROM receipts r JOIN ledger_events e ON e.workspace_id = r.workspace_id AND e.id = r.event_id
+		WHERE r.workspace_id = $1 AND r.task_id = $2
+		ORDER BY r.created_at DESC, r.id DESC LIMIT 1`, workspaceID, taskID).Scan(
+		&r.ID, &r.TaskID, &r.Status, &r.Summary, &r.MeasuredDurationHours, &r.CostCents, &evidence, &created,
+		&out.EventID, &out.EventHash, &payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, accountable.Errorf(accountable.ECodeNotFound, "The work item has no completion receipt.")
+	}
+	if err != nil {
+		return out, mapError(err)
+	}
+	r.Evidence, r.CreatedAt = accountable.Object(evidence), accountable.TimeOf(created)
+	out.Receipt, out.Payload = r, accountable.Object(payload)
+	return out, nil
+}

@@ -34,7 +34,7 @@ type SealerMetrics interface {
 
 // WitnessStore is what the sealer needs of the store to have witnesses cosign.
 type WitnessStore interface {
-	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitnessStatus, error)
+	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error)
 	SaveLedgerCosignature(ctx context.Context, workspaceID string, treeSize int64, witness, line string) error
 	SaveLedgerWitnessRefusal(ctx context.Context, workspaceID, witness, refusal string) error
 	LedgerLogsUnwitnessed(ctx context.Context, limit int, witnesses []string) ([]string, error)
@@ -340,7 +340,7 @@ func (s *LedgerSealer) Witness(ctx context.Context, workspaceID string) error {
 	}
 	cosigned := map[string]int64{}
 	for _, st := range status {
-		cosigned[st.Witness] = st.CosignedSize
+		cosigned[st.Name] = st.CosignedTreeSize
 	}
 	var first error
 	for _, w := range s.witnesses {

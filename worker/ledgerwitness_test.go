@@ -139,7 +139,7 @@ func TestWitnessCosignsEachCheckpointAndCatchesARollback(t *testing.T) {
 			}
 			openCosigned(t, c2, key, lw, origin)
 			status, err := db.LedgerWitnessStatus(ctx, p.WorkspaceID)
-			if err != nil || len(status) != 1 || status[0].CosignedSize != c2.TreeSize || status[0].Refusal != nil {
+			if err != nil || len(status) != 1 || status[0].CosignedTreeSize != c2.TreeSize || status[0].Refusal != nil {
 				t.Fatalf("witness status %+v, %v; want cosigned at %d", status, err, c2.TreeSize)
 			}
 

@@ -66,6 +66,21 @@ func localWitnessOptions(cfg Config) (litewitness.Options, error) {
 	return o, nil
 }
 
+// withLocalWitness adds the local witness to cfg's witnesses and returns the option that
+// runs it (to come before the app's own options, so that it starts before the sealer).
+func withLocalWitness(cfg *Config) (fx.Option, error) {
+	o, err := localWitnessOptions(*cfg)
+	if err != nil {
+		return nil, err
+	}
+	w, err := litewitness.WitnessOf(o)
+	if err != nil {
+		return nil, err
+	}
+	cfg.LedgerWitnesses = append(cfg.LedgerWitnesses, w)
+	return runLocalWitness(o), nil
+}
+
 // runLocalWitness starts the witness with the app and keeps it told of every workspace's
 // log (every second: a new workspace's first checkpoint may be refused as unknown
 // (forbidden) once, and is cosigned on the sealer's next sweep).

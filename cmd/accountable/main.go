@@ -25,7 +25,6 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/ledgerlog"
-	"github.com/accountablework/accountable/ledgerlog/litewitness"
 	"github.com/accountablework/accountable/passwords"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/tokens"
@@ -117,16 +116,11 @@ func run(args []string, out io.Writer) error {
 		}
 		var extra []fx.Option
 		if *witness {
-			o, err := localWitnessOptions(cfg)
+			opt, err := withLocalWitness(&cfg)
 			if err != nil {
 				return err
 			}
-			w, err := litewitness.WitnessOf(o)
-			if err != nil {
-				return err
-			}
-			cfg.LedgerWitnesses = append(cfg.LedgerWitnesses, w)
-			extra = append(extra, runLocalWitness(o))
+			extra = append(extra, opt)
 		}
 		if *bootstrap {
 			if err := devBootstrap(cfg, out); err != nil {
