@@ -527,4 +527,17 @@ func TestWorkReceiptCarriesItsProof(t *testing.T) {
 	if err := check(forged); err == nil {
 		t.Fatal("a receipt with another cost checked")
 	}
+	// ledgerlog's own check of a receipt (what accountable ledger audit --receipt runs)
+	// agrees on both.
+	if _, header, err := auditor.CheckReceipt([]byte(toJSON(got))); err != nil || header.ID != got["event_id"] {
+		t.Fatalf("CheckReceipt of the receipt: %v (%+v)", err, header)
+	}
+	if _, _, err := auditor.CheckReceipt([]byte(toJSON(forged))); err == nil {
+		t.Fatal("CheckReceipt took a receipt with another cost")
+	}
+	delete(forged["payload"].(map[string]any)["receipt"].(map[string]any), "cost_cents")
+	forged["payload"] = got["payload"]
+	if _, _, err := auditor.CheckReceipt([]byte(toJSON(forged))); err == nil {
+		t.Fatal("CheckReceipt took a receipt that is not its payload's")
+	}
 }

@@ -58,6 +58,12 @@ Usage:
   accountable ledger verify [--workspace ID]
   accountable ledger key            print the public key of the ledger's checkpoints (a signed-note
                                     verifier key), for auditors and witnesses
+  accountable ledger audit --key VKEY [--witness VKEY]... [--state FILE] [--receipt FILE [--offline]]
+                          [--url URL] [--workspace ID] [--origin ORIGIN] [--follow 10s]
+                                    audit a workspace's log with nothing but its public key: the
+                                    newest checkpoint's signature and cosignatures, its consistency
+                                    with the one kept in --state, a receipt's proof; the API key
+                                    in ACCOUNTABLE_API_KEY; non-zero exit with the reason
   accountable ledger log-list       print every workspace's log (origin and key) as a C2SP log list,
                                     for a witness (witnessctl pull-logs -source FILE)
 
@@ -160,6 +166,8 @@ func run(args []string, out io.Writer) error {
 		switch {
 		case len(args) >= 2 && args[1] == "verify":
 			return ledgerVerify(cfg, args[2:], out)
+		case len(args) >= 2 && args[1] == "audit":
+			return ledgerAudit(cfg, args[2:], out)
 		case len(args) == 2 && args[1] == "log-list":
 			return ledgerLogList(cfg, out)
 		case len(args) == 2 && args[1] == "key":
