@@ -541,3 +541,45 @@ func TestWorkReceiptCarriesItsProof(t *testing.T) {
 		t.Fatal("CheckReceipt took a receipt that is not its payload's")
 	}
 }
+
+// An imported receipt travels too: GET /agent-work-receipts/{receiptId} answers the
+// document with the receipt.imported event and, once a checkpoint holds it, its proof; the
+// check offline holds, and fails for a document changed after the import.
+func TestImportedReceiptCarriesItsProof(t *testing.T) {
+	e := newEnv(t, nil)
+	ten := storetest.NewTenant(t, e.db)
+	key, ws := ten.Key, ten.Principal.WorkspaceID
+	imported := e.do(request{method: "POST", path: "/agent-work-receipts", key: key, body: receiptImportBody()})
+	expect(t, imported, http.StatusCreated, "")
+	id := imported.data()["receipt_id"].(string)
+	read := request{method: "GET", path: "/agent-work-receipts/{receiptId}", params: map[string]string{"receiptId": id}, key: key}
+	var got map[string]any
+	storetest.WaitFor(t, 20*time.Second, "the imported receipt's ledger proof", func() bool {
+		r := e.do(read)
+		expect(t, r, http.StatusOK, "")
+		got = r.data()
+		return got["ledger_proof"] != nil
+	})
+	if got["receipt_id"] != id || got["external_receipt_id"] != imported.data()["external_receipt_id"] {
+		t.Fatalf("the imported receipt read back: %v", got)
+	}
+	_, k := logKey(t, e)
+	auditor, err := ledgerlog.NewAuditor(k["publicKey"].(string), k["originPrefix"].(string)+ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, header, err := auditor.CheckReceipt([]byte(toJSON(got))); err != nil || header.ID != got["event_id"] {
+		t.Fatalf("CheckReceipt of the imported receipt: %v (%+v)", err, header)
+	}
+	forged := map[string]any{}
+	if err := json.Unmarshal([]byte(toJSON(got)), &forged); err != nil {
+		t.Fatal(err)
+	}
+	forged["document"].(map[string]any)["receipt_id"] = "another-receipt"
+	if _, _, err := auditor.CheckReceipt([]byte(toJSON(forged))); err == nil {
+		t.Fatal("CheckReceipt took a document changed after the import")
+	}
+	other := storetest.NewTenant(t, e.db)
+	read.key = other.Key
+	expect(t, e.do(read), http.StatusNotFound, accountable.ECodeNotFound)
+}

@@ -16,6 +16,7 @@ import (
 // ReceiptStore is what the Receipt import area needs.
 type ReceiptStore interface {
 	ImportReceipt(ctx context.Context, p accountable.Principal, idem *accountable.Idempotency, in receipt.ImportReceipt) (receipt.ReceiptImport, bool, error)
+	ImportedReceipt(ctx context.Context, workspaceID, id string) (receipt.ImportedReceipt, error)
 }
 
 // The Receipt validation and Receipt import areas: Agent Work Receipts
@@ -80,6 +81,14 @@ func (s *Server) receiptOperations() []operation {
 				"the same document again answers 200 with idempotent true and the first import's imported_at; a document whose " +
 				"receipt_id the workspace has imported before answers that import when it is the same document (200, idempotent) " +
 				"and 409 idempotency_key_reused when it is another."}, a.importReceipt),
+		op(Operation{ID: "getImportedReceipt", Method: fiber.MethodGet, Path: receiptsPath + "/{receiptId}", Area: "Receipt import",
+			Summary: "Read an imported receipt: the document as imported, the receipt.imported event that recorded it and, once a signed " +
+				"checkpoint holds that event, its inclusion proof in the workspace's transparency log (verifiable offline with the log's public key).",
+			Description: "ledger_proof is null for the seconds between the import and the first checkpoint that holds its event. To check " +
+				"it offline: the RFC 8785 canonical JSON of payload has the digest ledger_proof.entry names (payloadDigest), the " +
+				"canonical JSON of document has the digest payload.document_digest, the SHA-256 of the entry is event_hash, and the " +
+				"inclusion proof holds the entry in the checkpoint the log's key signed (accountable ledger audit --receipt)."},
+			a.getImportedReceipt),
 	}
 }
 
@@ -246,6 +255,26 @@ func (a *receiptArea) validate(c *call, _ *struct{}) (ReceiptValidationResult, e
 
 // importReceipt: POST /agent-work-receipts. The document is validated as a bare one is;
 // its issues' paths point into the body, where it is the member receipt.
+type importedReceiptRef struct {
+	ReceiptID string `json:"-" path:"receiptId" format:"uuid" description:"The imported receipt's id in this service (receipt_id of the import's answer)."`
+}
+
+// getImportedReceipt: GET /agent-work-receipts/{receiptId}.
+func (a *receiptArea) getImportedReceipt(c *call, in *importedReceiptRef) (receipt.ImportedReceipt, error) {
+	r, err := receiptStore.of(a.s).ImportedReceipt(c.ctx, c.principal.WorkspaceID, accountable.NormalizeUUID(in.ReceiptID))
+	if err != nil {
+		return r, err
+	}
+	proof, err := a.s.inclusionProof(c, r.EventID, nil)
+	switch {
+	case err == nil:
+		r.LedgerProof = &proof
+	case accountable.ErrorCode(err) != accountable.ECodeNotFound:
+		return r, err
+	}
+	return r, nil
+}
+
 func (a *receiptArea) importReceipt(c *call, _ *struct{}) (receipt.ReceiptImport, error) {
 	res := a.validator.Validate(c.document())
 	if !res.Valid() {

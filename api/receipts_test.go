@@ -27,6 +27,9 @@ import (
 // The isolation matrix's lines of the area (isolation_test.go).
 func init() {
 	isolationCovers(isolationLines{
+		fixtures: map[string]func(o *owner) string{
+			"receiptId": (*owner).importedReceipt,
+		},
 		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
 			"importReceipt":   func(*owner, map[string]string) map[string]any { return receiptImportBody() },
 			"validateReceipt": func(*owner, map[string]string) map[string]any { return receiptValidateBody() },
@@ -37,6 +40,14 @@ func init() {
 			"validateReceipt":           "receipt validation: a pure function of the body, nothing read or stored",
 		},
 	})
+}
+
+// importedReceipt imports a receipt into the owner's workspace and returns its id.
+func (o *owner) importedReceipt() string {
+	o.t.Helper()
+	r := o.e.do(request{method: "POST", path: "/agent-work-receipts", key: o.tenant.Key, body: receiptImportBody()})
+	expect(o.t, r, http.StatusCreated, "")
+	return r.data()["receipt_id"].(string)
 }
 
 // The Agent Work Receipt fixtures (testdata/agent-work-receipt at the module root).

@@ -20,7 +20,8 @@ var ErrReceiptNotProved = errors.New("ledgerlog: the receipt carries no ledger p
 // receiptDocument is what GET /work/{taskId}/receipt answers (its data), as far as a
 // check reads it.
 type receiptDocument struct {
-	Receipt     json.RawMessage `json:"receipt"`
+	Receipt     json.RawMessage `json:"receipt"`  // a completion's
+	Document    json.RawMessage `json:"document"` // an import's
 	EventID     string          `json:"event_id"`
 	EventHash   string          `json:"event_hash"`
 	Payload     json.RawMessage `json:"payload"`
@@ -33,11 +34,13 @@ type receiptDocument struct {
 	} `json:"ledger_proof"`
 }
 
-// CheckReceipt checks a completion receipt as GET /work/{taskId}/receipt handed it out
-// (its data, or the whole answer), offline: its proof holds the event's entry in a
-// checkpoint signed by the log's key for the auditor's origin, the entry hashes to the
-// receipt's event_hash, the canonical JSON of the payload has the digest the entry names,
-// and the payload holds this very receipt. It returns the checkpoint's tree (to check
+// CheckReceipt checks a receipt as the service handed it out (the data, or the whole
+// answer, of GET /work/{taskId}/receipt for a completion, GET
+// /agent-work-receipts/{receiptId} for an import), offline: its proof holds the event's
+// entry in a checkpoint signed by the log's key for the auditor's origin, the entry hashes
+// to the receipt's event_hash, the canonical JSON of the payload has the digest the entry
+// names, and the payload holds this very receipt (a completion's) or the digest of this
+// very document (an import's). It returns the checkpoint's tree (to check
 // for consistency with a newer one, CheckConsistency) and the event's header.
 func (a *Auditor) CheckReceipt(doc []byte) (tlog.Tree, accountable.EventHeader, error) {
 	var r receiptDocument
@@ -79,10 +82,25 @@ func (a *Auditor) CheckReceipt(doc []byte) (tlog.Tree, accountable.EventHeader, 
 			header.ID, header.PayloadDigest)
 	}
 	var payload struct {
-		Receipt json.RawMessage `json:"receipt"`
+		Receipt        json.RawMessage `json:"receipt"`
+		DocumentDigest string          `json:"document_digest"`
 	}
-	if err := json.Unmarshal(r.Payload, &payload); err != nil || !sameJSON(payload.Receipt, r.Receipt) {
-		return tlog.Tree{}, header, fmt.Errorf("ledgerlog: the receipt is not the one event %s recorded", header.ID)
+	if err := json.Unmarshal(r.Payload, &payload); err != nil {
+		return tlog.Tree{}, header, fmt.Errorf("ledgerlog: the receipt's payload: %w", err)
+	}
+	switch {
+	case r.Receipt != nil:
+		if !sameJSON(payload.Receipt, r.Receipt) {
+			return tlog.Tree{}, header, fmt.Errorf("ledgerlog: the receipt is not the one event %s recorded", header.ID)
+		}
+	case r.Document != nil:
+		doc, err := canonical.Transform(r.Document)
+		if err != nil || payload.DocumentDigest == "" || canonical.Digest(doc) != payload.DocumentDigest {
+			return tlog.Tree{}, header, fmt.Errorf("ledgerlog: the document is not the one event %s recorded (its digest is not %s)",
+				header.ID, payload.DocumentDigest)
+		}
+	default:
+		return tlog.Tree{}, header, errors.New("ledgerlog: neither a completion's receipt nor an imported document")
 	}
 	return tree, header, nil
 }

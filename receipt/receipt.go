@@ -647,6 +647,23 @@ type ReceiptImport struct {
 	ImportedAt        accountable.Time `json:"imported_at" description:"When the receipt was imported into the workspace: on a replay (idempotent true), the first import's instant."`
 }
 
+// ImportedReceipt is an imported receipt as GET /agent-work-receipts/{receiptId} answers
+// it: the import, the document as imported, the receipt.imported event that recorded it
+// (its id and hash, and its payload, whose canonical JSON's digest is the event's
+// payloadDigest and whose document_digest is the document's), and, once a signed
+// checkpoint of the workspace's log holds the event, the proof of it.
+type ImportedReceipt struct {
+	ReceiptID         string                            `json:"receipt_id" format:"uuid"`
+	ExternalReceiptID string                            `json:"external_receipt_id"`
+	SchemaVersion     string                            `json:"schema_version"`
+	ImportedAt        accountable.Time                  `json:"imported_at"`
+	Document          accountable.Object                `json:"document" description:"The receipt document as imported (its RFC 8785 canonical JSON has the payload's document_digest)."`
+	EventID           string                            `json:"event_id" format:"uuid"`
+	EventHash         string                            `json:"event_hash" pattern:"^sha256:[a-f0-9]{64}$"`
+	Payload           accountable.Object                `json:"payload" description:"The receipt.imported event's payload, as the ledger holds it."`
+	LedgerProof       *accountable.LedgerInclusionProof `json:"ledger_proof" description:"The event's inclusion proof in the newest signed checkpoint of the workspace's log; null until a checkpoint holds the event."`
+}
+
 // ReceiptImported is the payload of a receipt.imported event: self-contained, so that
 // projections and discovery read the ledger alone. Every claim in it is the producer's.
 type ReceiptImported struct {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -95,4 +96,26 @@ func (db *DB) ImportReceipt(ctx context.Context, p accountable.Principal, idem *
 			ImportedAt: accountable.TimeOf(tx.Now())}, nil
 	}
 	return runCommand(ctx, db, cmd)
+}
+
+// ImportedReceipt reads an imported receipt with the receipt.imported event that recorded
+// it (not_found for an id the workspace has not imported).
+func (db *DB) ImportedReceipt(ctx context.Context, workspaceID, id string) (receipt.ImportedReceipt, error) {
+	var r receipt.ImportedReceipt
+	var doc, payload string
+	var imported time.Time
+	err := db.pool.QueryRow(ctx, `SELECT r.id::text, r.external_receipt_id, r.schema_version, r.imported_at, r.document::text,
+			e.id::text, e.event_hash, e.payload::text
+		FROM agent_work_receipts r JOIN ledger_events e ON e.workspace_id = r.workspace_id
+			AND e.aggregate_type = $3 AND e.aggregate_id = r.id::text AND e.aggregate_version = 1
+		WHERE r.workspace_id = $1 AND r.id = $2`, workspaceID, id, accountable.AggregateReceipt).Scan(
+		&r.ReceiptID, &r.ExternalReceiptID, &r.SchemaVersion, &imported, &doc, &r.EventID, &r.EventHash, &payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, accountable.Errorf(accountable.ECodeNotFound, "No imported receipt has this id in the workspace.")
+	}
+	if err != nil {
+		return r, mapError(err)
+	}
+	r.ImportedAt, r.Document, r.Payload = accountable.TimeOf(imported), accountable.Object(doc), accountable.Object(payload)
+	return r, nil
 }
