@@ -8,6 +8,7 @@ import (
 
 	"filippo.io/torchwood"
 	"github.com/gofiber/fiber/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -284,6 +285,10 @@ func (s *Server) getLedgerLogTile(c *call, in *tileRef) (struct{}, error) {
 	if err != nil {
 		return struct{}{}, accountable.Errorf(accountable.ECodeNotFound, "There is no such tile: a tile path is <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] (C2SP tlog-tiles).")
 	}
+	key := tileKey{workspaceID: c.principal.WorkspaceID, tile: t}
+	if data, ok := s.tiles.get(key); ok {
+		return struct{}{}, sendTile(c, data)
+	}
 	cp, err := s.newestCheckpoint(c)
 	if err != nil {
 		return struct{}{}, err
@@ -307,9 +312,57 @@ func (s *Server) getLedgerLogTile(c *call, in *tileRef) (struct{}, error) {
 	} else if data, err = st.LedgerLogTile(c.ctx, ws, t, cp.TreeSize); err != nil {
 		return struct{}{}, err
 	}
+	s.tiles.add(key, data)
+	return struct{}{}, sendTile(c, data)
+}
+
+func sendTile(c *call, data []byte) error {
 	c.fiber.Set(fiber.HeaderContentType, fiber.MIMEOctetStream)
 	c.fiber.Set(fiber.HeaderCacheControl, cacheImmutable)
-	return struct{}{}, c.fiber.Send(data)
+	return c.fiber.Send(data)
+}
+
+// tileCache keeps the full tiles of the workspaces' logs a client read, in memory: a tile
+// within a signed checkpoint never changes (the log only grows), so one served once is
+// served again without a query, a checkpoint's or the hashes'. It is keyed by the
+// caller's workspace, so a cached tile is only ever another request of the same
+// workspace's. Partial tiles (transient: the full tile replaces them) are not kept. Its
+// bounds keep its memory under about 28 MiB: hash tiles are 8 KiB, entry bundles of 256
+// event headers about 150 KiB.
+type tileCache struct {
+	hashes  *lru.Cache[tileKey, []byte]
+	entries *lru.Cache[tileKey, []byte]
+}
+
+type tileKey struct {
+	workspaceID string
+	tile        tlog.Tile
+}
+
+const (
+	cachedHashTiles    = 2048
+	cachedEntryBundles = 64
+)
+
+func newTileCache() tileCache {
+	hashes, _ := lru.New[tileKey, []byte](cachedHashTiles)     // errors only for a size <= 0
+	entries, _ := lru.New[tileKey, []byte](cachedEntryBundles) // as above
+	return tileCache{hashes: hashes, entries: entries}
+}
+
+func (c tileCache) of(t tlog.Tile) *lru.Cache[tileKey, []byte] {
+	if t.L == -1 {
+		return c.entries
+	}
+	return c.hashes
+}
+
+func (c tileCache) get(k tileKey) ([]byte, bool) { return c.of(k.tile).Get(k) }
+
+func (c tileCache) add(k tileKey, data []byte) {
+	if k.tile.W == torchwood.TileWidth {
+		c.of(k.tile).Add(k, data)
+	}
 }
 
 // tileWithin reports whether all of tile t lies within the tree of size n. A tile of level

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -425,10 +426,21 @@ func TestLedgerLogAuditedFromTilesAlone(t *testing.T) {
 		"0/000.p/0", "8/000.p/1", "x", "0/1", "entries/x001/000"} {
 		expect(t, tile(p, key), http.StatusNotFound, accountable.ECodeNotFound)
 	}
-	// Another workspace's tiles are its own: this one's tile 0/001 is not there.
+	// Another workspace's tiles are its own: this one's tile 0/001 is not there, nor are
+	// its full tiles, which the server now keeps in memory (a cached tile is served to the
+	// workspace it was read for only).
 	other := storetest.NewTenant(t, e.db)
 	expect(t, tile("0/001.p/20", other.Key), http.StatusNotFound, accountable.ECodeNotFound)
+	expect(t, tile("0/000", other.Key), http.StatusNotFound, accountable.ECodeNotFound)
+	expect(t, tile("entries/000", other.Key), http.StatusNotFound, accountable.ECodeNotFound)
 	expect(t, tile("0/000", ""), http.StatusUnauthorized, "")
+	// A cached tile is the tile: the same bytes as the first answer, which the client
+	// checked against the signed tree above.
+	first, again := tile("entries/000", key), tile("entries/000", key)
+	expect(t, again, http.StatusOK, "")
+	if !bytes.Equal(first.raw, again.raw) || again.header.Get("Cache-Control") != "private, max-age=31536000, immutable" {
+		t.Fatal("the cached entry bundle differs from the one read first")
+	}
 }
 
 // Before a workspace's first checkpoint (the quiet env has no sealer), its log reads are

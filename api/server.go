@@ -242,6 +242,7 @@ type Server struct {
 	// client (clientSecretBudget).
 	clientSecretFailures *buckets
 	registrations        *buckets // OAuth client registrations per client address
+	tiles                tileCache // full tiles of the workspaces' logs, immutable
 	metrics              metrics
 	publicClients        *buckets // account-free requests per client address (nil: no limit)
 	publicRefusals       *buckets // their prompt refusals (refuse; nil without RateLimitHold)
@@ -299,6 +300,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		clientSecretFailures: newBuckets(5.0/60, 10, cfg.MaxLimiterBuckets),
 		// Ten client registrations a minute per address, after a first twenty.
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
+		tiles:         newTileCache(),
 		metrics:       metrics{deps.Metrics},
 		publicClients: newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets),
 		leases:        newStreamLeases(cfg.MaxSSELeasesPerKey, cfg.MaxSSELeasesPerWorkspace),
