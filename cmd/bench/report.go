@@ -406,8 +406,10 @@ func (b *bench) writeReport() error {
 		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
 		"`RATE_LIMIT_RPS=0`, `PUBLIC_RATE_LIMIT_RPS=0` (the account-free lines send from one address, as fast as it can), "+
 		"`SSE_MAX_LEASES_PER_KEY=0` (the stream line's 500 subscribers share one key), "+
-		"`TEMPORAL_TASK_QUEUE=%s` and `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute); "+
-		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
+		"`TEMPORAL_TASK_QUEUE=%s`, `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute), "+
+		"and `LEDGER_SIGNING_KEY` with `LEDGER_LOG_NAME=%s` (one checkpoint signing key for every process of the run, made by the harness, "+
+		"so that no process writes a key file and the workers that seal agree with the server that publishes the key); "+
+		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
 	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
 		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
 		"Idempotency-Key, every creation its own key. Work items are made through POST /work before they are timed.\n")
@@ -430,10 +432,10 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
-	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
-		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
-	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
-		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
+	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable serve   # $BENCH_LEDGER_KEY: the run's signing key, made by the harness\n",
+		b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
+		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey, benchLogName)
 	}
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d GOGC=%d bench baseline   # GOGC: as accountable serve runs by default\n",
 		b.baseAddr, b.s.ServiceConns, serviceGCPercent)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/accountablework/accountable/ledgerlog"
 )
 
 // bench is one run of `make bench`.
@@ -80,9 +82,12 @@ type bench struct {
 
 	memory []memRow // the service's memory under load (complete and growth runs)
 
-	svcEnv  []string // the environment accountable serve was started with
-	fair    *fairness
-	fairSvc *proc // the fairness line's accountable serve with the per-workspace limit
+	svcEnv []string // the environment accountable serve was started with
+	// The transparency log's signing key of every process the harness starts (its
+	// private key text).
+	ledgerSKey string
+	fair       *fairness
+	fairSvc    *proc // the fairness line's accountable serve with the per-workspace limit
 }
 
 type keyInfo struct {
@@ -199,14 +204,15 @@ func (b *bench) run() error {
 		into *keyInfo
 		ws   string
 	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}, {&b.growth, "Bench growth"}} {
-		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
-			"--user", "bench@example.com", "--json")
-		if err != nil {
+		if *k.into, err = b.createKey(k.ws); err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(out), k.into); err != nil {
-			return fmt.Errorf("keys create --json: %w: %q", err, out)
-		}
+	}
+	// One checkpoint signing key for every process the harness starts, made here: the
+	// workers that seal and the servers that publish the key agree, and no process writes
+	// a key file of its own into .data.
+	if b.ledgerSKey, err = ledgerlog.GenerateKey(benchLogName); err != nil {
+		return err
 	}
 	pc, err := pgxpool.ParseConfig(b.ownerURL)
 	if err != nil {
@@ -240,6 +246,7 @@ func (b *bench) run() error {
 	if b.s.Profile {
 		svcEnv[len(svcEnv)-1] = "PPROF_ADDR=127.0.0.1:" + strconv.Itoa(b.s.PprofPort)
 	}
+	svcEnv = append(svcEnv, b.ledgerEnv()...)
 	b.svcEnv = svcEnv
 	logf("starting accountable serve on %s", b.svcAddr)
 	if b.svc, err = startProc("accountable serve", filepath.Join(b.dir, "serve.log"), svcEnv, b.accountable, "serve"); err != nil {
@@ -327,6 +334,31 @@ func (b *bench) shutdown() {
 			logf("dropping %s: %v", b.s.Database, err)
 		}
 	}
+}
+
+// createKey makes a workspace named ws with a user and an API key (accountable keys
+// create --new-workspace).
+func (b *bench) createKey(ws string) (keyInfo, error) {
+	var k keyInfo
+	out, err := output(b.ctx, []string{"DATABASE_URL=" + b.dbURL, "MIGRATION_DATABASE_URL=" + b.ownerURL}, b.accountable,
+		"keys", "create", "--name", "bench", "--new-workspace", ws, "--user", "bench@example.com", "--json")
+	if err != nil {
+		return k, err
+	}
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		return k, fmt.Errorf("keys create --json: %w: %q", err, out)
+	}
+	return k, nil
+}
+
+// benchLogName is the LEDGER_LOG_NAME of every process the harness starts (the default,
+// set so that the sealers and the server agree whatever the environment says).
+const benchLogName = "accountable.localhost"
+
+// ledgerEnv is the transparency log's settings of every accountable process the harness
+// starts.
+func (b *bench) ledgerEnv() []string {
+	return []string{"LEDGER_SIGNING_KEY=" + b.ledgerSKey, "LEDGER_LOG_NAME=" + benchLogName}
 }
 
 func withDatabase(raw, name string) (string, error) {
