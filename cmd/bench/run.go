@@ -84,8 +84,10 @@ type bench struct {
 
 	svcEnv []string // the environment accountable serve was started with
 	// The transparency log's signing key of every process the harness starts (its
-	// private key text).
+	// private key text and the key), and the ledgerlog line's measurements.
 	ledgerSKey string
+	ledgerKey  *ledgerlog.Key
+	logLine    *logLine
 	fair       *fairness
 	fairSvc    *proc // the fairness line's accountable serve with the per-workspace limit
 }
@@ -214,6 +216,9 @@ func (b *bench) run() error {
 	if b.ledgerSKey, err = ledgerlog.GenerateKey(benchLogName); err != nil {
 		return err
 	}
+	if b.ledgerKey, err = ledgerlog.ParseKey(b.ledgerSKey); err != nil {
+		return err
+	}
 	pc, err := pgxpool.ParseConfig(b.ownerURL)
 	if err != nil {
 		return err
@@ -230,7 +235,9 @@ func (b *bench) run() error {
 		ALTER TABLE receipts SET (autovacuum_enabled = false);
 		ALTER TABLE ledger_events SET (autovacuum_enabled = false);
 		ALTER TABLE ledger_heads SET (autovacuum_enabled = false);
-		ALTER TABLE idempotency_records SET (autovacuum_enabled = false)`); err != nil {
+		ALTER TABLE idempotency_records SET (autovacuum_enabled = false);
+		ALTER TABLE ledger_log_leaves SET (autovacuum_enabled = false);
+		ALTER TABLE ledger_log_hashes SET (autovacuum_enabled = false)`); err != nil {
 		return fmt.Errorf("turn autovacuum off for the benchmark's tables: %w", err)
 	}
 
@@ -299,13 +306,14 @@ func (b *bench) run() error {
 			return err
 		}
 	}
-	// The lines that grow the shared ledger table run last (growth by a million events or
-	// more, then fairness by its noisy workspace's writes), so that the others are measured
-	// on the table as they always were.
+	// The lines that grow the shared tables run last (the transparency log's by tens of
+	// millions of stored hashes, growth the ledger by a million events or more, then fairness
+	// by its noisy workspace's writes), so that the others are measured on the tables as
+	// they always were.
 	for _, st := range []struct {
 		id string
 		fn func() error
-	}{{"growth", b.growthLine}, {"fairness", b.fairnessLine}} {
+	}{{"ledgerlog", b.ledgerLogLine}, {"growth", b.growthLine}, {"fairness", b.fairnessLine}} {
 		if !b.s.Lines[st.id] {
 			continue
 		}
@@ -409,7 +417,12 @@ const serviceGCPercent = 400
 // measure runs the service, its limit and (when given) the mirror in turn, runs times, and
 // keeps every sample.
 func (b *bench) measure(l *line, service, limit func() (sample, error), mirror ...func() (sample, error)) error {
-	for r := 1; r <= b.s.Runs; r++ {
+	return b.measureRuns(l, b.s.Runs, service, limit, mirror...)
+}
+
+// measureRuns is measure with runs runs of each side.
+func (b *bench) measureRuns(l *line, runs int, service, limit func() (sample, error), mirror ...func() (sample, error)) error {
+	for r := 1; r <= runs; r++ {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
@@ -418,14 +431,14 @@ func (b *bench) measure(l *line, service, limit func() (sample, error), mirror .
 		if err != nil {
 			return err
 		}
-		logf("  %s @%d run %d/%d service: %s", l.ID, l.Clients, r, b.s.Runs, s)
+		logf("  %s @%d run %d/%d service: %s", l.ID, l.Clients, r, runs, s)
 		l.Service = append(l.Service, s)
 		b.prepareRun()
 		ls, err := limit()
 		if err != nil {
 			return err
 		}
-		logf("  %s @%d run %d/%d limit:   %s", l.ID, l.Clients, r, b.s.Runs, ls)
+		logf("  %s @%d run %d/%d limit:   %s", l.ID, l.Clients, r, runs, ls)
 		l.Limit = append(l.Limit, ls)
 		for _, m := range mirror {
 			b.prepareRun()
@@ -433,7 +446,7 @@ func (b *bench) measure(l *line, service, limit func() (sample, error), mirror .
 			if err != nil {
 				return err
 			}
-			logf("  %s @%d run %d/%d mirror:  %s", l.ID, l.Clients, r, b.s.Runs, ms)
+			logf("  %s @%d run %d/%d mirror:  %s", l.ID, l.Clients, r, runs, ms)
 			l.Mirror = append(l.Mirror, ms)
 		}
 	}
