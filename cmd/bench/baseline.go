@@ -233,6 +233,7 @@ func serveBaseline() error {
 	})
 
 	baselineRoutes(app, pool)
+	baselineLogRoutes(app, pool)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

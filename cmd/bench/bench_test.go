@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
@@ -517,5 +519,116 @@ func TestBaselineRunsWithTheServicesGCPercent(t *testing.T) {
 	}
 	if string(m[1]) != strconv.Itoa(serviceGCPercent) {
 		t.Fatalf("the service runs with GOGC=%s, the baseline with %d", m[1], serviceGCPercent)
+	}
+}
+
+// The ledgerlog line builds its synthetic logs over the newest stored hash of each level:
+// the stored hashes and the roots it computes are tlog's, computed over every stored hash.
+func TestLogFrontierBuildsTlogsTree(t *testing.T) {
+	var f logFrontier
+	all := map[int64]tlog.Hash{}
+	reader := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			h, ok := all[x]
+			if !ok {
+				return nil, fmt.Errorf("no stored hash %d", x)
+			}
+			out[i] = h
+		}
+		return out, nil
+	})
+	for n := int64(0); n < 1500; n++ {
+		data := []byte("leaf " + strconv.FormatInt(n, 10))
+		want, err := tlog.StoredHashes(n, data, reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.add(n, tlog.RecordHash(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("leaf %d: stored hashes differ", n)
+		}
+		first := tlog.StoredHashIndex(0, n)
+		for j, h := range want {
+			all[first+int64(j)] = h
+			if level, m := tlog.SplitStoredHashIndex(first + int64(j)); level != j || m != n>>j {
+				t.Fatalf("leaf %d: stored hash %d is of level %d node %d, not %d %d", n, j, level, m, j, n>>j)
+			}
+		}
+		size := n + 1
+		root, err := tlog.TreeHash(size, &f)
+		if err != nil {
+			t.Fatalf("the root at %d: %v", size, err)
+		}
+		if want, _ := tlog.TreeHash(size, reader); root != want {
+			t.Fatalf("the root at %d differs", size)
+		}
+	}
+	if _, err := f.ReadHashes([]int64{tlog.StoredHashIndex(0, 3)}); err == nil {
+		t.Fatal("read an old stored hash the frontier no longer holds")
+	}
+	if got := logSignSizes(1000000, 1003); !slices.Equal(got, []int64{1003, 250001, 500001, 1000000}) {
+		t.Fatalf("sign sizes %v", got)
+	}
+}
+
+// The ledgerlog line's verdicts: the append path holds at a rate 10% lower and no more,
+// the checkpoint latency with every sample cosigned and the p99 under 2 s.
+func TestLogVerdicts(t *testing.T) {
+	for r, want := range map[float64]bool{1.05: true, 0.95: true, 0.9: true, 0.8999: false, 0: false} {
+		if appendHolds(r) != want {
+			t.Errorf("appendHolds(%v) = %v", r, !want)
+		}
+	}
+	ll := &logLine{with: []sample{{Rate: 90, P99: 4 * time.Millisecond}}, without: []sample{{Rate: 100, P99: 2 * time.Millisecond}}}
+	if r, p := ll.appendRatios(); r != 0.9 || p != 2 {
+		t.Fatalf("ratios %v %v", r, p)
+	}
+	for i := range 100 {
+		ll.latencies = append(ll.latencies, time.Duration(i+1)*15*time.Millisecond) // 15 ms to 1.5 s
+	}
+	if p50, p99, mx := ll.checkpointFigures(); p50 != 750*time.Millisecond || p99 != 1485*time.Millisecond || mx != 1500*time.Millisecond {
+		t.Fatalf("p50 %s p99 %s max %s", p50, p99, mx)
+	}
+	if !ll.checkpointHolds() {
+		t.Fatal("a p99 of 1.485 s does not hold")
+	}
+	ll.missed = 1
+	if ll.checkpointHolds() {
+		t.Fatal("held with a sample never cosigned")
+	}
+	ll.missed, ll.latencies = 0, append(ll.latencies, 3*time.Second, 3*time.Second)
+	if ll.checkpointHolds() {
+		t.Fatal("held with a p99 of 3 s")
+	}
+	signed := "accountable.localhost/workspaces/x\n5\nAAAA\n\n— accountable.localhost abc\n— witness.example xyz\n"
+	if !cosignedBy(signed, "witness.example") || cosignedBy(signed, "witness") || cosignedBy(signed, "other") {
+		t.Fatal("cosignedBy")
+	}
+}
+
+// The baseline's tiles send the statements the store sends.
+func TestBaselineTilesSendTheStoresStatements(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "store", "ledgerlog.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := os.ReadFile(filepath.Join("..", "..", "store", "ledger.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	store := flat(string(src))
+	for _, q := range []string{baseCheckpointSQL, baseCosignaturesSQL, baseLogSizeSQL, baseLogHashesSQL, baseLogEntriesTail} {
+		if !strings.Contains(store, flat(q)) {
+			t.Errorf("store/ledgerlog.go no longer sends %q", flat(q))
+		}
+	}
+	m := regexp.MustCompile("(?s)const eventColumns = `([^`]*)`").FindSubmatch(ledger)
+	if m == nil || flat(string(m[1])) != flat(baseEventColumns) {
+		t.Errorf("store/ledger.go's eventColumns are not the baseline's")
 	}
 }

@@ -134,6 +134,10 @@ func (b *bench) printTable() {
 		fmt.Println()
 		fmt.Print(t)
 	}
+	if t := b.logTable(); t != "" {
+		fmt.Println()
+		fmt.Print(t)
+	}
 	if len(b.memory) > 0 {
 		fmt.Println()
 		fmt.Print(b.memTable())
@@ -154,6 +158,9 @@ func (b *bench) historyRow() string {
 	}
 	if f := b.fairHistory(); f != "" {
 		parts = append(parts, f)
+	}
+	if l := b.logHistory(); l != "" {
+		parts = append(parts, l)
 	}
 	for _, r := range b.memory {
 		if r.Load == "POST /work/{id}/complete @32" {
@@ -260,6 +267,7 @@ func (b *bench) writeReport() error {
 			p("* fairness: %s\n", n)
 		}
 	}
+	w.WriteString(b.logSection())
 	if len(b.memory) > 0 {
 		p("\n**Memory** of `accountable serve` under load: VmRSS read from /proc/<pid>/status every %s during each measured service run "+
 			"(warm-up included); the median and the largest sample over the runs (the median of the runs' medians), and VmHWM at the "+
@@ -359,6 +367,18 @@ func (b *bench) writeReport() error {
 			"so the other lines are measured on the table as it always was.\n",
 			intList(b.s.GrowthEvents), thousands(growthChunk), verifiedList(b.growthVerified), b.s.PageLimit, b.s.Runs)
 	}
+	if b.s.Lines["ledgerlog"] {
+		p("* **Transparency log** (the `ledgerlog` line): its targets are issue 27's, absolute (the append path's against itself without "+
+			"the sealer), beside no limit but the tiles'. Every process of the run has one checkpoint signing key, made by the harness "+
+			"(`LEDGER_SIGNING_KEY`), and `LEDGER_LOG_NAME=%s`; the line's sealer is an `accountable worker` on a task queue of its own "+
+			"(`%s`, which no other line starts workflows on), stopped during the runs without it and after the checkpoint latency. "+
+			"Its witness is torchwood's litewitness (package ledgerlog/litewitness, a key made by the harness), told of every "+
+			"workspace's log before each start of the sealer. The synthetic logs are written without the integrator (which appends "+
+			"what it reads from the stream, some 20,000 leaves a second here: minutes for millions); their stored hashes are what it would write, the store computes "+
+			"the same tree from them (checked), and only their real events have leaf rows. Proofs are of the first leaves (the real "+
+			"events), so most of the hashes they read are shared and cached; a proof of a random old leaf reads colder pages.\n",
+			benchLogName, logTaskQueue)
+	}
 	if b.s.Lines["fairness"] {
 		p("* **Fairness**: %d workspaces made for the line (its own, with their own users and keys, created with store.CreateKey, "+
 			"what `accountable keys create --new-workspace` runs, %d at a time), the first noisy, the other %d quiet, each quiet one with "+
@@ -406,8 +426,10 @@ func (b *bench) writeReport() error {
 		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
 		"`RATE_LIMIT_RPS=0`, `PUBLIC_RATE_LIMIT_RPS=0` (the account-free lines send from one address, as fast as it can), "+
 		"`SSE_MAX_LEASES_PER_KEY=0` (the stream line's 500 subscribers share one key), "+
-		"`TEMPORAL_TASK_QUEUE=%s` and `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute); "+
-		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
+		"`TEMPORAL_TASK_QUEUE=%s`, `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute), "+
+		"and `LEDGER_SIGNING_KEY` with `LEDGER_LOG_NAME=%s` (one checkpoint signing key for every process of the run, made by the harness, "+
+		"so that no process writes a key file and the workers that seal agree with the server that publishes the key); "+
+		"it logs one line per request (the default `LOG_LEVEL=info`) to a file.\n", b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
 	p("* The load generator: this harness, closed loop (N clients, each on its own keep-alive connection, sending its next request " +
 		"when the previous one is answered), fasthttp's client; every completion gets its own work item, version token and " +
 		"Idempotency-Key, every creation its own key. Work items are made through POST /work before they are timed.\n")
@@ -421,6 +443,7 @@ func (b *bench) writeReport() error {
 	p("#   BENCH_GROWTH_EVENTS=10000,100000,1000000 BENCH_GROWTH_CLIENTS=8 BENCH_PAGE_LIMIT=500\n")
 	p("#   BENCH_FAIRNESS_WORKSPACES=1000 BENCH_FAIRNESS_QUIET_RPS=200 BENCH_FAIRNESS_NOISY_CLIENTS=32\n")
 	p("#   BENCH_FAIRNESS_WORKSPACE_RPS=50 BENCH_FAIRNESS_WORKSPACE_BURST=100 BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT=2 BENCH_FAIRNESS_PORT=18083\n")
+	p("#   BENCH_LOG_SIZES=%s BENCH_LOG_CLIENTS=1,8 BENCH_LOG_WITNESS_PORT=18084\n", commaInts(defaultLogSizes))
 	p("#   BENCH_HTTP_PORT=18080 BENCH_BASELINE_PORT=18081 BENCH_PPROF_PORT=18082 BENCH_DB=accountable_bench BENCH_KEEP_DB=0\n```\n\n")
 	p("What it ran:\n\n```sh\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL MIGRATION_DATABASE_URL=$BENCH_OWNER_URL accountable migrate     # DATABASE_URL and MIGRATION_DATABASE_URL with the database %s (dropped first)\n", b.s.Database)
@@ -430,10 +453,16 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
-	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve\n",
-		b.svcAddr, b.s.ServiceConns, serviceTaskQueue)
-	if b.s.Lines["proposal"] || b.s.Lines["launch"] {
-		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey)
+	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable serve   # $BENCH_LEDGER_KEY: the run's signing key, made by the harness\n",
+		b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
+		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey, benchLogName)
+	}
+	if b.s.Lines["ledgerlog"] {
+		p("litewitness -name %s -db .data/bench/witness/litewitness.db -ssh-agent .data/bench/witness/agent.sock -key <its key> -listen 127.0.0.1:%d   # the ledgerlog line's witness (ledgerlog/litewitness)\n",
+			benchWitnessName, b.s.LogWitnessPort)
+		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s LEDGER_CHECKPOINT_INTERVAL=1s LEDGER_WITNESSES='http://127.0.0.1:%d <the witness key>' accountable worker   # the ledgerlog line's sealer\n",
+			logTaskQueue, benchLogName, b.s.LogWitnessPort)
 	}
 	p("BENCH_BASELINE_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL BENCH_BASELINE_CONNS=%d GOGC=%d bench baseline   # GOGC: as accountable serve runs by default\n",
 		b.baseAddr, b.s.ServiceConns, serviceGCPercent)
@@ -564,6 +593,15 @@ func intList(v []int) string {
 		return strings.Join(parts, "")
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// commaInts writes v as a BENCH_* setting: 1000000,10000000.
+func commaInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
 }
 
 // thousands writes n with commas between groups of three digits.

@@ -20,6 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/accountablework/accountable/ledgerlog"
 )
 
 // bench is one run of `make bench`.
@@ -80,9 +82,14 @@ type bench struct {
 
 	memory []memRow // the service's memory under load (complete and growth runs)
 
-	svcEnv  []string // the environment accountable serve was started with
-	fair    *fairness
-	fairSvc *proc // the fairness line's accountable serve with the per-workspace limit
+	svcEnv []string // the environment accountable serve was started with
+	// The transparency log's signing key of every process the harness starts (its
+	// private key text and the key), and the ledgerlog line's measurements.
+	ledgerSKey string
+	ledgerKey  *ledgerlog.Key
+	logLine    *logLine
+	fair       *fairness
+	fairSvc    *proc // the fairness line's accountable serve with the per-workspace limit
 }
 
 type keyInfo struct {
@@ -199,14 +206,18 @@ func (b *bench) run() error {
 		into *keyInfo
 		ws   string
 	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}, {&b.growth, "Bench growth"}} {
-		out, err := output(b.ctx, env, b.accountable, "keys", "create", "--name", "bench", "--new-workspace", k.ws,
-			"--user", "bench@example.com", "--json")
-		if err != nil {
+		if *k.into, err = b.createKey(k.ws); err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(out), k.into); err != nil {
-			return fmt.Errorf("keys create --json: %w: %q", err, out)
-		}
+	}
+	// One checkpoint signing key for every process the harness starts, made here: the
+	// workers that seal and the servers that publish the key agree, and no process writes
+	// a key file of its own into .data.
+	if b.ledgerSKey, err = ledgerlog.GenerateKey(benchLogName); err != nil {
+		return err
+	}
+	if b.ledgerKey, err = ledgerlog.ParseKey(b.ledgerSKey); err != nil {
+		return err
 	}
 	pc, err := pgxpool.ParseConfig(b.ownerURL)
 	if err != nil {
@@ -224,7 +235,9 @@ func (b *bench) run() error {
 		ALTER TABLE receipts SET (autovacuum_enabled = false);
 		ALTER TABLE ledger_events SET (autovacuum_enabled = false);
 		ALTER TABLE ledger_heads SET (autovacuum_enabled = false);
-		ALTER TABLE idempotency_records SET (autovacuum_enabled = false)`); err != nil {
+		ALTER TABLE idempotency_records SET (autovacuum_enabled = false);
+		ALTER TABLE ledger_log_leaves SET (autovacuum_enabled = false);
+		ALTER TABLE ledger_log_hashes SET (autovacuum_enabled = false)`); err != nil {
 		return fmt.Errorf("turn autovacuum off for the benchmark's tables: %w", err)
 	}
 
@@ -240,6 +253,7 @@ func (b *bench) run() error {
 	if b.s.Profile {
 		svcEnv[len(svcEnv)-1] = "PPROF_ADDR=127.0.0.1:" + strconv.Itoa(b.s.PprofPort)
 	}
+	svcEnv = append(svcEnv, b.ledgerEnv()...)
 	b.svcEnv = svcEnv
 	logf("starting accountable serve on %s", b.svcAddr)
 	if b.svc, err = startProc("accountable serve", filepath.Join(b.dir, "serve.log"), svcEnv, b.accountable, "serve"); err != nil {
@@ -292,13 +306,14 @@ func (b *bench) run() error {
 			return err
 		}
 	}
-	// The lines that grow the shared ledger table run last (growth by a million events or
-	// more, then fairness by its noisy workspace's writes), so that the others are measured
-	// on the table as they always were.
+	// The lines that grow the shared tables run last (the transparency log's by tens of
+	// millions of stored hashes, growth the ledger by a million events or more, then fairness
+	// by its noisy workspace's writes), so that the others are measured on the tables as
+	// they always were.
 	for _, st := range []struct {
 		id string
 		fn func() error
-	}{{"growth", b.growthLine}, {"fairness", b.fairnessLine}} {
+	}{{"ledgerlog", b.ledgerLogLine}, {"growth", b.growthLine}, {"fairness", b.fairnessLine}} {
 		if !b.s.Lines[st.id] {
 			continue
 		}
@@ -327,6 +342,31 @@ func (b *bench) shutdown() {
 			logf("dropping %s: %v", b.s.Database, err)
 		}
 	}
+}
+
+// createKey makes a workspace named ws with a user and an API key (accountable keys
+// create --new-workspace).
+func (b *bench) createKey(ws string) (keyInfo, error) {
+	var k keyInfo
+	out, err := output(b.ctx, []string{"DATABASE_URL=" + b.dbURL, "MIGRATION_DATABASE_URL=" + b.ownerURL}, b.accountable,
+		"keys", "create", "--name", "bench", "--new-workspace", ws, "--user", "bench@example.com", "--json")
+	if err != nil {
+		return k, err
+	}
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		return k, fmt.Errorf("keys create --json: %w: %q", err, out)
+	}
+	return k, nil
+}
+
+// benchLogName is the LEDGER_LOG_NAME of every process the harness starts (the default,
+// set so that the sealers and the server agree whatever the environment says).
+const benchLogName = "accountable.localhost"
+
+// ledgerEnv is the transparency log's settings of every accountable process the harness
+// starts.
+func (b *bench) ledgerEnv() []string {
+	return []string{"LEDGER_SIGNING_KEY=" + b.ledgerSKey, "LEDGER_LOG_NAME=" + benchLogName}
 }
 
 func withDatabase(raw, name string) (string, error) {
@@ -377,7 +417,12 @@ const serviceGCPercent = 400
 // measure runs the service, its limit and (when given) the mirror in turn, runs times, and
 // keeps every sample.
 func (b *bench) measure(l *line, service, limit func() (sample, error), mirror ...func() (sample, error)) error {
-	for r := 1; r <= b.s.Runs; r++ {
+	return b.measureRuns(l, b.s.Runs, service, limit, mirror...)
+}
+
+// measureRuns is measure with runs runs of each side.
+func (b *bench) measureRuns(l *line, runs int, service, limit func() (sample, error), mirror ...func() (sample, error)) error {
+	for r := 1; r <= runs; r++ {
 		if err := b.ctx.Err(); err != nil {
 			return err
 		}
@@ -386,14 +431,14 @@ func (b *bench) measure(l *line, service, limit func() (sample, error), mirror .
 		if err != nil {
 			return err
 		}
-		logf("  %s @%d run %d/%d service: %s", l.ID, l.Clients, r, b.s.Runs, s)
+		logf("  %s @%d run %d/%d service: %s", l.ID, l.Clients, r, runs, s)
 		l.Service = append(l.Service, s)
 		b.prepareRun()
 		ls, err := limit()
 		if err != nil {
 			return err
 		}
-		logf("  %s @%d run %d/%d limit:   %s", l.ID, l.Clients, r, b.s.Runs, ls)
+		logf("  %s @%d run %d/%d limit:   %s", l.ID, l.Clients, r, runs, ls)
 		l.Limit = append(l.Limit, ls)
 		for _, m := range mirror {
 			b.prepareRun()
@@ -401,7 +446,7 @@ func (b *bench) measure(l *line, service, limit func() (sample, error), mirror .
 			if err != nil {
 				return err
 			}
-			logf("  %s @%d run %d/%d mirror:  %s", l.ID, l.Clients, r, b.s.Runs, ms)
+			logf("  %s @%d run %d/%d mirror:  %s", l.ID, l.Clients, r, runs, ms)
 			l.Mirror = append(l.Mirror, ms)
 		}
 	}

@@ -44,6 +44,11 @@ type settings struct {
 	FairInFlight int
 	FairHold     time.Duration
 	FairPort     int
+	// The ledgerlog line (issue 27's targets): the sizes of its synthetic logs, smallest
+	// first, the client counts of its proof reads, and the port of its witness.
+	LogSizes       []int
+	LogClients     []int
+	LogWitnessPort int
 
 	ServicePort  int
 	BaselinePort int
@@ -63,7 +68,10 @@ type settings struct {
 	Bin            string // the accountable binary
 }
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "growth", "fairness"}
+// defaultLogSizes are the ledgerlog line's synthetic logs by default.
+var defaultLogSizes = []int{1000000, 10000000}
+
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "ledgerlog", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
@@ -88,6 +96,9 @@ func loadSettings() (settings, error) {
 		FairInFlight:       envInt("BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT", 2, &errs),
 		FairHold:           envDuration("BENCH_FAIRNESS_HOLD", time.Second, &errs),
 		FairPort:           envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
+		LogSizes:           envInts("BENCH_LOG_SIZES", defaultLogSizes, &errs),
+		LogClients:         envInts("BENCH_LOG_CLIENTS", []int{1, 8}, &errs),
+		LogWitnessPort:     envInt("BENCH_LOG_WITNESS_PORT", 18084, &errs),
 		ServicePort:        envInt("BENCH_HTTP_PORT", 18080, &errs),
 		BaselinePort:       envInt("BENCH_BASELINE_PORT", 18081, &errs),
 		PprofPort:          envInt("BENCH_PPROF_PORT", 18082, &errs),
@@ -128,11 +139,14 @@ func loadSettings() (settings, error) {
 	if s.FairNoisyClients < 1 || s.FairNoisyClients > 256 {
 		errs = append(errs, fmt.Sprintf("BENCH_FAIRNESS_NOISY_CLIENTS: 1 to 256, not %d", s.FairNoisyClients))
 	}
+	if len(s.LogSizes) == 0 || !slices.IsSorted(s.LogSizes) || s.LogSizes[0] < 2*logRealEvents {
+		errs = append(errs, fmt.Sprintf("BENCH_LOG_SIZES: sizes from smallest to largest, the smallest at least %d (twice the real events at the log's start)", 2*logRealEvents))
+	}
 	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate"}, s.ProfileLine) {
 		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
 	}
 	maxClients := 1
-	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, []int{s.ProfileClients, s.GrowthClients}) {
+	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, s.LogClients, []int{s.ProfileClients, s.GrowthClients}) {
 		if c < 1 || c > 256 {
 			errs = append(errs, fmt.Sprintf("client counts are 1 to 256, not %d", c))
 		}

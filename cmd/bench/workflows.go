@@ -176,9 +176,10 @@ func (b *bench) startWorkflowBench() (*workflowBench, error) {
 	modelURL := "http://" + wb.modelLn.Addr().String() + "/v1/"
 
 	logf("starting accountable worker (task queue %s, the fake model server at %s)", serviceTaskQueue, modelURL)
+	// (It seals the workspaces' logs too, with the key every process of the run has.)
 	if wb.worker, err = startProc("accountable worker", filepath.Join(b.dir, "worker.log"),
-		[]string{"DATABASE_URL=" + b.dbURL, "TEMPORAL_TASK_QUEUE=" + serviceTaskQueue, "OPENAI_API_KEY=" + benchModelKey,
-			"OPENAI_BASE_URL=" + modelURL, "PPROF_ADDR=", "METRICS_ADDR="}, b.accountable, "worker"); err != nil {
+		append([]string{"DATABASE_URL=" + b.dbURL, "TEMPORAL_TASK_QUEUE=" + serviceTaskQueue, "OPENAI_API_KEY=" + benchModelKey,
+			"OPENAI_BASE_URL=" + modelURL, "PPROF_ADDR=", "METRICS_ADDR="}, b.ledgerEnv()...), b.accountable, "worker"); err != nil {
 		return wb, err
 	}
 	addr := os.Getenv("TEMPORAL_ADDRESS")
