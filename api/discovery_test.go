@@ -43,7 +43,7 @@ func TestDiscoveryIsAccountFree(t *testing.T) {
 	}
 	if len(areas) != 22 || areas["Work"]["status"] != "available" || areas["Handoffs"]["status"] != "available" || areas["Controllers"]["status"] != "available" || areas["Projections"]["status"] != "available" ||
 		areas["Initiatives"]["status"] != "available" ||
-		len(areas["Work"]["operations"].([]any)) != 4 {
+		len(areas["Work"]["operations"].([]any)) != 5 {
 		t.Fatalf("index areas: %s", r.raw)
 	}
 

@@ -337,7 +337,17 @@ func TestWebhookIdleEndpointsCostNothing(t *testing.T) {
 		t.Errorf("the fan-out to %d endpoints took up to %s, want within 10 s", len(a.workflows), worst)
 	}
 
-	time.Sleep(2 * time.Second) // the endpoints go idle again after the deliveries (see above)
+	// The endpoints go idle again after the deliveries (see above): on a busy machine their
+	// last workflow tasks run seconds after the last delivery arrived, so the idle window
+	// starts once their histories have stopped growing for 2 s (within 30 s).
+	settled := lengths(all)
+	storetest.WaitFor(t, 30*time.Second, "the endpoints' histories to stop growing", func() bool {
+		time.Sleep(2 * time.Second)
+		now := lengths(all)
+		same := slices.Equal(now, settled)
+		settled = now
+		return same
+	})
 	tasks, acts = cost(all, func() { time.Sleep(window) })
 	t.Logf("idle again over %s: %d workflow tasks, %d activities", window, tasks, acts)
 	if tasks != 0 || acts != 0 {
