@@ -241,7 +241,7 @@ type Server struct {
 	// clientSecretFailures are failed OAuth client authentications per client address and
 	// client (clientSecretBudget).
 	clientSecretFailures *buckets
-	registrations        *buckets // OAuth client registrations per client address
+	registrations        *buckets  // OAuth client registrations per client address
 	tiles                tileCache // full tiles of the workspaces' logs, immutable
 	metrics              metrics
 	publicClients        *buckets // account-free requests per client address (nil: no limit)
