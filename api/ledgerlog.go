@@ -209,6 +209,19 @@ func (s *Server) inclusionProof(c *call, eventID string, treeSize *int64) (accou
 		LeafHash: base64.StdEncoding.EncodeToString(leafHash[:]), Proof: hashes(proof), Checkpoint: cp.Note()}, nil
 }
 
+// newestProof is the event's inclusion proof in the newest checkpoint, nil while no
+// checkpoint holds it (what a receipt carries).
+func (s *Server) newestProof(c *call, eventID string) (*accountable.LedgerInclusionProof, error) {
+	proof, err := s.inclusionProof(c, eventID, nil)
+	switch {
+	case err == nil:
+		return &proof, nil
+	case accountable.ErrorCode(err) == accountable.ECodeNotFound:
+		return nil, nil
+	}
+	return nil, err
+}
+
 // hashes writes proof hashes in standard base64, never null.
 func hashes(proof []tlog.Hash) []string {
 	out := make([]string, len(proof))

@@ -265,14 +265,8 @@ func (a *receiptArea) getImportedReceipt(c *call, in *importedReceiptRef) (recei
 	if err != nil {
 		return r, err
 	}
-	proof, err := a.s.inclusionProof(c, r.EventID, nil)
-	switch {
-	case err == nil:
-		r.LedgerProof = &proof
-	case accountable.ErrorCode(err) != accountable.ECodeNotFound:
-		return r, err
-	}
-	return r, nil
+	r.LedgerProof, err = a.s.newestProof(c, r.EventID)
+	return r, err
 }
 
 func (a *receiptArea) importReceipt(c *call, _ *struct{}) (receipt.ReceiptImport, error) {

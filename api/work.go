@@ -68,14 +68,8 @@ func (s *Server) getWorkReceipt(c *call, in *workRef) (accountable.WorkReceipt, 
 	if err != nil {
 		return r, err
 	}
-	proof, err := s.inclusionProof(c, r.EventID, nil)
-	switch {
-	case err == nil:
-		r.LedgerProof = &proof
-	case accountable.ErrorCode(err) != accountable.ECodeNotFound:
-		return r, err
-	}
-	return r, nil
+	r.LedgerProof, err = s.newestProof(c, r.EventID)
+	return r, err
 }
 
 // getWork: GET /work/{taskId}.

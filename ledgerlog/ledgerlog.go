@@ -16,8 +16,6 @@
 package ledgerlog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,10 +38,7 @@ func Entry(h accountable.EventHeader) ([]byte, error) {
 func LeafHash(entry []byte) tlog.Hash { return tlog.RecordHash(entry) }
 
 // EventHashOf is the eventHash an entry stands for ("sha256:" and lower-case hex).
-func EventHashOf(entry []byte) string {
-	sum := sha256.Sum256(entry)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func EventHashOf(entry []byte) string { return canonical.Digest(entry) }
 
 // Origin is the checkpoint origin of a workspace's log: the log name (a schema-less URL
 // naming the service) and the workspace. Each workspace is a log of its own, so that a
