@@ -66,7 +66,11 @@ func TestDiscoveryRunSurvivesAKilledWorker(t *testing.T) {
 	if result["run"].(map[string]any)["status"] != "succeeded" || len(cards) != 1 || cards[0].(map[string]any)["support"] != 40.0 {
 		t.Fatalf("run %v", result)
 	}
-	status, body = c.call("GET", "/events/stream?event_type=discovery_run.completed", "", nil)
+	// The stream serves the event once every transaction older than it has ended.
+	storetest.WaitFor(t, 10*time.Second, "the stream serves the run's completion", func() bool {
+		status, body = c.call("GET", "/events/stream?event_type=discovery_run.completed", "", nil)
+		return status != http.StatusOK || len(body["data"].([]any)) >= 1
+	})
 	if status != http.StatusOK || len(body["data"].([]any)) != 1 {
 		t.Fatalf("completions: %d %v", status, body)
 	}

@@ -150,8 +150,15 @@ func TestTwoAPIProcessesAndTwoWorkers(t *testing.T) {
 	// The ledger: one work.created, one work.completed, and the chain verifies, read
 	// through the other process.
 	c.base = apis[1].base
+	// The stream serves an event once every transaction older than it has ended (its
+	// horizon is cluster-wide: another package's test holding a transaction delays it).
 	for _, typ := range []string{"work.created", "work.completed"} {
-		status, body := c.call("GET", "/events/stream?event_type="+typ, "", nil)
+		var status int
+		var body map[string]any
+		storetest.WaitFor(t, 10*time.Second, "the stream serves "+typ, func() bool {
+			status, body = c.call("GET", "/events/stream?event_type="+typ, "", nil)
+			return status != http.StatusOK || len(body["data"].([]any)) >= 1
+		})
 		if status != http.StatusOK || len(body["data"].([]any)) != 1 {
 			t.Fatalf("%s events: %d %v", typ, status, body)
 		}
