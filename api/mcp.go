@@ -208,6 +208,8 @@ var mcpTools = []mcpTool{
 		note: "Pass the receipt document as receipt. An invalid receipt is a tool error whose body lists the issues."},
 	{name: "import_receipt", op: "importReceipt", title: "Import a work receipt", idempotent: true,
 		note: "Pass the receipt document as receipt."},
+	{name: "prepare_context", op: "prepareContext", title: "Prepare your context", idempotent: true,
+		note: "Call it at the start of a turn with your task_id; cite events by event_hash and artifacts by id and version."},
 }
 
 // description tells the model what the tool does (the operation's own words), what
@@ -239,7 +241,7 @@ func (t mcpTool) description(o *operation) string {
 // annotations are the tool's hints (see mcpTool). Nothing reaches beyond the workspace:
 // the world of every tool is closed.
 func (t mcpTool) annotations(o *operation) *mcp.ToolAnnotations {
-	a := &mcp.ToolAnnotations{Title: t.title, ReadOnlyHint: o.Method == fiber.MethodGet || t.storesNothing,
+	a := &mcp.ToolAnnotations{Title: t.title, ReadOnlyHint: o.Method == fiber.MethodGet || o.ReadOnly || t.storesNothing,
 		IdempotentHint: t.idempotent, OpenWorldHint: ptrTo(false)}
 	if !a.ReadOnlyHint {
 		a.DestructiveHint = ptrTo(t.destructive)

@@ -145,6 +145,7 @@ var wantMCPTools = map[string]struct{ readOnly, destructive, idempotent bool }{
 	"start_discovery_run": {false, false, false}, "propose_discovered_process": {false, false, true},
 	"reconcile_controller": {false, false, true}, "diagnose_workload": {true, false, true},
 	"validate_receipt": {true, false, true}, "import_receipt": {false, false, true},
+	"prepare_context": {true, false, true},
 }
 
 // MCP tools are the REST operations: a headless agent with an API key initializes, lists

@@ -77,6 +77,10 @@ type Operation struct {
 	// slashes and all: a C2SP tile path (0/x001/234.p/7) is one name whose segments a
 	// client builds, not a resource per segment. Its route ends in Fiber's greedy "+".
 	PathTail bool
+	// ReadOnly operations change nothing though they are not GETs (a POST whose body is a
+	// query too rich for a URL: POST /context-pack): they need their family's read scope and
+	// take no Idempotency-Key.
+	ReadOnly bool
 	// EventStream operations may also answer with a lease of Server-Sent Events
 	// (text/event-stream; the handler starts it with call.streamEvents).
 	EventStream bool
@@ -258,7 +262,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	if o.Deadline == "" {
 		o.Deadline = DeadlineRead
-		if o.Method != fiber.MethodGet {
+		if o.Method != fiber.MethodGet && !o.ReadOnly {
 			o.Deadline = DeadlineCommand
 		}
 	}
@@ -290,7 +294,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 			c.meta.WorkspaceID = c.principal.WorkspaceID
 			// Charged to the workspace it acts in, now final; writes take one of its slots
 			// (reads are short and do not commit). Its deadline starts once admitted.
-			release, err := s.admitWorkspace(fc, o.Method != fiber.MethodGet)
+			release, err := s.admitWorkspace(fc, o.Method != fiber.MethodGet && !o.ReadOnly)
 			if err != nil {
 				return err
 			}
@@ -892,8 +896,8 @@ var areaScopes = map[string]accountable.ScopeFamily{
 	"Decisions": accountable.ScopesInitiatives, "Lifecycle": accountable.ScopesInitiatives,
 	"Operating processes": accountable.ScopesProcesses, "Operating map": accountable.ScopesProcesses,
 	"Handoffs": accountable.ScopesProcesses, "Discovery runs": accountable.ScopesProcesses, "Episodes": accountable.ScopesProcesses,
-	"Controllers": accountable.ScopesProcesses,
-	"Events":      accountable.ScopesEvents, webhooksArea: accountable.ScopesEvents, serviceArea: accountable.ScopesEvents,
+	"Controllers": accountable.ScopesProcesses, contextArea: accountable.ScopesWork,
+	"Events": accountable.ScopesEvents, webhooksArea: accountable.ScopesEvents, serviceArea: accountable.ScopesEvents,
 }
 
 // scope is the OAuth scope the operation needs ("" for none).
@@ -905,5 +909,5 @@ func (o *operation) scope() string {
 	if !ok { // a new area must choose its family (TestEveryOperationHasAScope)
 		panic("api: no scope family for area " + o.Area)
 	}
-	return f.Scope(o.Method != fiber.MethodGet && o.Method != fiber.MethodHead)
+	return f.Scope(o.Method != fiber.MethodGet && o.Method != fiber.MethodHead && !o.ReadOnly)
 }

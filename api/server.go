@@ -241,8 +241,9 @@ type Server struct {
 	// clientSecretFailures are failed OAuth client authentications per client address and
 	// client (clientSecretBudget).
 	clientSecretFailures *buckets
-	registrations        *buckets  // OAuth client registrations per client address
-	tiles                tileCache // full tiles of the workspaces' logs, immutable
+	registrations        *buckets      // OAuth client registrations per client address
+	tiles                tileCache     // full tiles of the workspaces' logs, immutable
+	contextBases         *contextBases // the capsule texts served, bases of the next deltas
 	metrics              metrics
 	publicClients        *buckets // account-free requests per client address (nil: no limit)
 	publicRefusals       *buckets // their prompt refusals (refuse; nil without RateLimitHold)
@@ -301,6 +302,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		// Ten client registrations a minute per address, after a first twenty.
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		tiles:         newTileCache(),
+		contextBases:  newContextBases(),
 		metrics:       metrics{deps.Metrics},
 		publicClients: newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets),
 		leases:        newStreamLeases(cfg.MaxSSELeasesPerKey, cfg.MaxSSELeasesPerWorkspace),

@@ -1,0 +1,321 @@
+package contextpack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
+)
+
+// Options say how a capsule is delivered and bounded.
+type Options struct {
+	Tokens *Tokens
+	// Budget is the most tokens the text may have, delivery metadata included.
+	Budget int
+	// ByteBound, when above 0, is the most bytes the text may have (the prepared profile).
+	ByteBound int
+	Mode      accountable.ContextDeliveryMode
+	// BaseVerified and Rebootstrap say what became of the base the client acknowledged;
+	// Reasons say why (each is one of the delivery's reasons).
+	BaseVerified, Rebootstrap bool
+	Reasons                   []string
+	// AcknowledgedCapsuleID is the legacy acknowledgement, answered in full: a reason says
+	// whether it names the capsule built.
+	AcknowledgedCapsuleID *string
+}
+
+// Pack is a built capsule: its content, its delivery and the text that carries both.
+type Pack struct {
+	Capsule  accountable.ContextCapsule
+	Delivery accountable.ContextDelivery
+	Text     string
+	Version  string
+	Tokens   int
+}
+
+// serializedData is what the text holds: the object a client rebuilds and parses.
+type serializedData struct {
+	ContextCapsule  *accountable.ContextCapsule  `json:"context_capsule"`
+	ContextDelivery *accountable.ContextDelivery `json:"context_delivery"`
+}
+
+// section is one ranked list of a capsule, trimmed from its end.
+type section struct {
+	name   string
+	weight int // how much of the budget it keeps against the others: more is kept longer
+	read   int // items read
+	more   bool
+	len    func() int
+	keep   func(n int)
+	item   func(i int) any
+}
+
+func sectionOf[T any](name string, weight int, items *[]T, more int) *section {
+	if *items == nil {
+		*items = []T{}
+	}
+	return &section{name: name, weight: weight, read: len(*items), more: more > 0,
+		len:  func() int { return len(*items) },
+		keep: func(n int) { *items = (*items)[:n] },
+		item: func(i int) any { return (*items)[i] }}
+}
+
+// scopeTextLimits are the lengths, in characters, the scope's long texts (a task's
+// description, an initiative's summary, a workstream's goal) are cut to, in turn, when the
+// sections are empty and the text is still over the budget.
+var scopeTextLimits = []int{2000, 500, 120}
+
+// Build makes the capsule of src, trimmed to o's bounds: while the text is over them, the
+// last item of the section with the most items for its weight is left out (pending
+// decisions weigh most, then open handoffs, decided decisions and events, runs and
+// artifacts, receipts least), then the scope's long texts are cut.
+func Build(src accountable.ContextSources, o Options) (Pack, error) {
+	if o.Tokens == nil {
+		return Pack{}, errors.New("contextpack: no tokenizer")
+	}
+	c := accountable.ContextCapsule{
+		SchemaVersion:          accountable.ContextCapsuleSchema,
+		WorkspaceID:            src.WorkspaceID,
+		AsOfGlobalSequence:     src.AsOfGlobalSequence,
+		ProjectionConsistency:  "database_snapshot",
+		Scope:                  src.Scope,
+		CurrentIntent:          intentOf(src.Scope),
+		ActiveConstraints:      src.Pending,
+		AuthoritativeDecisions: src.Decided,
+		OpenRisks:              src.Handoffs,
+		Runs:                   src.Runs,
+		RecentEvents:           src.Events,
+		Artifacts:              src.Artifacts,
+		RecentReceiptRefs:      src.Receipts,
+	}
+	m := src.MoreOfEach
+	b := &builder{o: o, c: &c, count: newLineCounter(o.Tokens), sections: []*section{
+		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints),
+		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks),
+		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions),
+		sectionOf("recent_events", 4, &c.RecentEvents, m.RecentEvents),
+		sectionOf("runs", 3, &c.Runs, m.Runs),
+		sectionOf("artifacts", 3, &c.Artifacts, m.Artifacts),
+		sectionOf("recent_receipt_refs", 2, &c.RecentReceiptRefs, m.RecentReceiptRefs),
+	}}
+	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
+	return b.fit()
+}
+
+type builder struct {
+	o        Options
+	c        *accountable.ContextCapsule
+	count    *lineCounter
+	sections []*section
+	reasons  []string
+	cut      int // how many of scopeTextLimits were applied
+	d        accountable.ContextDelivery
+	tokens   int
+}
+
+func (b *builder) fit() (Pack, error) {
+	for {
+		text, err := b.render()
+		if err != nil {
+			return Pack{}, err
+		}
+		overTokens := b.tokens - b.o.Budget
+		overBytes := 0
+		if b.o.ByteBound > 0 {
+			overBytes = len(text) - b.o.ByteBound
+		}
+		if overTokens <= 0 && overBytes <= 0 {
+			return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+		}
+		if b.drop(overTokens, overBytes) {
+			continue
+		}
+		if b.cut < len(scopeTextLimits) {
+			cutScope(&b.c.Scope, scopeTextLimits[b.cut])
+			b.c.CurrentIntent = intentOf(b.c.Scope)
+			b.cut++
+			continue
+		}
+		// The scope alone is over the bounds: it is answered as it is, saying so.
+		b.reasons = append(b.reasons, fmt.Sprintf("the scope alone is over the bounds: %d tokens of %d", b.tokens, b.o.Budget))
+		text, err = b.render()
+		if err != nil {
+			return Pack{}, err
+		}
+		return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+	}
+}
+
+// drop leaves out items, the last of the section with the most items for its weight
+// first, until what they weigh covers the excess; false when no section has any left.
+func (b *builder) drop(overTokens, overBytes int) bool {
+	dropped := false
+	for overTokens > 0 || overBytes > 0 {
+		var s *section
+		for _, t := range b.sections {
+			if t.len() > 0 && (s == nil || t.len()*s.weight > s.len()*t.weight) {
+				s = t
+			}
+		}
+		if s == nil {
+			return dropped
+		}
+		// An item's share of the text: its lines, indented as they are there.
+		raw, err := json.MarshalIndent(s.item(s.len()-1), "   ", " ")
+		if err != nil {
+			raw = nil
+		}
+		overTokens -= b.count.count(string(raw)) + 1
+		overBytes -= len(raw) + 4
+		s.keep(s.len() - 1)
+		dropped = true
+	}
+	return dropped
+}
+
+// render writes the capsule's counts, digest and delivery, and returns the text. The
+// delivery's accounting counts the text it is part of, so the text is made again until
+// the numbers it holds are its own (a number's digits change its size: twice or three
+// times).
+func (b *builder) render() (string, error) {
+	c := b.c
+	partial := b.cut > 0
+	var omitted accountable.ContextSectionCounts
+	var complete accountable.ContextSourceCompleteness
+	reasons := append([]string{}, b.reasons...)
+	if b.cut > 0 {
+		reasons = append(reasons, fmt.Sprintf("the scope's long texts are cut to %d characters to fit", scopeTextLimits[b.cut-1]))
+	}
+	for _, s := range b.sections {
+		left := s.read - s.len()
+		status := accountable.ContextSourceStatus{Status: "complete", Returned: s.len()}
+		if left > 0 || s.more {
+			status.Status = "partial"
+			partial = true
+		}
+		if s.more {
+			reasons = append(reasons, fmt.Sprintf("%s: more than %d in scope; the first %d by rank were read", s.name, s.read, s.read))
+		}
+		if left > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s: %d of %d left out to fit the budget", s.name, left, s.read))
+		}
+		setCount(&omitted, &complete, s.name, left, status)
+	}
+	c.OmittedCounts, c.SourceCompleteness = omitted, complete
+	c.CapsuleID, c.ContentDigest = "", ""
+	digest, err := canonical.DigestOf(c)
+	if err != nil {
+		return "", err
+	}
+	c.ContentDigest = digest
+	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
+	rebootstrap := b.o.Rebootstrap
+	if a := b.o.AcknowledgedCapsuleID; a != nil {
+		if *a == c.CapsuleID {
+			reasons = append(reasons, "acknowledged_capsule_id is the current capsule (the legacy acknowledgement is answered in full; "+
+				"delivery_mode delta with acknowledged_context_version gets deltas)")
+		} else {
+			rebootstrap = true
+			reasons = append(reasons, "acknowledged_capsule_id is not the current capsule: answered in full")
+		}
+	}
+
+	tokenizer := string(b.o.Tokens.Name())
+	completeness := "unknown"
+	if partial {
+		completeness = "incomplete"
+	}
+	b.d = accountable.ContextDelivery{
+		SchemaVersion: accountable.ContextDeliverySchema, Mode: string(b.o.Mode),
+		Consistency: "database_snapshot", Completeness: completeness,
+		BaseVerified: b.o.BaseVerified, RebootstrapRequired: rebootstrap, Reasons: reasons,
+		Accounting:         accountable.ContextAccounting{Tokenizer: &tokenizer},
+		PerformanceProfile: "unqualified_snapshot", MeetsPreparedByteBound: true,
+	}
+	size, tokens := 0, 0
+	for range 8 {
+		b.d.Accounting.SerializedDataBytes = size
+		b.d.Accounting.SerializedDataTokens = &tokens
+		b.d.MeetsPreparedByteBound = size <= accountable.ContextPreparedMaxBytes
+		text, err := Serialize(serializedData{ContextCapsule: c, ContextDelivery: &b.d})
+		if err != nil {
+			return "", err
+		}
+		n := b.count.count(text)
+		if len(text) == size && n == tokens {
+			b.tokens = n
+			counted := n
+			b.d.Accounting.SerializedDataTokens = &counted
+			return text, nil
+		}
+		size, tokens = len(text), n
+	}
+	return "", errors.New("contextpack: the accounting did not settle")
+}
+
+func setCount(omitted *accountable.ContextSectionCounts, complete *accountable.ContextSourceCompleteness, name string, left int, status accountable.ContextSourceStatus) {
+	switch name {
+	case "active_constraints":
+		omitted.ActiveConstraints, complete.ActiveConstraints = left, status
+	case "authoritative_decisions":
+		omitted.AuthoritativeDecisions, complete.AuthoritativeDecisions = left, status
+	case "open_risks":
+		omitted.OpenRisks, complete.OpenRisks = left, status
+	case "runs":
+		omitted.Runs, complete.Runs = left, status
+	case "recent_events":
+		omitted.RecentEvents, complete.RecentEvents = left, status
+	case "artifacts":
+		omitted.Artifacts, complete.Artifacts = left, status
+	case "recent_receipt_refs":
+		omitted.RecentReceiptRefs, complete.RecentReceiptRefs = left, status
+	}
+}
+
+// intentOf is the scope's narrowest resource, as the capsule's current intent.
+func intentOf(s accountable.ContextScope) *accountable.ContextIntent {
+	switch {
+	case s.Task != nil:
+		return &accountable.ContextIntent{Ref: s.Task.Ref, Summary: s.Task.Title, Status: s.Task.Status}
+	case s.Workstream != nil:
+		// A workstream has no status of its own: its initiative's is the one it works under.
+		status := ""
+		if s.Initiative != nil {
+			status = s.Initiative.Status
+		}
+		return &accountable.ContextIntent{Ref: s.Workstream.Ref, Summary: s.Workstream.Goal, Status: status}
+	case s.Initiative != nil:
+		return &accountable.ContextIntent{Ref: s.Initiative.Ref, Summary: s.Initiative.Title, Status: s.Initiative.Status}
+	}
+	return nil
+}
+
+// cutScope cuts the scope's long texts to limit characters.
+func cutScope(s *accountable.ContextScope, limit int) {
+	cut := func(p *string) {
+		if r := []rune(*p); len(r) > limit {
+			*p = string(r[:limit]) + "…"
+		}
+	}
+	if s.Task != nil {
+		t := *s.Task
+		if t.Description != nil {
+			d := *t.Description
+			cut(&d)
+			t.Description = &d
+		}
+		s.Task = &t
+	}
+	if s.Initiative != nil {
+		i := *s.Initiative
+		cut(&i.Summary)
+		s.Initiative = &i
+	}
+	if s.Workstream != nil {
+		w := *s.Workstream
+		cut(&w.Goal)
+		s.Workstream = &w
+	}
+}
