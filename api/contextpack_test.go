@@ -16,13 +16,22 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
-// The isolation matrix's lines of the area (isolation_test.go): the body the schema alone
-// makes names no scope, so B's own request is its workspace's capsule.
+// The isolation matrix's lines of the area (isolation_test.go): the owner's capsule of its
+// task; B's own, of its workspace.
 func init() {
 	isolationCovers(isolationLines{
 		bodies: map[string]func(o *owner, ids map[string]string) map[string]any{
 			"prepareContext": func(o *owner, _ map[string]string) map[string]any {
-				return map[string]any{"delivery_mode": "delta", "reader_tokenizer": "cl100k_base"}
+				return map[string]any{"workspace_id": o.tenant.Principal.WorkspaceID, "task_id": o.task(), "delivery_mode": "delta"}
+			},
+		},
+		ownBodies: map[string]func(e *env, key string) map[string]any{
+			"prepareContext": func(e *env, key string) map[string]any {
+				// Any read says the workspace it acts in (a key's or a token's alike).
+				r := e.do(request{method: "GET", path: "/work", query: "limit=1", key: key})
+				expect(e.t, r, http.StatusOK, "")
+				return map[string]any{"workspace_id": r.meta()["workspaceId"], "delivery_mode": "delta",
+					"reader_tokenizer": "cl100k_base"}
 			},
 		},
 	})

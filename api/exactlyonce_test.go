@@ -118,6 +118,10 @@ var withoutIdempotencyKey = map[string]keylessOperation{
 		reason:  "a pure function of the body: nothing is stored, the same request gets the same estimate",
 		answers: sameAnswers,
 	},
+	"prepareContext": {
+		reason:  "reads only (a POST for its rich body): nothing is stored but the text served, in memory; the same scope read again is the same capsule",
+		answers: sameAnswers,
+	},
 	"deleteWebhook": {
 		reason:  "deleting a deleted endpoint answers it as it is: one webhook.deleted, the same endpoint every time",
 		answers: sameAnswers,

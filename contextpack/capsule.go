@@ -115,7 +115,13 @@ type builder struct {
 	tokens   int
 }
 
+// bytesPerToken is what a first trim assumes of the text (JSON of English is 3 to 4 bytes
+// a token): the items read beyond what the budget can hold are left out before any is
+// counted, so a scope with much more than its budget is not tokenized whole.
+const bytesPerToken = 3
+
 func (b *builder) fit() (Pack, error) {
+	b.presize()
 	for {
 		text, err := b.render()
 		if err != nil {
@@ -148,20 +154,54 @@ func (b *builder) fit() (Pack, error) {
 	}
 }
 
+// presize leaves out, by the byte size of their lines, the items that surely do not fit.
+func (b *builder) presize() {
+	limit := b.o.Budget * bytesPerToken
+	if b.o.ByteBound > 0 && b.o.ByteBound < limit {
+		limit = b.o.ByteBound
+	}
+	size := 0
+	sizes := make([][]int, len(b.sections))
+	for i, s := range b.sections {
+		for j := range s.len() {
+			raw, _ := json.MarshalIndent(s.item(j), "   ", " ")
+			sizes[i] = append(sizes[i], len(raw)+4)
+			size += len(raw) + 4
+		}
+	}
+	for size > limit {
+		i := b.heaviest()
+		if i < 0 {
+			return
+		}
+		s := b.sections[i]
+		size -= sizes[i][s.len()-1]
+		s.keep(s.len() - 1)
+	}
+}
+
+// heaviest is the index of the section with the most items for its weight, -1 when all
+// are empty.
+func (b *builder) heaviest() int {
+	best := -1
+	for i, t := range b.sections {
+		if t.len() > 0 && (best < 0 || t.len()*b.sections[best].weight > b.sections[best].len()*t.weight) {
+			best = i
+		}
+	}
+	return best
+}
+
 // drop leaves out items, the last of the section with the most items for its weight
 // first, until what they weigh covers the excess; false when no section has any left.
 func (b *builder) drop(overTokens, overBytes int) bool {
 	dropped := false
 	for overTokens > 0 || overBytes > 0 {
-		var s *section
-		for _, t := range b.sections {
-			if t.len() > 0 && (s == nil || t.len()*s.weight > s.len()*t.weight) {
-				s = t
-			}
-		}
-		if s == nil {
+		i := b.heaviest()
+		if i < 0 {
 			return dropped
 		}
+		s := b.sections[i]
 		// An item's share of the text: its lines, indented as they are there.
 		raw, err := json.MarshalIndent(s.item(s.len()-1), "   ", " ")
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
@@ -18,7 +19,14 @@ func init() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) }
 type Tokens struct {
 	name accountable.ContextTokenizer
 	enc  *tiktoken.Tiktoken
+	// lines remembers the counts of lines seen: capsules of a scope repeat most of their
+	// lines from one turn to the next (and events, decisions and handoffs recur across
+	// scopes), and the BPE is slow (tiktoken-go: some 250 tokens a millisecond).
+	lines *lru.Cache[string, int]
 }
+
+// cachedLines bounds Tokens.lines (a line is some 60 bytes: a few MB).
+const cachedLines = 1 << 16
 
 var encodings sync.Map // accountable.ContextTokenizer -> func() (*Tokens, error)
 
@@ -30,7 +38,8 @@ func Tokenizer(name accountable.ContextTokenizer) (*Tokens, error) {
 		if err != nil {
 			return nil, fmt.Errorf("contextpack: tokenizer %s: %w", name, err)
 		}
-		return &Tokens{name: name, enc: enc}, nil
+		lines, _ := lru.New[string, int](cachedLines) // errors only for a size <= 0
+		return &Tokens{name: name, enc: enc, lines: lines}, nil
 	}))
 	return load.(func() (*Tokens, error))()
 }
@@ -61,7 +70,10 @@ func (c *lineCounter) count(text string) int {
 	for _, l := range Lines(text) {
 		k, ok := c.seen[l]
 		if !ok {
-			k = c.tokens.Count(l)
+			if k, ok = c.tokens.lines.Get(l); !ok {
+				k = c.tokens.Count(l)
+				c.tokens.lines.Add(l, k)
+			}
 			c.seen[l] = k
 		}
 		n += k
