@@ -151,13 +151,20 @@ type contextBase struct {
 
 // contextBases keeps the texts served, by (credential, scope, version).
 type contextBases struct {
-	mu    sync.Mutex
-	texts *lru.Cache[string, contextBase]
-	bytes int
+	mu       sync.Mutex
+	texts    *lru.Cache[string, contextBase]
+	bytes    int
+	maxBytes int
+	ttl      time.Duration
+	now      func() time.Time
 }
 
 func newContextBases() *contextBases {
-	b := &contextBases{}
+	return newContextBasesWithin(contextBasesBytes, contextBaseTTL, time.Now)
+}
+
+func newContextBasesWithin(maxBytes int, ttl time.Duration, now func() time.Time) *contextBases {
+	b := &contextBases{maxBytes: maxBytes, ttl: ttl, now: now}
 	// Bounded in bytes below, not in count; the callback runs inside the calls b.mu holds.
 	b.texts, _ = lru.NewWithEvict(1<<20, func(_ string, v contextBase) { b.bytes -= len(v.text) }) // errors only for a size <= 0
 	return b
@@ -171,7 +178,7 @@ func (b *contextBases) get(scopeKey, version string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if time.Since(v.at) > contextBaseTTL {
+	if b.now().Sub(v.at) > b.ttl {
 		b.texts.Remove(k)
 		return "", false
 	}
@@ -179,7 +186,7 @@ func (b *contextBases) get(scopeKey, version string) (string, bool) {
 }
 
 func (b *contextBases) add(scopeKey, version, text string) {
-	if len(text) > contextBasesBytes/8 {
+	if len(text) > b.maxBytes/8 {
 		return // one text may not take the room of many
 	}
 	b.mu.Lock()
@@ -188,9 +195,9 @@ func (b *contextBases) add(scopeKey, version, text string) {
 	if _, ok := b.texts.Peek(k); ok {
 		b.texts.Remove(k) // renewed: its time starts again
 	}
-	b.texts.Add(k, contextBase{text: text, at: time.Now()})
+	b.texts.Add(k, contextBase{text: text, at: b.now()})
 	b.bytes += len(text)
-	for b.bytes > contextBasesBytes {
+	for b.bytes > b.maxBytes {
 		if _, _, ok := b.texts.RemoveOldest(); !ok {
 			break
 		}
