@@ -346,8 +346,19 @@ func TestContextPackScopeAndBudget(t *testing.T) {
 		}
 	}
 
+	// A task that names a workstream and an initiative the service does not hold (POST
+	// /work takes the ids as given): the task's scope is the task alone, saying why.
+	loose := s.post(t, "/work", map[string]any{"title": "Loose task", "initiative_id": "0190c0de-0000-7000-8000-00000000000a",
+		"workstream_id": "0190c0de-0000-7000-8000-00000000000b", "milestone_id": "0190c0de-0000-7000-8000-00000000000c"})["taskId"].(string)
+	r := s.prepare(t, s.tenant.Key, map[string]any{"task_id": loose})
+	expect(t, r, http.StatusOK, "")
+	if c := r.data()["context_capsule"].(map[string]any); c["scope"].(map[string]any)["workstream"] != nil || c["scope"].(map[string]any)["initiative"] != nil ||
+		len(c["active_constraints"].([]any)) != 0 || !strings.Contains(toJSON(r.data()["context_delivery"].(map[string]any)["reasons"]), "is not one of the workspace's") {
+		t.Fatalf("a loose task's capsule: %s", r.raw)
+	}
+
 	// A workstream named with another initiative: the workstream's own is used, with a reason.
-	r := s.prepare(t, s.tenant.Key, map[string]any{"workstream_id": s.workstream, "initiative_id": "0190c0de-0000-7000-8000-000000000000"})
+	r = s.prepare(t, s.tenant.Key, map[string]any{"workstream_id": s.workstream, "initiative_id": "0190c0de-0000-7000-8000-000000000000"})
 	expect(t, r, http.StatusOK, "")
 	c := r.data()["context_capsule"].(map[string]any)
 	if c["scope"].(map[string]any)["kind"] != "workstream" || c["scope"].(map[string]any)["initiative"].(map[string]any)["ref"].(map[string]any)["id"] != s.initiative ||

@@ -65,17 +65,24 @@ func readContextScope(ctx context.Context, q pgx.Tx, ws string, req accountable.
 	case req.InitiativeID != nil:
 		initiativeID = req.InitiativeID
 	}
+	w := accountable.ContextWorkstream{}
+	var id, ini string
 	if workstreamID != nil {
-		w := accountable.ContextWorkstream{}
-		var id, ini string
 		err := q.QueryRow(ctx, `SELECT id, initiative_id, name, goal, domain, agent_name FROM workstreams
 			WHERE workspace_id = $1 AND id = $2`, ws, *workstreamID).Scan(&id, &ini, &w.Name, &w.Goal, &w.Domain, &w.AgentName)
-		if errors.Is(err, pgx.ErrNoRows) {
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && s.Task == nil:
 			return accountable.NotFound("workstream")
-		}
-		if err != nil {
+		case errors.Is(err, pgx.ErrNoRows):
+			// A task may name a workstream the service does not hold (POST /work takes
+			// the ids as given): the task's scope is then the task, and its initiative.
+			src.Reasons = append(src.Reasons, fmt.Sprintf("the task's workstream %s is not one of the workspace's", *workstreamID))
+			workstreamID = nil
+		case err != nil:
 			return mapError(err)
 		}
+	}
+	if workstreamID != nil {
 		w.Ref = accountable.Ref(accountable.AggregateWorkstream, id)
 		s.Workstream = &w
 		if s.Kind == accountable.ContextScopeWorkspace {
@@ -86,16 +93,19 @@ func readContextScope(ctx context.Context, q pgx.Tx, ws string, req accountable.
 	}
 	if initiativeID != nil {
 		i := accountable.ContextInitiative{}
-		var id string
+		var iid string
 		err := q.QueryRow(ctx, `SELECT id, title, summary, status FROM initiatives WHERE workspace_id = $1 AND id = $2`,
-			ws, *initiativeID).Scan(&id, &i.Title, &i.Summary, &i.Status)
-		if errors.Is(err, pgx.ErrNoRows) {
+			ws, *initiativeID).Scan(&iid, &i.Title, &i.Summary, &i.Status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && s.Kind == accountable.ContextScopeWorkspace:
 			return accountable.NotFound("initiative")
-		}
-		if err != nil {
+		case errors.Is(err, pgx.ErrNoRows):
+			src.Reasons = append(src.Reasons, fmt.Sprintf("the %s's initiative %s is not one of the workspace's", s.Kind, *initiativeID))
+			return nil
+		case err != nil:
 			return mapError(err)
 		}
-		i.Ref = accountable.Ref(accountable.AggregateInitiative, id)
+		i.Ref = accountable.Ref(accountable.AggregateInitiative, iid)
 		s.Initiative = &i
 		if s.Kind == accountable.ContextScopeWorkspace {
 			s.Kind = accountable.ContextScopeInitiative
