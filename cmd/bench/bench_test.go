@@ -714,3 +714,31 @@ func TestContextBody(t *testing.T) {
 		}
 	}
 }
+
+// The context line's table: each figure beside its target, a p99 of 100 ms or more and a
+// saving under 90% missing them; the history row names them.
+func TestContextTable(t *testing.T) {
+	b := &bench{}
+	if b.contextTable() != "" || b.contextHistory() != "" {
+		t.Fatal("a table without the line")
+	}
+	full := func(p99 time.Duration) *contextFull {
+		return &contextFull{clients: 1, line: &line{Service: []sample{{P50: p99 / 2, P99: p99}}}, answerBytes: 45000, textBytes: 23000, toks: 8000}
+	}
+	b.ctxLine = &contextResult{full: []*contextFull{full(99 * time.Millisecond), full(100 * time.Millisecond)},
+		deltaRuns: []sample{{P50: 20 * time.Millisecond, P99: 40 * time.Millisecond}},
+		turns:     []contextTurn{{AnswerBytes: 2000, DeltaBytes: 800, DeltaTokens: 300, TextBytes: 23000, TextTokens: 8000}}}
+	rows := strings.Split(strings.TrimSpace(b.contextTable()), "\n")
+	if len(rows) != 6 || !strings.HasSuffix(rows[2], "| holds |") || !strings.HasSuffix(rows[3], "| **misses** |") ||
+		!strings.Contains(rows[4], "| 20.00 / **40.00** | 2,000 | 800 | 300 |") || !strings.HasSuffix(rows[4], "| holds |") ||
+		!strings.Contains(rows[5], "**96.2%** of the text's 8,000 tokens (worst turn 96.2%)") || !strings.HasSuffix(rows[5], "| holds |") {
+		t.Fatalf("table:\n%s", strings.Join(rows, "\n"))
+	}
+	b.ctxLine.turns[0].DeltaTokens = 801
+	if !strings.HasSuffix(strings.TrimSpace(b.contextTable()), "| ≥ 90.0% | **misses** |") {
+		t.Fatalf("a saving of 89.99%%:\n%s", b.contextTable())
+	}
+	if h := b.contextHistory(); h != "context: full p99 @1 99.00 ms, full p99 @1 100 ms, delta p99 40.00 ms, 90.0% of the tokens saved" {
+		t.Fatalf("history: %q", h)
+	}
+}

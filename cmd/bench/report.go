@@ -372,7 +372,7 @@ func (b *bench) writeReport() error {
 			"transfer). Its capsule does not change during the full runs: every answer is checked to carry the version of a text "+
 			"checked once before (its sha256, and its bytes and tokens against context_delivery.accounting). The delta turns follow, "+
 			"one client (a turn of an agent: one event added, then a delta against the text it holds), after the full runs, so each "+
-			"delta run starts from a capsule with the previous runs' events.\n", thousands(b.s.ContextEvents), commaInts(b.s.ContextClients),
+			"delta run starts from a capsule with the previous runs' events.\n", thousands(b.s.ContextEvents), intList(b.s.ContextClients),
 			contextBudget, contextTokenizer)
 	}
 	if b.s.Lines["growth"] {
