@@ -20,6 +20,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/cursors"
+	"github.com/accountablework/accountable/store"
 )
 
 // The baselines of the read lines: the least an HTTP server on this stack can do for the
@@ -232,8 +233,17 @@ func serveBaseline() error {
 			Count: &count, NextCursor: &cursor, HasMore: &hasMore, Limit: &limit}})
 	})
 
+	// The context line's limit reads with the store's own code, from a store over the same
+	// database (its pool connects lazily, as many connections at most).
+	sdb, err := store.Open(ctx, store.Config{URL: os.Getenv("DATABASE_URL"), MaxConns: pc.MaxConns})
+	if err != nil {
+		return err
+	}
+	defer sdb.Close()
+
 	baselineRoutes(app, pool)
 	baselineLogRoutes(app, pool)
+	baselineContextRoutes(app, sdb)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
+	"github.com/accountablework/accountable/contextpack"
 )
 
 // The pgbench scripts send the statements the store sends for the same operation: when
@@ -630,5 +631,114 @@ func TestBaselineTilesSendTheStoresStatements(t *testing.T) {
 	m := regexp.MustCompile("(?s)const eventColumns = `([^`]*)`").FindSubmatch(ledger)
 	if m == nil || flat(string(m[1])) != flat(baseEventColumns) {
 		t.Errorf("store/ledger.go's eventColumns are not the baseline's")
+	}
+}
+
+// The context line's seeding splits the missing events 70/20/10 and makes every one of
+// them; a workspace already as large seeds nothing.
+func TestContextSeedPlan(t *testing.T) {
+	for missing, want := range map[int]contextSeed{
+		100000: {work: 70000, decisions: 20000, handoffs: 10000},
+		99963:  {work: 69975, decisions: 19992, handoffs: 9996},
+		7:      {work: 6, decisions: 1},
+		0:      {},
+		-5:     {},
+	} {
+		got := contextSeedPlan(missing)
+		if got != want || (missing > 0 && got.work+got.decisions+got.handoffs != missing) {
+			t.Errorf("contextSeedPlan(%d) = %+v, want %+v", missing, got, want)
+		}
+	}
+}
+
+// A transfer is rebuilt as a client does: a full one is its text, a delta its operations
+// applied to the text held, and either is refused when its sha256 is not its version or
+// when a delta names another base.
+func TestRebuildContext(t *testing.T) {
+	base := "{\n \"a\": 1,\n \"items\": [\n  \"one\",\n  \"two\"\n ]\n}"
+	next := "{\n \"a\": 2,\n \"items\": [\n  \"zero\",\n  \"one\",\n  \"two\"\n ]\n}"
+	full := &contextTransfer{Mode: "full", Version: sha256Version(base), Serialized: &base}
+	held, err := rebuildContext(nil, full)
+	if err != nil || held.text != base || held.version != canonical.Digest([]byte(base)) {
+		t.Fatalf("full: %+v %v", held, err)
+	}
+	ops, err := json.Marshal(contextpack.Delta(base, next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delta := &contextTransfer{Mode: "delta", Version: sha256Version(next), BaseVersion: held.version, Operations: ops}
+	got, err := rebuildContext(&held, delta)
+	if err != nil || got.text != next || got.version != sha256Version(next) {
+		t.Fatalf("delta: %+v %v", got, err)
+	}
+	for name, c := range map[string]struct {
+		held *contextText
+		tr   *contextTransfer
+	}{
+		"no transfer":        {&held, nil},
+		"a tampered version": {&held, &contextTransfer{Mode: "delta", Version: sha256Version(next + " "), BaseVersion: held.version, Operations: ops}},
+		"another base":       {&contextText{version: sha256Version("x"), text: "x"}, &contextTransfer{Mode: "delta", Version: delta.Version, BaseVersion: sha256Version(base), Operations: ops}},
+		"no base held":       {nil, delta},
+		"a wrong full text":  {nil, &contextTransfer{Mode: "full", Version: sha256Version(next), Serialized: &base}},
+		"a copy past the end": {&held, &contextTransfer{Mode: "delta", Version: sha256Version(next), BaseVersion: held.version,
+			Operations: json.RawMessage(`[{"copy":[0,99]}]`)}},
+		"an unknown mode": {&held, &contextTransfer{Mode: "patch", Version: delta.Version}},
+	} {
+		if _, err := rebuildContext(c.held, c.tr); err == nil {
+			t.Errorf("%s: rebuilt", name)
+		}
+	}
+	if s := tokensSaved(50, 1000); math.Abs(s-0.95) > 1e-12 {
+		t.Errorf("tokensSaved(50, 1000) = %v", s)
+	}
+	if s := tokensSaved(5, 0); s != 0 {
+		t.Errorf("tokensSaved of an empty text = %v", s)
+	}
+	cl := &contextResult{turns: []contextTurn{{DeltaTokens: 10, TextTokens: 100}, {DeltaTokens: 50, TextTokens: 100}, {DeltaTokens: 5, TextTokens: 100}}}
+	if med, worst := cl.saved(); math.Abs(med-0.9) > 1e-12 || math.Abs(worst-0.5) > 1e-12 {
+		t.Errorf("saved: median %v, worst %v", med, worst)
+	}
+}
+
+// The context line's request bodies are the API's: a delta names its base, a full one none.
+func TestContextBody(t *testing.T) {
+	for _, base := range []string{"", sha256Version("x")} {
+		var in accountable.PrepareContext
+		raw := contextBody("0190c0de-0000-7000-8000-000000000001", "0190c0de-0000-7000-8000-000000000002", "delta", base)
+		if err := json.Unmarshal(raw, &in); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if in.TaskID == nil || in.DeliveryMode == nil || *in.DeliveryMode != accountable.ContextDeliveryDelta || in.Budget() != contextBudget ||
+			in.Tokenizer() != contextTokenizer || (in.AcknowledgedContextVersion != nil) != (base != "") || in.Validate() != nil {
+			t.Errorf("%s: %+v", raw, in)
+		}
+	}
+}
+
+// The context line's table: each figure beside its target, a p99 of 100 ms or more and a
+// saving under 90% missing them; the history row names them.
+func TestContextTable(t *testing.T) {
+	b := &bench{}
+	if b.contextTable() != "" || b.contextHistory() != "" {
+		t.Fatal("a table without the line")
+	}
+	full := func(p99 time.Duration) *contextFull {
+		return &contextFull{clients: 1, line: &line{Service: []sample{{P50: p99 / 2, P99: p99}}}, answerBytes: 45000, textBytes: 23000, toks: 8000}
+	}
+	b.ctxLine = &contextResult{full: []*contextFull{full(99 * time.Millisecond), full(100 * time.Millisecond)},
+		deltaRuns: []sample{{P50: 20 * time.Millisecond, P99: 40 * time.Millisecond}},
+		turns:     []contextTurn{{AnswerBytes: 2000, DeltaBytes: 800, DeltaTokens: 300, TextBytes: 23000, TextTokens: 8000}}}
+	rows := strings.Split(strings.TrimSpace(b.contextTable()), "\n")
+	if len(rows) != 6 || !strings.HasSuffix(rows[2], "| holds |") || !strings.HasSuffix(rows[3], "| **misses** |") ||
+		!strings.Contains(rows[4], "| 20.00 / **40.00** | 2,000 | 800 | 300 |") || !strings.HasSuffix(rows[4], "| holds |") ||
+		!strings.Contains(rows[5], "**96.2%** of the text's 8,000 tokens (worst turn 96.2%)") || !strings.HasSuffix(rows[5], "| holds |") {
+		t.Fatalf("table:\n%s", strings.Join(rows, "\n"))
+	}
+	b.ctxLine.turns[0].DeltaTokens = 801
+	if !strings.HasSuffix(strings.TrimSpace(b.contextTable()), "| ≥ 90.0% | **misses** |") {
+		t.Fatalf("a saving of 89.99%%:\n%s", b.contextTable())
+	}
+	if h := b.contextHistory(); h != "context: full p99 @1 99.00 ms, full p99 @1 100 ms, delta p99 40.00 ms, 90.0% of the tokens saved" {
+		t.Fatalf("history: %q", h)
 	}
 }

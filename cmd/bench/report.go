@@ -126,6 +126,10 @@ func (b *bench) printTable() {
 		fmt.Println()
 		fmt.Print(b.streamTable())
 	}
+	if t := b.contextTable(); t != "" {
+		fmt.Println()
+		fmt.Print(t)
+	}
 	if g := b.growthTable(); g != "" {
 		fmt.Println()
 		fmt.Print(g)
@@ -152,6 +156,9 @@ func (b *bench) historyRow() string {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s @%d: %.2fx (%s %s)", l.ID, l.Clients, l.ratio(), rate(median(l.Service, rateOf)), l.Unit))
+	}
+	if c := b.contextHistory(); c != "" {
+		parts = append(parts, c)
 	}
 	if g := b.growthHistory(); g != "" {
 		parts = append(parts, g)
@@ -221,6 +228,7 @@ func (b *bench) writeReport() error {
 			"work.created events at an even pace. Targets are DESIGN.md §6's, absolute.\n\n")
 		w.WriteString(b.streamTable())
 	}
+	w.WriteString(b.contextSection())
 	if g := b.growthTable(); g != "" {
 		p("\n**Growth** (the cost of the service as its ledger grows; the `growth` line): one workspace's ledger grown to each size "+
 			"in turn, then at each size POST /work/{id}/complete at %d clients on tasks picked at random across that ledger, and "+
@@ -351,6 +359,22 @@ func (b *bench) writeReport() error {
 			"mined per second (events per run over the run's time, at least %d runs), p50/p99 per run. The limit is the bare Fiber + pgx "+
 			"server paging the same events (per page of %d).\n", b.s.DiscoveryEvents, launchMinCount, b.s.PageLimit)
 	}
+	if b.s.Lines["context"] {
+		p("* **Context packs** (the `context` line): the workspace `Bench context` is made for the line. While the workflow lines' "+
+			"worker runs, an initiative is proposed (the fake model's recorded plan: two workstreams, a task each) and committed; its "+
+			"first task is the scope, with 12 pending decisions of mixed urgency and 4 decided ones on the initiative, 6 artifacts on "+
+			"the task and 2 on the initiative; the worker then stops, and the workspace is seeded through the API to %s events "+
+			"(70%% POST /work, 20%% POST /decisions and 10%% POST /handoffs outside the initiative, so the tables the capsule reads hold "+
+			"a busy workspace's rows), then VACUUM ANALYZE. The full capsule is measured at %s clients beside the bare Fiber + pgx "+
+			"server sending the same reads with the store's own code (store.ReadContextSources: one read-only REPEATABLE READ "+
+			"snapshot, the scope, then every section in one batch) and answering what it read as JSON: the ratio is what the capsule "+
+			"costs over its reads (ranking and trimming to %d tokens, counting them with %s, the canonical text, its sha256, the "+
+			"transfer). Its capsule does not change during the full runs: every answer is checked to carry the version of a text "+
+			"checked once before (its sha256, and its bytes and tokens against context_delivery.accounting). The delta turns follow, "+
+			"one client (a turn of an agent: one event added, then a delta against the text it holds), after the full runs, so each "+
+			"delta run starts from a capsule with the previous runs' events.\n", thousands(b.s.ContextEvents), intList(b.s.ContextClients),
+			contextBudget, contextTokenizer)
+	}
 	if b.s.Lines["growth"] {
 		p("* **Growth**: the workspace `Bench growth` is grown to each of %s events (the ledger_events table, shared by every "+
 			"workspace, then holds at least as many; both counts are in the table). The events are bulk-seeded, not posted: the harness "+
@@ -440,6 +464,7 @@ func (b *bench) writeReport() error {
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
 	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=%s BENCH_PROFILE=0\n", strings.Join(allLines, ","))
+	p("#   BENCH_CONTEXT_EVENTS=100000 BENCH_CONTEXT_CLIENTS=1,8\n")
 	p("#   BENCH_GROWTH_EVENTS=10000,100000,1000000 BENCH_GROWTH_CLIENTS=8 BENCH_PAGE_LIMIT=500\n")
 	p("#   BENCH_FAIRNESS_WORKSPACES=1000 BENCH_FAIRNESS_QUIET_RPS=200 BENCH_FAIRNESS_NOISY_CLIENTS=32\n")
 	p("#   BENCH_FAIRNESS_WORKSPACE_RPS=50 BENCH_FAIRNESS_WORKSPACE_BURST=100 BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT=2 BENCH_FAIRNESS_PORT=18083\n")
@@ -453,9 +478,10 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench projection' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
+	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench context' --user bench@example.com --json\n")
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable serve   # $BENCH_LEDGER_KEY: the run's signing key, made by the harness\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
-	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] || b.s.Lines["context"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s OPENAI_API_KEY=%s OPENAI_BASE_URL=http://127.0.0.1:<port>/v1/ LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable worker   # for the workflow lines\n", serviceTaskQueue, benchModelKey, benchLogName)
 	}
 	if b.s.Lines["ledgerlog"] {

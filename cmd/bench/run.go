@@ -39,8 +39,8 @@ type bench struct {
 	baseAddr                  string
 	accountable               string // the accountable binary
 
-	main, paging, discovery, projection, stream, growth keyInfo
-	pgb                                                 *pgbench
+	main, paging, discovery, projection, stream, growth, context keyInfo
+	pgb                                                          *pgbench
 
 	// The work items the service completes: made through POST /work (by the create line
 	// and, when those are not enough, by seeding), handed out in order.
@@ -90,6 +90,7 @@ type bench struct {
 	logLine    *logLine
 	fair       *fairness
 	fairSvc    *proc // the fairness line's accountable serve with the per-workspace limit
+	ctxLine    *contextResult
 }
 
 type keyInfo struct {
@@ -205,7 +206,8 @@ func (b *bench) run() error {
 	for _, k := range []struct {
 		into *keyInfo
 		ws   string
-	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}, {&b.growth, "Bench growth"}} {
+	}{{&b.main, "Bench"}, {&b.paging, "Bench paging"}, {&b.discovery, "Bench discovery"}, {&b.projection, "Bench projection"}, {&b.stream, "Bench stream"}, {&b.growth, "Bench growth"},
+		{&b.context, "Bench context"}} {
 		if *k.into, err = b.createKey(k.ws); err != nil {
 			return err
 		}
@@ -301,9 +303,16 @@ func (b *bench) run() error {
 			return fmt.Errorf("stream: %w", err)
 		}
 	}
-	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] {
+	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] || b.s.Lines["context"] {
 		if err := b.workflowLines(); err != nil {
 			return err
+		}
+	}
+	// The context line's scope was committed while the workflow lines' worker ran; it is
+	// measured with no worker running.
+	if b.s.Lines["context"] {
+		if err := b.contextLine(); err != nil {
+			return fmt.Errorf("context: %w", err)
 		}
 	}
 	// The lines that grow the shared tables run last (the transparency log's by tens of

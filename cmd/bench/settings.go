@@ -26,6 +26,10 @@ type settings struct {
 	// ProjectionEvents is the size of the ledger the projection line folds.
 	ProjectionEvents int
 	PageLimit        int
+	// ContextEvents is the size of the ledger of the context line's workspace;
+	// ContextClients the client counts of its full capsules.
+	ContextEvents  int
+	ContextClients []int
 	// GrowthEvents are the sizes of the growth line's ledger, smallest first;
 	// GrowthClients its completions' client count.
 	GrowthEvents  []int
@@ -71,7 +75,7 @@ type settings struct {
 // defaultLogSizes are the ledgerlog line's synthetic logs by default.
 var defaultLogSizes = []int{1000000, 10000000}
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "ledgerlog", "growth", "fairness"}
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "ledgerlog", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
@@ -85,6 +89,8 @@ func loadSettings() (settings, error) {
 		PagingEvents:       envInt("BENCH_PAGING_EVENTS", 10000, &errs),
 		DiscoveryEvents:    envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
 		ProjectionEvents:   envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
+		ContextEvents:      envInt("BENCH_CONTEXT_EVENTS", 100000, &errs),
+		ContextClients:     envInts("BENCH_CONTEXT_CLIENTS", []int{1, 8}, &errs),
 		PageLimit:          envInt("BENCH_PAGE_LIMIT", 500, &errs),
 		GrowthEvents:       envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
 		GrowthClients:      envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
@@ -130,6 +136,9 @@ func loadSettings() (settings, error) {
 	if len(s.GrowthEvents) == 0 || !slices.IsSorted(s.GrowthEvents) || s.GrowthEvents[0] < 2*s.PageLimit {
 		errs = append(errs, fmt.Sprintf("BENCH_GROWTH_EVENTS: sizes from smallest to largest, the smallest at least %d (two pages)", 2*s.PageLimit))
 	}
+	if s.ContextEvents < 0 {
+		errs = append(errs, "BENCH_CONTEXT_EVENTS: 0 or more")
+	}
 	if s.FairWorkspaces < 2 {
 		errs = append(errs, "BENCH_FAIRNESS_WORKSPACES: at least 2 (one noisy, the others quiet)")
 	}
@@ -146,7 +155,7 @@ func loadSettings() (settings, error) {
 		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
 	}
 	maxClients := 1
-	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, s.LogClients, []int{s.ProfileClients, s.GrowthClients}) {
+	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, s.LogClients, s.ContextClients, []int{s.ProfileClients, s.GrowthClients}) {
 		if c < 1 || c > 256 {
 			errs = append(errs, fmt.Sprintf("client counts are 1 to 256, not %d", c))
 		}

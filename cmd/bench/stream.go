@@ -199,7 +199,7 @@ func (b *bench) streamEnd(base string) (string, error) {
 	}
 }
 
-// post sends one JSON command with an Idempotency-Key.
+// post sends one JSON request, with an Idempotency-Key unless idem is "".
 func (b *bench) post(u, key, idem, body string) (int, string, error) {
 	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, u, strings.NewReader(body))
 	if err != nil {
@@ -207,7 +207,9 @@ func (b *bench) post(u, key, idem, body string) (int, string, error) {
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", idem)
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err

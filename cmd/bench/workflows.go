@@ -90,6 +90,11 @@ func (b *bench) workflowLines() error {
 			return fmt.Errorf("discovery: %w", err)
 		}
 	}
+	if b.s.Lines["context"] {
+		if err := b.contextScope(wb); err != nil {
+			return fmt.Errorf("context: %w", err)
+		}
+	}
 	return nil
 }
 
