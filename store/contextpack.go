@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -140,8 +141,9 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 	if s.Task != nil {
 		task = &s.Task.Ref.ID
 	}
-	// A task outside any initiative has no decisions, runs or initiative artifacts.
-	orphan := s.Kind == accountable.ContextScopeTask && initiative == nil
+	// A scope outside any initiative the service holds (a task of none, or naming one it
+	// does not hold) has no decisions or runs.
+	orphan := s.Kind != accountable.ContextScopeWorkspace && initiative == nil
 	limit := accountable.ContextSectionReadLimit + 1
 	b := &pgx.Batch{}
 
@@ -151,12 +153,19 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 	})
 
 	// Decisions of the scope: the initiative's, and on a workstream only those of no job
-	// or of a job on it.
-	decisions := `SELECT id, title, status, urgency, due_at, selected_option FROM decisions d
-		WHERE workspace_id = $1 AND NOT $5::bool
-		  AND ($2::uuid IS NULL OR initiative_id = $2)
-		  AND ($3::uuid IS NULL OR job_id IS NULL OR EXISTS (SELECT 1 FROM launch_jobs j
+	// or of a job on it. Each scope has its own statement (a parameter that may be NULL
+	// would keep a cached generic plan from the indexes of migration 026).
+	decisions := `SELECT id, title, status, urgency, due_at, selected_option FROM decisions d WHERE workspace_id = $1`
+	args := []any{ws}
+	switch {
+	case workstream != nil:
+		decisions += ` AND initiative_id = $2 AND (job_id IS NULL OR EXISTS (SELECT 1 FROM launch_jobs j
 				WHERE j.workspace_id = d.workspace_id AND j.id = d.job_id AND j.workstream_id = $3))`
+		args = append(args, *initiative, *workstream)
+	case initiative != nil:
+		decisions += ` AND initiative_id = $2`
+		args = append(args, *initiative)
+	}
 	scanDecisions := func(into *[]accountable.ContextDecision, more *int, provenance string) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
 			out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.ContextDecision, error) {
@@ -170,13 +179,16 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 			return err
 		}
 	}
-	b.Queue(decisions+` AND status = 'pending'
-		ORDER BY CASE urgency WHEN 'critical' THEN 0 WHEN 'urgent' THEN 1 WHEN 'standard' THEN 2 ELSE 3 END,
-			due_at NULLS LAST, created_at DESC, id LIMIT $4`, ws, initiative, workstream, limit, orphan).
-		Query(scanDecisions(&src.Pending, &src.MoreOfEach.ActiveConstraints, "requested"))
-	b.Queue(decisions+` AND status IN ('approved', 'declined')
-		ORDER BY decided_at DESC NULLS LAST, created_at DESC, id LIMIT $4`, ws, initiative, workstream, limit, orphan).
-		Query(scanDecisions(&src.Decided, &src.MoreOfEach.AuthoritativeDecisions, "decided"))
+	if !orphan {
+		n := strconv.Itoa(len(args) + 1)
+		b.Queue(decisions+` AND status = 'pending'
+			ORDER BY CASE urgency WHEN 'critical' THEN 0 WHEN 'urgent' THEN 1 WHEN 'standard' THEN 2 ELSE 3 END,
+				due_at NULLS LAST, created_at DESC, id LIMIT $`+n, append(args, limit)...).
+			Query(scanDecisions(&src.Pending, &src.MoreOfEach.ActiveConstraints, "requested"))
+		b.Queue(decisions+` AND status IN ('approved', 'declined')
+			ORDER BY decided_at DESC NULLS LAST, created_at DESC, id LIMIT $`+n, append(args, limit)...).
+			Query(scanDecisions(&src.Decided, &src.MoreOfEach.AuthoritativeDecisions, "decided"))
+	}
 
 	b.Queue(`SELECT id, doc->>'title', status, doc->>'priority', doc->>'fromStageKey', doc->>'toStageKey', due_at,
 			sla_breached_at IS NOT NULL
@@ -194,9 +206,18 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 			return err
 		})
 
-	b.Queue(`SELECT id, COALESCE(summary, ''), status, outcome_kind, cost_cents, workstream_id FROM runs
-		WHERE workspace_id = $1 AND NOT $5::bool AND ($2::uuid IS NULL OR initiative_id = $2) AND ($3::uuid IS NULL OR workstream_id = $3)
-		ORDER BY created_at DESC, id DESC LIMIT $4`, ws, initiative, workstream, limit, orphan).
+	runs, runArgs := `SELECT id, COALESCE(summary, ''), status, outcome_kind, cost_cents, workstream_id FROM runs
+		WHERE workspace_id = $1`, []any{ws, limit}
+	switch {
+	case workstream != nil:
+		runs, runArgs = runs+` AND workstream_id = $3`, append(runArgs, *workstream)
+	case initiative != nil:
+		runs, runArgs = runs+` AND initiative_id = $3`, append(runArgs, *initiative)
+	}
+	if orphan {
+		runs += ` AND false`
+	}
+	b.Queue(runs+` ORDER BY created_at DESC, id DESC LIMIT $2`, runArgs...).
 		Query(func(rows pgx.Rows) error {
 			out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.ContextRun, error) {
 				var r accountable.ContextRun
@@ -223,26 +244,30 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 		src.Events, src.MoreOfEach.RecentEvents = bounded(out, limit)
 		return err
 	}
-	if s.Kind == accountable.ContextScopeWorkspace {
+	// The scope's aggregates: the task alone; or the workstream (initiative) with its
+	// workstreams and its 200 most recently changed tasks.
+	newest := `SELECT ` + eventColumnsOf + ` FROM aggregates a CROSS JOIN LATERAL (
+			SELECT * FROM ledger_events x WHERE x.workspace_id = $1 AND x.aggregate_type = a.aggregate_type
+			  AND x.aggregate_id = a.aggregate_id ORDER BY x.aggregate_version DESC LIMIT $2) e
+		ORDER BY e.stream_position DESC, e.seq DESC LIMIT $2`
+	switch s.Kind {
+	case accountable.ContextScopeWorkspace:
 		b.Queue(`SELECT `+eventColumnsOf+` FROM ledger_events e WHERE e.workspace_id = $1
 			ORDER BY e.stream_position DESC, e.seq DESC LIMIT $2`, ws, limit).Query(scanEvents)
-	} else {
-		// The scope's aggregates: the task alone; or the workstream (initiative) with its
-		// workstreams and its most recently changed tasks.
+	case accountable.ContextScopeTask:
+		b.Queue(`SELECT `+eventColumnsOf+` FROM ledger_events e WHERE e.workspace_id = $1 AND e.aggregate_type = 'task'
+			AND e.aggregate_id = $3 ORDER BY e.aggregate_version DESC LIMIT $2`, ws, limit, *task).Query(scanEvents)
+	case accountable.ContextScopeWorkstream:
 		b.Queue(`WITH aggregates (aggregate_type, aggregate_id) AS (
-				SELECT 'task', $2::text WHERE $2::text IS NOT NULL
-				UNION ALL SELECT 'workstream', $3::text WHERE $3::text IS NOT NULL AND $2::text IS NULL
-				UNION ALL SELECT 'initiative', $4::text WHERE $4::text IS NOT NULL AND $2::text IS NULL AND $3::text IS NULL
-				UNION ALL SELECT 'workstream', w.id::text FROM workstreams w
-					WHERE $2::text IS NULL AND $3::text IS NULL AND w.workspace_id = $1 AND w.initiative_id = $4::uuid
-				UNION ALL (SELECT 'task', t.id::text FROM tasks t
-					WHERE $2::text IS NULL AND t.workspace_id = $1
-					  AND (CASE WHEN $3::text IS NOT NULL THEN t.workstream_id = $3::uuid ELSE t.initiative_id = $4::uuid END)
-					ORDER BY t.updated_at DESC LIMIT 200))
-			SELECT `+eventColumnsOf+` FROM aggregates a CROSS JOIN LATERAL (
-				SELECT * FROM ledger_events x WHERE x.workspace_id = $1 AND x.aggregate_type = a.aggregate_type
-				  AND x.aggregate_id = a.aggregate_id ORDER BY x.aggregate_version DESC LIMIT $5) e
-			ORDER BY e.stream_position DESC, e.seq DESC LIMIT $5`, ws, task, workstream, initiative, limit).Query(scanEvents)
+				SELECT 'workstream', $3::text
+				UNION ALL (SELECT 'task', t.id::text FROM tasks t WHERE t.workspace_id = $1 AND t.workstream_id = $3::uuid
+					ORDER BY t.updated_at DESC LIMIT 200)) `+newest, ws, limit, *workstream).Query(scanEvents)
+	case accountable.ContextScopeInitiative:
+		b.Queue(`WITH aggregates (aggregate_type, aggregate_id) AS (
+				SELECT 'initiative', $3::text
+				UNION ALL SELECT 'workstream', w.id::text FROM workstreams w WHERE w.workspace_id = $1 AND w.initiative_id = $3::uuid
+				UNION ALL (SELECT 'task', t.id::text FROM tasks t WHERE t.workspace_id = $1 AND t.initiative_id = $3::uuid
+					ORDER BY t.updated_at DESC LIMIT 200)) `+newest, ws, limit, *initiative).Query(scanEvents)
 	}
 
 	// Artifacts of the scope's own entity first, then of its initiative.
@@ -271,12 +296,22 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 			return err
 		})
 
-	b.Queue(`SELECT r.id FROM receipts r
-		WHERE r.workspace_id = $1 AND ($2::uuid IS NULL OR r.task_id = $2)
-		  AND ($2::uuid IS NOT NULL OR ($3::uuid IS NULL AND $4::uuid IS NULL) OR EXISTS (SELECT 1 FROM tasks t
-				WHERE t.workspace_id = r.workspace_id AND t.id = r.task_id
-				  AND (CASE WHEN $3::uuid IS NOT NULL THEN t.workstream_id = $3 ELSE t.initiative_id = $4 END)))
-		ORDER BY r.created_at DESC, r.id DESC LIMIT $5`, ws, task, workstream, initiative, limit).
+	// Receipts of the scope's tasks: the task's, through the tasks of the workstream or
+	// initiative, or the workspace's newest.
+	receipts, receiptArgs := `SELECT r.id FROM receipts r WHERE r.workspace_id = $1`, []any{ws, limit}
+	switch {
+	case task != nil:
+		receipts, receiptArgs = receipts+` AND r.task_id = $3`, append(receiptArgs, *task)
+	case workstream != nil:
+		receipts = `SELECT r.id FROM tasks t JOIN receipts r ON r.workspace_id = t.workspace_id AND r.task_id = t.id
+			WHERE t.workspace_id = $1 AND t.workstream_id = $3`
+		receiptArgs = append(receiptArgs, *workstream)
+	case initiative != nil:
+		receipts = `SELECT r.id FROM tasks t JOIN receipts r ON r.workspace_id = t.workspace_id AND r.task_id = t.id
+			WHERE t.workspace_id = $1 AND t.initiative_id = $3`
+		receiptArgs = append(receiptArgs, *initiative)
+	}
+	b.Queue(receipts+` ORDER BY r.created_at DESC, r.id DESC LIMIT $2`, receiptArgs...).
 		Query(func(rows pgx.Rows) error {
 			out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.ContextRef, error) {
 				var id string
