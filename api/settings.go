@@ -64,6 +64,8 @@ var dummyHash = sync.OnceValue(func() string {
 var WebRoutes = []string{"GET " + SignInPath, "POST " + SignInPath, "POST " + SignOutPath, "GET " + SettingsPath,
 	"POST " + SettingsPath, "POST " + SettingsPath + "/revoke"}
 
+func init() { WebRoutes = append(WebRoutes, ConsoleRoutes...) }
+
 func (s *Server) settingsRoutes() {
 	if s.deps.Settings == nil {
 		return
@@ -74,6 +76,7 @@ func (s *Server) settingsRoutes() {
 	s.app.Get(SettingsPath, s.withSession(s.keysPage))
 	s.app.Post(SettingsPath, s.withSession(s.createKeyForm))
 	s.app.Post(SettingsPath+"/revoke", s.withSession(s.revokeKeyForm))
+	s.consoleRoutes()
 }
 
 // secureCookies reports whether cookies are marked Secure (an https site URL).
@@ -153,11 +156,15 @@ type signInData struct {
 	CSRF, Email, Error, Next string
 }
 
-// afterSignIn is where a sign-in continues: the authorization request that sent the
-// browser to sign in (next), else the key settings page. Only an authorization request
-// of this site is followed (never another site: no open redirect).
+// afterSignIn is where a sign-in continues: the authorization request or the console
+// page that sent the browser to sign in (next), else the key settings page. Only an
+// authorization request or a console path of this site is followed (never another site:
+// no open redirect).
 func afterSignIn(next string) string {
 	if strings.HasPrefix(next, OAuthAuthorizePath+"?") && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	if isConsolePath(next) {
 		return next
 	}
 	return SettingsPath
@@ -378,6 +385,7 @@ var keysTemplate = template.Must(template.New("keys").Parse(`<!doctype html>
 <header><h1>API keys</h1>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="{{.Session.CSRFToken}}">
 <span class="muted">{{.Session.UserEmail}}</span> <button type="submit" id="sign-out">Sign out</button></form></header>
+<nav aria-label="Site"><p><a href="/console" id="to-console">Workspace console</a></p></nav>
 <p class="muted">Workspace {{.Session.WorkspaceID}}. Keys act for their owner in it against <code>{{.APIRoot}}</code> (<code>Authorization: Bearer …</code>).
 These are all the keys that can act in it: those its members made here, and those they made in their other workspaces (with <code>workspace_id</code>).
 Any member may revoke any of them; revoking one ends it everywhere.</p>

@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accountablework/accountable"
+)
+
+// The workspace console's reads (api/console.go): small, bounded and always scoped by the
+// session's workspace. Each is one statement on an existing index.
+
+// SessionWorkspaces lists the workspaces userID is a member of, in the order sign-in picks
+// the first.
+func (db *DB) SessionWorkspaces(ctx context.Context, userID string) ([]accountable.Workspace, error) {
+	rows, err := db.pool.Query(ctx, `SELECT w.id, w.name FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
+		WHERE m.user_id = $1 ORDER BY m.created_at, m.workspace_id LIMIT 100`, userID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.Workspace, error) {
+		var w accountable.Workspace
+		return w, r.Scan(&w.ID, &w.Name)
+	})
+	return list, mapError(err)
+}
+
+// SwitchSessionWorkspace re-scopes the live session of tokenHash to workspaceID, only when
+// the session's user is a member of it (not_found otherwise, as an unknown workspace).
+func (db *DB) SwitchSessionWorkspace(ctx context.Context, tokenHash []byte, workspaceID string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE web_sessions s SET workspace_id = $2
+		WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()
+		  AND EXISTS (SELECT 1 FROM workspace_members m WHERE m.user_id = s.user_id AND m.workspace_id = $2::uuid)`,
+		tokenHash, workspaceID)
+	if err != nil {
+		if accountable.ErrorCode(mapError(err)) == accountable.ECodeValidationFailed {
+			return accountable.NotFound("workspace")
+		}
+		return mapError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return accountable.NotFound("workspace")
+	}
+	return nil
+}
+
+// TaskCounts counts the workspace's tasks by status.
+func (db *DB) TaskCounts(ctx context.Context, workspaceID string) (map[accountable.TaskStatus]int64, error) {
+	rows, err := db.pool.Query(ctx, `SELECT status, count(*) FROM tasks WHERE workspace_id = $1 GROUP BY status`, workspaceID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	counts := map[accountable.TaskStatus]int64{}
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, mapError(err)
+		}
+		counts[accountable.TaskStatus(status)] = n
+	}
+	return counts, mapError(rows.Err())
+}
+
+// RecentReceipts are the workspace's newest completion receipts (at most limit).
+func (db *DB) RecentReceipts(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleReceipt, error) {
+	rows, err := db.pool.Query(ctx, `SELECT r.id, r.task_id, t.title, r.status, r.summary, r.cost_cents, r.event_id, r.created_at
+		FROM receipts r JOIN tasks t ON t.workspace_id = r.workspace_id AND t.id = r.task_id
+		WHERE r.workspace_id = $1 ORDER BY r.created_at DESC, r.id DESC LIMIT $2`, workspaceID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.ConsoleReceipt, error) {
+		var c accountable.ConsoleReceipt
+		return c, r.Scan(&c.ID, &c.TaskID, &c.TaskTitle, &c.Status, &c.Summary, &c.CostCents, &c.EventID, &c.CreatedAt)
+	})
+	return list, mapError(err)
+}
+
+// OpenHandoffs are the workspace's open handoffs (not fulfilled or cancelled), breached
+// first, then by due time (those without an SLA last), newest first: the handoffs_open
+// index's order.
+func (db *DB) OpenHandoffs(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleHandoff, error) {
+	rows, err := db.pool.Query(ctx, `SELECT h.doc::text, h.sla_breached_at, d.id, d.status, d.title, d.selected_option
+		FROM handoffs h
+		LEFT JOIN LATERAL (SELECT id, status, title, selected_option FROM decisions d
+			WHERE d.workspace_id = h.workspace_id AND d.shape = 'escalation' AND d.context->>'handoff_id' = h.id::text
+			ORDER BY d.created_at DESC LIMIT 1) d ON h.sla_breached_at IS NOT NULL
+		WHERE h.workspace_id = $1 AND h.status NOT IN ('fulfilled', 'cancelled')
+		ORDER BY (h.sla_breached_at IS NULL), h.due_at, h.created_at DESC, h.id LIMIT $2`, workspaceID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.ConsoleHandoff, error) {
+		var c accountable.ConsoleHandoff
+		var doc string
+		if err := r.Scan(&doc, &c.BreachedAt, &c.DecisionID, &c.DecisionStatus, &c.DecisionTitle, &c.DecisionSelected); err != nil {
+			return c, err
+		}
+		if err := decodeStored([]byte(doc), &c.Handoff); err != nil {
+			return c, fmt.Errorf("store: decode handoff: %w", err)
+		}
+		return c, nil
+	})
+	return list, mapError(err)
+}
+
+// RecentEvents are the workspace's newest ledger events, in reverse stream order.
+func (db *DB) RecentEvents(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleEvent, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, event_type, aggregate_type, aggregate_id, actor_type, actor_id, event_hash, occurred_at
+		FROM ledger_events WHERE workspace_id = $1 ORDER BY tx_id DESC, seq DESC LIMIT $2`, workspaceID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.ConsoleEvent, error) {
+		var e accountable.ConsoleEvent
+		return e, r.Scan(&e.ID, &e.EventType, &e.AggregateType, &e.AggregateID, &e.ActorType, &e.ActorID, &e.EventHash, &e.OccurredAt)
+	})
+	return list, mapError(err)
+}
+
+// LatestLedgerVerification is the workspace's newest ledger verification (not_found when
+// none was asked for).
+func (db *DB) LatestLedgerVerification(ctx context.Context, workspaceID string) (accountable.LedgerVerificationJob, error) {
+	var id string
+	err := db.pool.QueryRow(ctx, `SELECT id FROM ledger_verifications WHERE workspace_id = $1 ORDER BY requested_at DESC, id DESC LIMIT 1`,
+		workspaceID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accountable.LedgerVerificationJob{}, accountable.NotFound("ledger verification")
+	}
+	if err != nil {
+		return accountable.LedgerVerificationJob{}, mapError(err)
+	}
+	return db.GetLedgerVerification(ctx, workspaceID, id)
+}
+
+// RecentLaunches are the workspace's newest launches.
+func (db *DB) RecentLaunches(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleLaunch, error) {
+	rows, err := db.pool.Query(ctx, `SELECT l.id, l.initiative_id, coalesce(i.title, ''), l.state, l.cost_ceiling_cents, l.reserved_cents,
+			l.settled_cents, (SELECT count(*) FROM launch_jobs j WHERE j.workspace_id = l.workspace_id AND j.launch_id = l.id), l.created_at
+		FROM launches l LEFT JOIN initiatives i ON i.workspace_id = l.workspace_id AND i.id = l.initiative_id
+		WHERE l.workspace_id = $1 ORDER BY l.created_at DESC, l.id DESC LIMIT $2`, workspaceID, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.ConsoleLaunch, error) {
+		var l accountable.ConsoleLaunch
+		return l, r.Scan(&l.ID, &l.InitiativeID, &l.InitiativeTitle, &l.State, &l.CeilingCents, &l.ReservedCents, &l.SettledCents, &l.Jobs, &l.CreatedAt)
+	})
+	return list, mapError(err)
+}
+
+// LaunchJobs are a launch's jobs in their order, with what each reserved, ran and settled.
+func (db *DB) LaunchJobs(ctx context.Context, workspaceID, launchID string) ([]accountable.ConsoleJob, error) {
+	rows, err := db.pool.Query(ctx, `SELECT j.id, j.workstream_id, coalesce(w.name, ''), j.status, j.block_code, j.estimate_cents,
+			r.id, r.settlement_status, r.cost_estimate_cents, r.settled_cents, u.id, u.status, u.cost_cents, d.id, d.status
+		FROM launch_jobs j
+		LEFT JOIN workstreams w ON w.workspace_id = j.workspace_id AND w.id = j.workstream_id
+		LEFT JOIN reservations r ON r.workspace_id = j.workspace_id AND r.job_id = j.id
+		LEFT JOIN LATERAL (SELECT id, status, cost_cents FROM runs u WHERE u.workspace_id = j.workspace_id AND u.job_id = j.id
+			ORDER BY u.created_at DESC LIMIT 1) u ON true
+		LEFT JOIN decisions d ON d.workspace_id = j.workspace_id AND d.id = j.decision_id
+		WHERE j.workspace_id = $1 AND j.launch_id = $2 ORDER BY j.position`, workspaceID, launchID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accountable.ConsoleJob, error) {
+		var j accountable.ConsoleJob
+		return j, r.Scan(&j.ID, &j.WorkstreamID, &j.WorkstreamName, &j.Status, &j.BlockCode, &j.EstimateCents,
+			&j.ReservationID, &j.SettlementStatus, &j.ReservedCents, &j.SettledCents, &j.RunID, &j.RunStatus, &j.RunCostCents,
+			&j.DecisionID, &j.DecisionStatus)
+	})
+	return list, mapError(err)
+}
