@@ -112,7 +112,7 @@ func (db *DB) OpenHandoffs(ctx context.Context, workspaceID string, limit int) (
 // RecentEvents are the workspace's newest ledger events, in reverse stream order.
 func (db *DB) RecentEvents(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleEvent, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, event_type, aggregate_type, aggregate_id, actor_type, actor_id, event_hash, occurred_at
-		FROM ledger_events WHERE workspace_id = $1 ORDER BY tx_id DESC, seq DESC LIMIT $2`, workspaceID, limit)
+		FROM ledger_events WHERE workspace_id = $1 ORDER BY stream_position DESC, seq DESC LIMIT $2`, workspaceID, limit)
 	if err != nil {
 		return nil, mapError(err)
 	}
