@@ -469,10 +469,11 @@ func confirmation(p accountable.MapProcess) string {
 	return "confirmed (" + string(p.LifecycleState) + ", " + string(p.ProvenanceMode) + ")"
 }
 
-// short is the first 8 characters of an id.
+// short is the last 8 characters of an id (the first ones of UUIDv7s made together are
+// their shared time).
 func short(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		return "…" + id[len(id)-8:]
 	}
 	return id
 }
@@ -525,7 +526,7 @@ func deref(p *string) string {
 	return *p
 }
 
-var consoleFuncs = template.FuncMap{"when": when, "money": money, "short": short, "deref": deref, "confirmation": confirmation,
+var consoleFuncs = template.FuncMap{"inc": func(i int) int { return i + 1 }, "when": when, "money": money, "short": short, "deref": deref, "confirmation": confirmation,
 	"stages": func(st []accountable.CandidateStage) string {
 		names := make([]string, 0, len(st))
 		for _, s := range st {
@@ -643,7 +644,7 @@ var launchTemplate = consoleTemplate("launch", `{{with .Data}}
 <p><img class="picture" src="{{.APILaunch}}" alt="Timeline of launch {{.Launch.LaunchID}}: each job's reservation, dispatch, run and settlement. The table of jobs below holds the same data."></p>
 <h2>Jobs</h2>
 <table id="jobs"><thead><tr><th scope="col">#</th><th scope="col">Workstream</th><th scope="col">Status</th><th scope="col" class="n">Estimate</th><th scope="col">Reservation</th><th scope="col">Dispatch and run</th><th scope="col">Settlement</th><th scope="col" class="n">Run cost</th><th scope="col">Decision</th></tr></thead><tbody>
-{{range $i, $j := .Jobs}}<tr data-job="{{.ID}}"><td>{{$i}}</td><td>{{.WorkstreamName}}</td><td>{{.Status}}{{with .BlockCode}} ({{.}}){{end}}</td><td class="n">{{money .EstimateCents}}</td>
+{{range $i, $j := .Jobs}}<tr data-job="{{.ID}}"><td>{{inc $i}}</td><td>{{.WorkstreamName}}</td><td>{{.Status}}{{with .BlockCode}} ({{.}}){{end}}</td><td class="n">{{money .EstimateCents}}</td>
 <td>{{with .ReservationID}}reserved {{money $j.ReservedCents}}{{else}}not reserved{{end}}</td>
 <td>{{with .RunID}}dispatched: run <code title="{{.}}">{{short .}}</code> {{deref $j.RunStatus}}{{else}}not dispatched{{end}}</td>
 <td>{{with .SettlementStatus}}{{.}}{{with $j.SettledCents}} {{money .}}{{end}}{{else}}—{{end}}</td><td class="n">{{money .RunCostCents}}</td>

@@ -137,7 +137,7 @@ func TestConsoleInChromium(t *testing.T) {
 		"work":     {a.marker + " done task", a.marker + " shipped", `data-status="completed"`},
 		"handoffs": {a.marker + " overdue handoff", "SLA breached", "escalated", "decision ", "pending", a.marker + " handoff with time", "left"},
 		"ledger":   {"Tree size", "events", "Root hash", "Last verification", "Newest events", "sha256:"},
-		"launches": {a.launchID[:8], "Two lanes", "$1000.00"},
+		"launches": {a.launchID[len(a.launchID)-8:], "Two lanes", "$1000.00"},
 		"map":      {"Handoff edges", "build", "review"},
 	}
 	for _, p := range consolePages {
