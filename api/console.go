@@ -400,7 +400,7 @@ func (s *Server) consoleCheckReceipt(r *consoleRequest) error {
 		v.Message = "Not valid for this workspace's ledger: " + err.Error()
 	default:
 		v.Valid = true
-		v.Message = fmt.Sprintf("Valid: event %s (%s, %s %s) is leaf of the log's checkpoint of %d events signed by the log's key, "+
+		v.Message = fmt.Sprintf("Valid: event %s (%s, %s %s) is a leaf of the checkpoint of %d events signed by the log's key, "+
 			"and the receipt is the one its payload records.", header.ID, header.EventType, header.AggregateType, header.AggregateID, tree.N)
 	}
 	return s.renderLedger(r, fiber.StatusOK, v)

@@ -54,6 +54,9 @@ func seedConsole(t *testing.T, e *env, ten storetest.Tenant, marker string, laun
 	createHandoff(t, e, key, map[string]any{"title": marker + " handoff with time", "sla_minutes": 600})
 	createHandoff(t, e, key, map[string]any{"title": marker + " handoff without SLA"})
 
+	expect(t, e.do(request{method: "POST", path: "/operating-processes", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("process")},
+		body: map[string]any{"name": marker + " process", "purpose": "Review changes", "stages": []any{map[string]any{"key": "build", "name": "Build"},
+			map[string]any{"key": "review", "name": "Review"}}}}), http.StatusCreated, "")
 	if launch {
 		s.launchID = launchIt(t, e, key, launchable(t, e, key), 100_000)["launch_id"].(string)
 	}
@@ -138,7 +141,7 @@ func TestConsoleInChromium(t *testing.T) {
 		"handoffs": {a.marker + " overdue handoff", "SLA breached", "escalated", "decision ", "pending", a.marker + " handoff with time", "left"},
 		"ledger":   {"Tree size", "events", "Root hash", "Last verification", "Newest events", "sha256:"},
 		"launches": {a.launchID[len(a.launchID)-8:], "Two lanes", "$1000.00"},
-		"map":      {"Handoff edges", "build", "review"},
+		"map":      {"Handoff edges", "build", "review", a.marker + " process", "Build → Review", "confirmed ("},
 	}
 	for _, p := range consolePages {
 		var heading string
