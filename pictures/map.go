@@ -84,6 +84,9 @@ func processStyle(s accountable.ProcessState) (style, words string) {
 	case accountable.ProcessDeprecated, accountable.ProcessRetired:
 		return "dotted", string(s)
 	}
+	if s == accountable.ProcessConfirmed {
+		return "solid", string(s)
+	}
 	return "solid", string(s) + ", confirmed"
 }
 
