@@ -227,3 +227,23 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+// A map past the bounds is drawn in part (its busiest edges, its first processes) and says
+// so; its layout's effort is bounded.
+func TestOperatingMapBounded(t *testing.T) {
+	m := bigMap(310) // 1,550 edges
+	m.HandoffEdges[7].Handoffs = 1_000_000
+	dot := string(pictures.OperatingMapDOT(m))
+	for _, want := range []string{"Drawn: the 1000 busiest of 1550 handoff edges and the first 300 of 310 processes by id", "mclimit=0.1",
+		`"edge-p1-s2-p1-s3"`} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("the DOT lacks %q", want)
+		}
+	}
+	if n := strings.Count(dot, " -> "); n != 1000 {
+		t.Fatalf("%d edges drawn", n)
+	}
+	if strings.Contains(string(pictures.OperatingMapDOT(sampleMap())), "mclimit") {
+		t.Fatal("a small map's layout is bounded")
+	}
+}
