@@ -136,10 +136,10 @@ func OperatingMapDOT(m accountable.OperatingMap) []byte {
 	b.WriteString("digraph operating_map {\n")
 	title := mapTitle(len(m.Processes), m.HandoffEdges)
 	if len(omitted) > 0 {
-		title += "Drawn: " + strings.Join(omitted, " and ") + ".\n"
+		title = append(title, "Drawn: "+strings.Join(omitted, " and ")+".")
 	}
 	fmt.Fprintf(&b, "  graph [rankdir=LR, fontname=%s, fontsize=11, nodesep=0.3, ranksep=0.6, labelloc=t, labeljust=l, label=%s];\n",
-		quote(fontName), quote(title))
+		quote(fontName), leftLines(title))
 	if len(edges) >= boundedFrom || stages >= 5*boundedFrom {
 		b.WriteString("  graph [mclimit=0.1, nslimit=2, nslimit1=2];\n")
 	}
@@ -221,16 +221,35 @@ func OperatingMapDOT(m accountable.OperatingMap) []byte {
 	return []byte(b.String())
 }
 
-// mapTitle is the map's heading: its size and how to read it.
-func mapTitle(procs int, edges []accountable.HandoffEdge) string {
+// mapTitle is the map's heading: its size and how to read it, line by line.
+func mapTitle(procs int, edges []accountable.HandoffEdge) []string {
 	var handoffs, open, breached int
 	for _, e := range edges {
 		handoffs, open, breached = handoffs+e.Handoffs, open+e.Open, breached+e.Breached
 	}
-	return fmt.Sprintf("Operating map: %d process%s, %d handoff edge%s (%d handoffs, %d open, %d breached)\n"+
-		"Borders: solid = confirmed, dashed = discovered or proposed (not confirmed), dotted = deprecated or retired. "+
-		"Arrows: red = some breached their SLA, amber = some open, grey dashed = all closed; the label gives the counts.\n",
-		procs, pluralES(procs), len(edges), plural(len(edges)), handoffs, open, breached)
+	return []string{
+		fmt.Sprintf("Operating map: %d process%s, %d handoff edge%s", procs, pluralES(procs), len(edges), plural(len(edges))),
+		fmt.Sprintf("(%d handoffs, %d open, %d breached)", handoffs, open, breached),
+		"Process borders: solid = confirmed,",
+		"dashed = discovered or proposed (not confirmed),",
+		"dotted = deprecated or retired.",
+		"Arrows: red = some breached their SLA, amber = some open,",
+		"grey dashed = all closed; each label gives the counts.",
+	}
+}
+
+// leftLines writes lines as one DOT string whose lines are left-justified (each ends in
+// Graphviz's \l escape; the text of each is quoted as quote does).
+func leftLines(lines []string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, l := range lines {
+		q := quote(strings.ReplaceAll(l, "\n", " "))
+		b.WriteString(q[1 : len(q)-1])
+		b.WriteString(`\l`)
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // edgeLabel says an edge's counts in words.

@@ -103,8 +103,9 @@ func LaunchTimeline(l accountable.Launch) ([]byte, error) {
 	fmt.Fprintf(&b, `<text x="16" y="64">Cost: reserved %s, settled %s (estimate %s, ceiling %s)</text>`+"\n",
 		money(l.Cost.ReservedCents), money(l.Cost.SettledCents), money(l.Cost.ServerEstimateCents), money(l.Cost.CostCeilingCents))
 	if d := l.BlockingDecision; d != nil {
-		fmt.Fprintf(&b, `<g id="blocking-decision"><text x="16" y="84" font-weight="bold" fill="%s">&#x26D4; BLOCKED on decision &#8220;%s&#8221; (%s, %s)%s</text></g>`+"\n",
-			colourBreached, esc(oneLine(d.Title)), esc(string(d.Status)), esc(string(d.Shape)), esc(decisionJobNote(d, l.Jobs)))
+		fmt.Fprintf(&b, `<g id="blocking-decision"><rect x="16" y="72" width="14" height="14" fill="%s"/><text x="23" y="83" fill="#ffffff" font-weight="bold" text-anchor="middle">!</text>`+
+			`<text x="36" y="84" font-weight="bold" fill="%s">BLOCKED on decision &#8220;%s&#8221; (%s, %s)%s</text></g>`+"\n",
+			colourBreached, colourBreached, esc(oneLine(d.Title)), esc(string(d.Status)), esc(string(d.Shape)), esc(decisionJobNote(d, l.Jobs)))
 	} else {
 		b.WriteString(`<text x="16" y="84" fill="#475467">No decision blocks this launch.</text>` + "\n")
 	}
