@@ -143,11 +143,15 @@ type MapRef struct {
 	ProcessIDs []string `json:"processIds"`
 }
 
-// HandoffEdge is a pair of stages handoffs went between, with how many and how many are open.
+// HandoffEdge is a pair of stages handoffs went between, with how many, how many are open,
+// how many breached their SLA, how many were fulfilled and the median time from a
+// handoff's creation to its fulfilment (in whole seconds; null until one is fulfilled).
 type HandoffEdge struct {
-	FromStageKey string `json:"fromStageKey"`
-	ToStageKey   string `json:"toStageKey"`
-	Handoffs     int    `json:"handoffs"`
-	Open         int    `json:"open"`
-	Breached     int    `json:"breached"`
+	FromStageKey            string `json:"fromStageKey"`
+	ToStageKey              string `json:"toStageKey"`
+	Handoffs                int    `json:"handoffs"`
+	Open                    int    `json:"open"`
+	Breached                int    `json:"breached"`
+	Fulfilled               int    `json:"fulfilled"`
+	MedianFulfilmentSeconds *int64 `json:"medianFulfilmentSeconds" minimum:"0"`
 }

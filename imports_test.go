@@ -80,6 +80,15 @@ var importRules = []importRule{
 		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) && imp != modulePath },
 	},
 	{
+		// A picture is drawn from the domain's types alone, with the layout library: what
+		// a request may read is the handler's to decide, not the drawing's.
+		name:    "pictures draws the domain types (pictures -> root, stdlib, go-graphviz)",
+		applies: func(f goFile) bool { return f.dir == "pictures" && !f.test },
+		forbids: func(_ goFile, imp string) bool {
+			return !isStandard(imp) && imp != modulePath && imp != "github.com/goccy/go-graphviz"
+		},
+	},
+	{
 		// Tests may read rows themselves (DESIGN §5: api and end-to-end tests run against
 		// real PostgreSQL), and cmd may import anything.
 		name: "SQL only in store (store -> root, pgx; cmd -> anything)",

@@ -188,19 +188,28 @@ type LaunchJob struct {
 	BlockCode    *BlockCode `json:"block_code"`
 }
 
-// LaunchRun is a run of a launch as the launch shows it.
+// LaunchRun is a run of a launch as the launch shows it: its job, when it was dispatched
+// (created_at) and when it ended (finalized_at, null until then).
 type LaunchRun struct {
 	ID          string       `json:"id" format:"uuid"`
 	Status      RunStatus    `json:"status"`
 	OutcomeKind *OutcomeKind `json:"outcome_kind"`
 	CostCents   int64        `json:"cost_cents" minimum:"0"`
+	JobID       string       `json:"job_id" format:"uuid"`
+	CreatedAt   Time         `json:"created_at"`
+	FinalizedAt *Time        `json:"finalized_at"`
 }
 
-// ReservationReceipt is a job's reservation.
+// ReservationReceipt is a job's reservation: when it was made (created_at) and, once
+// settled, released or overrun, when (settled_at) and for how much (settled_cents).
 type ReservationReceipt struct {
 	ID                string           `json:"id" format:"uuid"`
 	CostEstimateCents int64            `json:"cost_estimate_cents" minimum:"0"`
 	SettlementStatus  SettlementStatus `json:"settlement_status"`
+	JobID             string           `json:"job_id" format:"uuid"`
+	CreatedAt         Time             `json:"created_at"`
+	SettledAt         *Time            `json:"settled_at"`
+	SettledCents      *int64           `json:"settled_cents" minimum:"0"`
 }
 
 // Launch is the specification's Launch.

@@ -49,6 +49,24 @@ type docParam struct {
 
 func (o docOperation) String() string { return o.ID + " (" + o.Method + " " + o.Path + ")" }
 
+// alternateMedia are the media types the operation's 200 may also be answered in, chosen
+// by Accept (a picture: Operation.Alternates), JSON and event streams aside.
+func (o docOperation) alternateMedia() []string {
+	resp, _ := o.Responses["200"].(map[string]any)
+	content, _ := resp["content"].(map[string]any)
+	if content["application/json"] == nil { // a Raw operation's own media type is its only one
+		return nil
+	}
+	var out []string
+	for media := range content {
+		if media != "application/json" && media != "text/event-stream" {
+			out = append(out, media)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // answersEventStream reports whether the operation's 200 may be a live stream
 // (text/event-stream).
 func (o docOperation) answersEventStream() bool {

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/pictures"
 )
 
 // EpisodeStore is what the Episodes and Operating map areas need.
@@ -37,7 +38,13 @@ func (s *Server) episodeOperations() []operation {
 		op(Operation{ID: "getEpisode", Method: fiber.MethodGet, Path: "/episodes/{episodeId}", Area: "Episodes",
 			Summary: "Read an episode."}, s.getEpisode),
 		op(Operation{ID: "getOperatingMap", Method: fiber.MethodGet, Path: "/operating-map", Area: "Operating map",
-			Summary: "The workspace's processes (with the stages of their current revisions and their episode counts), value recipients, domains and the handoff edges between stages, derived from the ledger (meta.projectionStatus derived_from_ledger)."},
+			Summary:     "The workspace's processes (with the stages of their current revisions and their episode counts), value recipients, domains and the handoff edges between stages, derived from the ledger (meta.projectionStatus derived_from_ledger).",
+			Description: "With Accept: image/svg+xml preferred to application/json (as a browser's <img> sends it), the answer is the map drawn as an SVG graph instead.",
+			Alternates: []Alternate{alternate(pictures.MediaType,
+				"The map as a graph (Graphviz dot layout): each process a cluster of its stages, solid-bordered when confirmed, dashed while discovered or proposed, "+
+					"dotted once deprecated or retired, its state in its label; each handoff edge an arrow labelled with its handoffs, open, breached and median time to fulfil "+
+					"(coloured red when some breached, amber when some are open). The same map gives the same bytes.",
+				pictures.OperatingMap)}},
 			s.getOperatingMap),
 	}
 }

@@ -493,6 +493,33 @@ func (m *matrix) check(t *testing.T, op docOperation) {
 		}
 	}
 
+	// An operation that also answers in another media type (a picture: Operation.
+	// Alternates) refuses B's request for it with A's ids as it refuses an unknown id, with
+	// the JSON 404 whatever B accepts; B's own answer in it shows nothing of A.
+	for _, media := range op.alternateMedia() {
+		for _, mount := range op.Mounts {
+			accepting := func(ids map[string]string) response {
+				t.Helper()
+				return e.do(request{method: op.Method, path: op.Path, params: ids, key: m.b.Key, root: mount, headers: map[string]string{"Accept": media}})
+			}
+			got := accepting(ids)
+			if resourceParams > 0 {
+				if got.status != http.StatusNotFound || got.errorCode() != accountable.ECodeNotFound {
+					t.Fatalf("%s: B with A's ids accepting %s on %s: %d %s", op, media, mount, got.status, got.raw)
+				}
+				if d := sameResponse(got, accepting(unknown)); d != "" {
+					t.Fatalf("%s: B with A's ids accepting %s on %s differs from the answer to an unknown one: %s", op, media, mount, d)
+				}
+			} else if got.status != http.StatusOK {
+				t.Fatalf("%s: B's own request accepting %s on %s: %d %s", op, media, mount, got.status, got.raw)
+			}
+			if s := leak(got, secrets); s != "" {
+				t.Fatalf("%s: B accepting %s on %s is shown %q of the owner: %.500s", op, media, mount, s, got.raw)
+			}
+		}
+		t.Logf("also answers %s: B's requests for it checked", media)
+	}
+
 	// B's own calls (lists, streams, reads of everything, creates): nothing of A.
 	if resourceParams == 0 {
 		for _, mount := range op.Mounts {

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/pictures"
 )
 
 // LaunchStore is what the Launches and Runs areas need.
@@ -34,7 +35,12 @@ func (s *Server) launchOperations() []operation {
 				"decision, shown as blocking_decision; approving it reserves the job anyway, declining it cancels the job."},
 			s.launchInitiative),
 		op(Operation{ID: "getLaunch", Method: fiber.MethodGet, Path: "/launches/{launchId}", Area: "Launches",
-			Summary: "Read a launch: jobs, runs, reservation receipts, reserved and settled spend, and the decision blocking it (meta.projectionStatus)."},
+			Summary:     "Read a launch: jobs, runs, reservation receipts, reserved and settled spend, and the decision blocking it (meta.projectionStatus).",
+			Description: "With Accept: image/svg+xml preferred to application/json (as a browser's <img> sends it), the answer is the launch drawn as an SVG timeline instead.",
+			Alternates: []Alternate{alternate(pictures.MediaType,
+				"The launch as a timeline: a row per job with its reservation, dispatch, run and settlement on one time axis from the launch's creation, "+
+					"the reserved and settled cost as text, and the blocking decision marked on its job's row with a sign and words. The same launch gives the same bytes.",
+				func(_ context.Context, l accountable.Launch) ([]byte, error) { return pictures.LaunchTimeline(l) })}},
 			s.getLaunch),
 		op(Operation{ID: "listRuns", Method: fiber.MethodGet, Path: "/runs", Area: "Runs",
 			Summary: "List runs, newest first; data is the array (cursor pagination: meta.nextCursor, meta.hasMore)."}, s.listRuns),

@@ -258,6 +258,16 @@ func TestMCPToolsAreTheRESTOperations(t *testing.T) {
 	if task := getWork(t, e, tenant.Key, taskID); task["status"] != "completed" {
 		t.Fatalf("REST reads %v", task)
 	}
+	// The agent's context, through the same route: its task's capsule, with the receipt,
+	// whole and digest-checked (the workspace is the credential's).
+	ctx := mcpAnswer(t, mcpCall(t, session, "prepare_context", map[string]any{"task_id": taskID, "delivery_mode": "delta"}),
+		outputs["prepare_context"])
+	capsule, _ := ctx["data"].(map[string]any)["context_capsule"].(map[string]any)
+	transfer, _ := ctx["data"].(map[string]any)["context_transfer"].(map[string]any)
+	if capsule == nil || transfer == nil || capsule["scope"].(map[string]any)["task"].(map[string]any)["ref"].(map[string]any)["id"] != taskID ||
+		len(capsule["recent_receipt_refs"].([]any)) != 1 || transfer["version"] != digestOf(transfer["serialized"].(string)) {
+		t.Fatalf("prepare_context: %v", ctx)
+	}
 	// The log: a tool call is one line, the /mcp request's, saying what the call did; the
 	// SDK's info lines (a session made and ended with each stateless request) are not
 	// written.

@@ -416,6 +416,9 @@ func (b *documentBuilder) operationEntry(o *operation) (map[string]any, error) {
 		envelope := map[string]any{"type": "object", "additionalProperties": false, "required": []any{"data", "meta"},
 			"properties": map[string]any{"data": data, "meta": map[string]any{"$ref": schemasPrefix + "Meta"}}}
 		ok := map[string]any{"description": o.Summary, "content": map[string]any{"application/json": map[string]any{"schema": envelope}}}
+		for _, a := range o.Alternates {
+			ok["content"].(map[string]any)[a.ContentType] = map[string]any{"schema": map[string]any{"type": "string", "description": a.Description}}
+		}
 		if o.EventStream {
 			ok["content"].(map[string]any)["text/event-stream"] = map[string]any{"schema": map[string]any{"type": "string",
 				"description": "Server-Sent Events: `ledger_event` frames (id: the cursor after the event; data: one event as JSON), " +

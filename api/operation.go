@@ -113,6 +113,11 @@ type Operation struct {
 	// nothing): the handler refuses every request it gets with an error of Errors, and the
 	// document gives the operation no success answer.
 	NotOffered bool
+	// Alternates are other representations of the success answer (an SVG picture of it),
+	// each made from the handler's result; the Accept header chooses (negotiate). Their
+	// responses, and the JSON ones, carry Vary: Accept; failures are the JSON envelope.
+	// Declare each with alternate.
+	Alternates []Alternate
 	// Failure, when set, is the operation's own failure body, written instead of the error
 	// envelope for every failure of a request to it (with the status of the error's code):
 	// a refused body, the rules of In, the handler's errors, and the two refusals met on
@@ -277,8 +282,12 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		bodyType = reflect.TypeFor[struct{}]()
 	}
 	d.scoped = scopedBody(bodyType)
+	d.checkAlternates()
 	d.serve = func(s *Server, fc *fiber.Ctx) error {
 		c := &call{fiber: fc, meta: newMeta(fc)}
+		if len(o.Alternates) > 0 {
+			fc.Vary(fiber.HeaderAccept)
+		}
 		if o.Failure != nil {
 			fc.Locals(localFailure, o.Failure)
 		}
@@ -325,6 +334,17 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		}
 		if o.Bare {
 			return fc.Status(status).JSON(out)
+		}
+		if alt := negotiate(fc.Get(fiber.HeaderAccept), o.Alternates); alt != nil {
+			body, err := alt.render(ctx, out)
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+					return accountable.Errorf(accountable.ECodeDeadlineExceeded, "The request did not finish within the server's deadline; nothing was changed.")
+				}
+				return err
+			}
+			fc.Status(status).Set(fiber.HeaderContentType, alt.ContentType)
+			return fc.Send(body)
 		}
 		return respond(fc, status, out, c.meta)
 	}

@@ -1,9 +1,11 @@
 package contextpack
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
@@ -274,16 +276,28 @@ func (b *builder) render() (string, error) {
 		Accounting:         accountable.ContextAccounting{Tokenizer: &tokenizer},
 		PerformanceProfile: "unqualified_snapshot", MeetsPreparedByteBound: true,
 	}
+	// The capsule is written once; only the delivery, which counts the text, is written
+	// again until its numbers are its own. The text is what Serialize makes of
+	// serializedData (members in canonical order: context_capsule, context_delivery), put
+	// together from its two members (TestTextIsTheSerializedData checks it).
+	capsule, err := serializeAt(c, 1)
+	if err != nil {
+		return "", err
+	}
+	head := "{\n \"context_capsule\": " + capsule + ",\n" // whole lines: counted apart from the tail's
+	headTokens := b.count.count(head)
 	size, tokens := 0, 0
 	for range 8 {
 		b.d.Accounting.SerializedDataBytes = size
 		b.d.Accounting.SerializedDataTokens = &tokens
 		b.d.MeetsPreparedByteBound = size <= accountable.ContextPreparedMaxBytes
-		text, err := Serialize(serializedData{ContextCapsule: c, ContextDelivery: &b.d})
+		delivery, err := serializeAt(&b.d, 1)
 		if err != nil {
 			return "", err
 		}
-		n := b.count.count(text)
+		tail := " \"context_delivery\": " + delivery + "\n}"
+		text := head + tail
+		n := headTokens + b.count.count(tail)
 		if len(text) == size && n == tokens {
 			b.tokens = n
 			counted := n
@@ -293,6 +307,21 @@ func (b *builder) render() (string, error) {
 		size, tokens = len(text), n
 	}
 	return "", errors.New("contextpack: the accounting did not settle")
+}
+
+// serializeAt is Serialize of v as a member's value at depth (its lines after the first
+// indented as deep).
+func serializeAt(v any, depth int) (string, error) {
+	raw, err := canonical.JSON(v)
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	out.Grow(len(raw) + len(raw)/4)
+	if err := json.Indent(&out, raw, strings.Repeat(" ", depth), " "); err != nil {
+		return "", err
+	}
+	return out.String(), nil
 }
 
 func setCount(omitted *accountable.ContextSectionCounts, complete *accountable.ContextSourceCompleteness, name string, left int, status accountable.ContextSourceStatus) {

@@ -204,3 +204,18 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// The text Build puts together from its two members is the one Serialize makes of them.
+func TestTextIsTheSerializedData(t *testing.T) {
+	tk := tokens(t, accountable.TokenizerO200k)
+	for _, budget := range []int{2048, 200000} {
+		p, err := Build(sources(30, 11), Options{Tokens: tk, Budget: budget, Mode: accountable.ContextDeliveryDelta, BaseVerified: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Serialize(serializedData{ContextCapsule: &p.Capsule, ContextDelivery: &p.Delivery})
+		if err != nil || want != p.Text {
+			t.Fatalf("budget %d: the text is not the serialized data (%v)\n%s\n%s", budget, err, p.Text, want)
+		}
+	}
+}

@@ -144,15 +144,19 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 	if err := rows.Err(); err != nil {
 		return accountable.OperatingMap{}, mapError(err)
 	}
+	// A fulfilled handoff is final: its updatedAt is when it was fulfilled.
 	erows, err := tx.Query(ctx, `SELECT doc->>'fromStageKey', doc->>'toStageKey', count(*),
-			count(*) FILTER (WHERE status NOT IN ('fulfilled', 'cancelled')), count(sla_breached_at)
+			count(*) FILTER (WHERE status NOT IN ('fulfilled', 'cancelled')), count(sla_breached_at),
+			count(*) FILTER (WHERE status = 'fulfilled'),
+			round(percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM (doc->>'updatedAt')::timestamptz - created_at)))
+				FILTER (WHERE status = 'fulfilled'))::bigint
 		FROM handoffs WHERE workspace_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, workspaceID)
 	if err != nil {
 		return accountable.OperatingMap{}, mapError(err)
 	}
 	edges, err := pgx.CollectRows(erows, func(row pgx.CollectableRow) (accountable.HandoffEdge, error) {
 		var e accountable.HandoffEdge
-		err := row.Scan(&e.FromStageKey, &e.ToStageKey, &e.Handoffs, &e.Open, &e.Breached)
+		err := row.Scan(&e.FromStageKey, &e.ToStageKey, &e.Handoffs, &e.Open, &e.Breached, &e.Fulfilled, &e.MedianFulfilmentSeconds)
 		return e, err
 	})
 	if err != nil {

@@ -136,7 +136,7 @@ func getLaunch(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountab
 	}); err != nil {
 		return l, mapError(err)
 	}
-	rows, err = q.Query(ctx, `SELECT id::text, status, outcome_kind, cost_cents FROM runs
+	rows, err = q.Query(ctx, `SELECT id::text, status, outcome_kind, cost_cents, job_id::text, created_at, finalized_at FROM runs
 		WHERE workspace_id = $1 AND launch_id = $2 ORDER BY created_at, id`, workspaceID, id)
 	if err != nil {
 		return l, mapError(err)
@@ -145,7 +145,7 @@ func getLaunch(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountab
 		var r accountable.LaunchRun
 		var status string
 		var outcome *string
-		err := row.Scan(&r.ID, &status, &outcome, &r.CostCents)
+		err := row.Scan(&r.ID, &status, &outcome, &r.CostCents, &r.JobID, &r.CreatedAt, &r.FinalizedAt)
 		r.Status = accountable.RunStatus(status)
 		if outcome != nil {
 			o := accountable.OutcomeKind(*outcome)
@@ -155,7 +155,10 @@ func getLaunch(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountab
 	}); err != nil {
 		return l, mapError(err)
 	}
-	rows, err = q.Query(ctx, `SELECT id::text, cost_estimate_cents, settlement_status FROM reservations
+	// A reservation changes once after it is made, when it is settled (or released, or
+	// overrun): its updated_at is then when.
+	rows, err = q.Query(ctx, `SELECT id::text, cost_estimate_cents, settlement_status, job_id::text, created_at,
+			CASE WHEN settlement_status <> 'reserved' THEN updated_at END, settled_cents FROM reservations
 		WHERE workspace_id = $1 AND launch_id = $2 ORDER BY created_at, id`, workspaceID, id)
 	if err != nil {
 		return l, mapError(err)
@@ -163,7 +166,7 @@ func getLaunch(ctx context.Context, q pgx.Tx, workspaceID, id string) (accountab
 	if l.Receipts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (accountable.ReservationReceipt, error) {
 		var r accountable.ReservationReceipt
 		var status string
-		err := row.Scan(&r.ID, &r.CostEstimateCents, &status)
+		err := row.Scan(&r.ID, &r.CostEstimateCents, &status, &r.JobID, &r.CreatedAt, &r.SettledAt, &r.SettledCents)
 		r.SettlementStatus = accountable.SettlementStatus(status)
 		return r, err
 	}); err != nil {
