@@ -464,7 +464,7 @@ func (s *Server) consoleMap(r *consoleRequest) error {
 func confirmation(p accountable.MapProcess) string {
 	switch p.LifecycleState {
 	case accountable.ProcessDiscovered, accountable.ProcessProposed:
-		return "discovered, not confirmed (" + string(p.LifecycleState) + ", " + string(p.ProvenanceMode) + ")"
+		return string(p.LifecycleState) + ", not confirmed (" + string(p.ProvenanceMode) + ")"
 	}
 	return "confirmed (" + string(p.LifecycleState) + ", " + string(p.ProvenanceMode) + ")"
 }

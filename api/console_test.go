@@ -141,7 +141,7 @@ func TestConsoleInChromium(t *testing.T) {
 		"handoffs": {a.marker + " overdue handoff", "SLA breached", "escalated", "decision ", "pending", a.marker + " handoff with time", "left"},
 		"ledger":   {"Tree size", "events", "Root hash", "Last verification", "Newest events", "sha256:"},
 		"launches": {a.launchID[len(a.launchID)-8:], "Two lanes", "$1000.00"},
-		"map":      {"Handoff edges", "build", "review", a.marker + " process", "Build → Review", "confirmed ("},
+		"map":      {"Handoff edges", "build", "review", a.marker + " process", "Build → Review", "proposed, not confirmed (declared)"},
 	}
 	for _, p := range consolePages {
 		var heading string
@@ -179,6 +179,10 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("the launch page lacks %q", want)
 		}
 	}
+	// The timeline picture loads: the API answers the browser's image Accept with SVG.
+	var loaded bool
+	run(chromedp.Poll(`document.querySelector('img.picture').complete && document.querySelector('img.picture').naturalWidth > 0`, &loaded,
+		chromedp.WithPollingTimeout(10*time.Second)))
 	shot("launch")
 
 	// Keyboard: Tab from the top reaches the switcher, sign-out, then every nav link in order.
