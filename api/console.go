@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/cursors"
 	"github.com/accountablework/accountable/ledgerlog"
 	"github.com/accountablework/accountable/projection"
 )
@@ -49,6 +50,7 @@ type ConsoleStore interface {
 	WorkLedger(ctx context.Context, workspaceID string, w projection.WorkLedgerWindow) (accountable.WorkLedgerProjection, error)
 	LedgerCheckpoint(ctx context.Context, workspaceID string) (accountable.LedgerCheckpoint, error)
 	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error)
+	StreamEnd(ctx context.Context, workspaceID string) (accountable.StreamPosition, error)
 }
 
 // consoleStore is the console's store.
@@ -65,7 +67,7 @@ const (
 )
 
 // ConsoleRoutes are the console's routes (web pages, not operations of the API).
-var ConsoleRoutes = []string{"GET " + ConsolePath, "GET " + consoleHandoffsPath, "GET " + consoleLedgerPath,
+var ConsoleRoutes = []string{"GET " + ConsolePath, "GET " + consoleHandoffsPath, "GET " + consoleLivePath, "GET " + consoleLedgerPath,
 	"POST " + consoleLedgerPath, "GET " + consoleLaunchesPath, "GET " + consoleLaunchesPath + "/{launchId}",
 	"GET " + consoleMapPath, "POST " + consoleWorkspacePath}
 
@@ -86,6 +88,11 @@ func (s *Server) consoleRoutes() {
 	s.app.Get(consoleLaunchesPath, s.withConsole(s.consoleLaunches))
 	s.app.Get(consoleLaunchesPath+"/:launchId", s.withConsole(s.consoleLaunch))
 	s.app.Get(consoleMapPath, s.withConsole(s.consoleMap))
+	s.app.Get(consoleLivePath, func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
+		c.Set(fiber.HeaderCacheControl, "max-age=300")
+		return c.SendString(consoleLiveScript)
+	})
 	s.app.Post(consoleWorkspacePath, s.withConsole(s.consoleSwitchWorkspace))
 }
 
@@ -136,6 +143,7 @@ type consolePage struct {
 	Workspaces     []accountable.Workspace
 	Nav            []navLink
 	Refresh        int
+	LiveAfter      string // the stream's cursor the live page follows events after
 	Data           any
 }
 
@@ -159,8 +167,21 @@ func (r *consoleRequest) render(status int, t *template.Template, title, current
 	}
 	if current == "handoffs" {
 		p.Refresh = handoffsRefreshSec
+		end, err := r.store.StreamEnd(r.ctx, r.sess.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		p.LiveAfter = cursors.EncodeStream(end)
 	}
-	return page(r.c, status, t, p)
+	if err := page(r.c, status, t, p); err != nil {
+		return err
+	}
+	if p.Refresh > 0 {
+		// The live page's one script, of this site, and its stream, of this site.
+		r.c.Set("Content-Security-Policy", strings.Replace(pageHeaders("")["Content-Security-Policy"], "default-src 'none';",
+			"default-src 'none'; script-src 'self'; connect-src 'self';", 1))
+	}
+	return nil
 }
 
 // consoleSwitchWorkspace: POST /console/workspace re-scopes the session to another of the
@@ -553,7 +574,8 @@ textarea{width:100%;min-height:8rem;font-family:ui-monospace,monospace}img.pictu
 
 const consoleShell = `{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}} · Console · Accountable</title>
-{{if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}` + consoleStyle + `</head><body>
+{{if .Refresh}}<noscript><meta http-equiv="refresh" content="{{.Refresh}}"></noscript>
+<script src="/console/live.js" data-after="{{.LiveAfter}}" defer></script>{{end}}` + consoleStyle + `</head><body>
 <header><p><strong>Accountable console</strong> · workspace <span id="workspace-name">{{with .Workspace.Name}}{{.}}{{else}}{{.Workspace.ID}}{{end}}</span></p>
 <div>{{if gt (len .Workspaces) 1}}<form method="post" action="/console/workspace" id="switch-workspace">
 <input type="hidden" name="csrf" value="{{.Session.CSRFToken}}"><input type="hidden" name="back" value="{{range .Nav}}{{if eq .Key $.Current}}{{.Href}}{{end}}{{end}}">
@@ -588,7 +610,7 @@ var workTemplate = consoleTemplate("work", `{{with .Data}}
 {{end}}`)
 
 var handoffsTemplate = consoleTemplate("handoffs", `
-<p class="muted">Open handoffs (not fulfilled or cancelled), breached first, then by the time left on their SLA. This page reloads itself every {{.Refresh}} seconds.</p>
+<p class="muted">Open handoffs (not fulfilled or cancelled), breached first, then by the time left on their SLA. This page reloads itself when a handoff changes (it follows the event stream) or, without JavaScript, every {{.Refresh}} seconds.</p>
 <table id="handoffs"><thead><tr><th scope="col">Risk</th><th scope="col">Handoff</th><th scope="col">Stages</th><th scope="col">Status</th><th scope="col">Priority</th><th scope="col">Due</th><th scope="col">Time left</th><th scope="col">Escalation decision</th></tr></thead><tbody>
 {{range .Data}}<tr data-handoff="{{.Handoff.ID}}"><td class="{{if .BreachedAt}}bad{{end}}">{{.Risk}}</td><td>{{.Handoff.Title}}<br><span class="muted">{{.Handoff.HandoffKey}}</span></td>
 <td>{{.Handoff.FromStageKey}} → {{.Handoff.ToStageKey}}</td><td>{{.Handoff.Status}}</td><td>{{.Handoff.Priority}}</td><td>{{when .Handoff.DueAt}}</td><td>{{.TimeLeft}}</td>
@@ -666,3 +688,20 @@ var mapTemplate = consoleTemplate("map", `{{with .Data}}
 {{end}}`)
 
 var notFoundTemplate = consoleTemplate("not-found", `<p role="alert">{{.Data}}</p>`)
+
+// consoleLivePath serves the handoffs page's script: progressive enhancement, the page
+// works without it (its <noscript> refresh). With it, the page follows the workspace's
+// handoff events over Server-Sent Events (GET /events/stream?transport=sse, after the
+// stream's end when the page was made; the browser resumes a lease that ends by itself)
+// and reloads when one commits.
+const consoleLivePath = "/console/live.js"
+
+const consoleLiveScript = `(function () {
+  var s = document.currentScript, after = s && s.dataset.after;
+  var later = function () { setTimeout(function () { location.reload(); }, 30000); };
+  if (!window.EventSource || !after) { later(); return; }
+  var es = new EventSource('/api/v1/events/stream?transport=sse&aggregate_type=handoff&after=' + encodeURIComponent(after));
+  es.addEventListener('ledger_event', function () { es.close(); location.reload(); });
+  es.onerror = function () { if (es.readyState === EventSource.CLOSED) { later(); } };
+})();
+`

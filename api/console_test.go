@@ -161,14 +161,25 @@ func TestConsoleInChromium(t *testing.T) {
 		if !strings.Contains(page, `href="`+p.path+`" class="nav-link" aria-current="page"`) {
 			t.Errorf("the %s page does not mark its nav link as the current page", p.name)
 		}
-		if p.name == "handoffs" && !strings.Contains(page, `http-equiv="refresh" content="30"`) {
-			t.Error("the handoffs page does not refresh itself")
+		if p.name == "handoffs" && (!strings.Contains(page, `<noscript><meta http-equiv="refresh" content="30"></noscript>`) ||
+			!strings.Contains(page, `<script src="/console/live.js" data-after="`)) {
+			t.Error("the handoffs page neither follows the stream nor, without script, refreshes itself")
 		}
 		if p.name == "handoffs" && strings.Index(page, a.marker+" overdue handoff") > strings.Index(page, a.marker+" handoff with time") {
 			t.Error("the breached handoff is not listed first")
 		}
 		shot(p.name)
 	}
+
+	// Live: the handoffs page follows the stream; a handoff proposed elsewhere appears on it
+	// with no reload by the user.
+	run(chromedp.Navigate(e.base+"/console/handoffs"), chromedp.WaitVisible(`main h1`, chromedp.ByQuery))
+	time.Sleep(500 * time.Millisecond) // the script's stream is open
+	createHandoff(t, e, a.ten.Key, map[string]any{"title": a.marker + " live handoff"})
+	storetest.WaitFor(t, 20*time.Second, "the handoffs page to show the new handoff by itself", func() bool {
+		var h string // read between reloads: a read the reload interrupts is tried again
+		return chromedp.Run(ctx, chromedp.OuterHTML(`html`, &h, chromedp.ByQuery)) == nil && strings.Contains(h, a.marker+" live handoff")
+	})
 
 	// The launch's own page: its jobs, and the timeline picture's place.
 	run(chromedp.Navigate(e.base+"/console/launches"), chromedp.Click(`a.launch-link`, chromedp.ByQuery),
