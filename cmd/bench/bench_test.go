@@ -742,3 +742,70 @@ func TestContextTable(t *testing.T) {
 		t.Fatalf("history: %q", h)
 	}
 }
+
+// The console line's seed bodies are valid JSON, each handoff between two stages of its
+// own process; its sign-in reads the form's CSRF field; its answers are checked for their
+// content type and marker; its table gives the HTML pages a verdict and the SVG none.
+func TestConsoleHelpers(t *testing.T) {
+	var proc struct {
+		Name   string `json:"name"`
+		Stages []struct {
+			Key string `json:"key"`
+		} `json:"stages"`
+	}
+	var h struct {
+		From string `json:"from_stage_key"`
+		To   string `json:"to_stage_key"`
+		SLA  int    `json:"sla_minutes"`
+	}
+	for _, i := range []int{0, 41, 999} {
+		if err := json.Unmarshal(consoleProcessBody(i), &proc); err != nil {
+			t.Fatalf("process %d: %v: %s", i, err, consoleProcessBody(i))
+		}
+		if err := json.Unmarshal(consoleHandoffBody(i), &h); err != nil {
+			t.Fatalf("handoff %d: %v: %s", i, err, consoleHandoffBody(i))
+		}
+		if proc.Name != consoleProcessName(i) || len(proc.Stages) != 3 || h.From != proc.Stages[0].Key || h.To != proc.Stages[1].Key || h.SLA < 1 {
+			t.Fatalf("process %d: %+v, handoff %+v", i, proc, h)
+		}
+	}
+	if consoleStages(0)[1] == consoleStages(1)[1] {
+		t.Fatal("two processes share a stage key")
+	}
+	if got := csrfField([]byte(`<form><input type="hidden" name="csrf" value="abc-123"><input name="email">`)); got != "abc-123" {
+		t.Fatalf("csrf %q", got)
+	}
+	if csrfField([]byte(`<form></form>`)) != "" || csrfField([]byte(`name="csrf" value="unterminated`)) != "" {
+		t.Fatal("a csrf field where there is none")
+	}
+
+	pages := consolePages(1000)
+	if len(pages) != 6 || pages[3].Marker != "p1000-review" || pages[5].HTML {
+		t.Fatalf("pages %+v", pages)
+	}
+	if err := checkConsoleAnswer(pages[3], "text/html; charset=utf-8", []byte("<td>p1000-intake → p1000-review</td>")); err != nil {
+		t.Fatal(err)
+	}
+	if checkConsoleAnswer(pages[3], "text/html; charset=utf-8", []byte("<p>No processes yet.</p>")) == nil ||
+		checkConsoleAnswer(pages[5], "text/html", []byte("p1000-review")) == nil {
+		t.Fatal("a page without its marker, or of the wrong type, passed")
+	}
+
+	b := &bench{}
+	if b.consoleTable() != "" || b.consoleHistory() != "" {
+		t.Fatal("a table without the line")
+	}
+	b.console = &consoleResult{processes: 1000, handoffs: 1000, pages: pages}
+	for i, p := range pages {
+		p99 := time.Duration(50+20*i) * time.Millisecond
+		p.Runs, p.Bytes = []sample{{P50: p99 / 2, P99: p99}}, 12345
+	}
+	rows := strings.Split(strings.TrimSpace(b.consoleTable()), "\n")
+	if len(rows) != 8 || !strings.HasSuffix(rows[2], "| p99 < 100 ms | holds |") || !strings.Contains(rows[2], "| 25.00 / **50.00** | 12,345 |") ||
+		!strings.HasSuffix(rows[5], "| **misses** |") || !strings.Contains(rows[7], "image/svg+xml") || !strings.HasSuffix(rows[7], "| – |") {
+		t.Fatalf("table:\n%s", strings.Join(rows, "\n"))
+	}
+	if h := b.consoleHistory(); !strings.HasPrefix(h, "console p99 (ms): /console 50.00, ") || !strings.HasSuffix(h, "/api/v1/operating-map 150") {
+		t.Fatalf("history %q", h)
+	}
+}

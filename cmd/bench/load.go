@@ -27,6 +27,8 @@ type workload struct {
 	ok func(status int) bool
 	// onResponse, when set, sees the body of every successful response (warm-up too).
 	onResponse func(i int, body []byte)
+	// onHTTP, when set, sees every successful response whole (its headers too).
+	onHTTP func(i int, resp *fasthttp.Response)
 }
 
 // sample is the outcome of one bounded run of one side of a line.
@@ -101,6 +103,9 @@ func runLoad(ctx context.Context, addr string, clients int, warmup, window time.
 				good := err == nil && w.ok(status)
 				if good && w.onResponse != nil {
 					w.onResponse(i, resp.Body())
+				}
+				if good && w.onHTTP != nil {
+					w.onHTTP(i, resp)
 				}
 				if t1.Before(from) || t1.After(end) {
 					continue

@@ -130,6 +130,10 @@ func (b *bench) printTable() {
 		fmt.Println()
 		fmt.Print(t)
 	}
+	if t := b.consoleTable(); t != "" {
+		fmt.Println()
+		fmt.Print(t)
+	}
 	if g := b.growthTable(); g != "" {
 		fmt.Println()
 		fmt.Print(g)
@@ -158,6 +162,9 @@ func (b *bench) historyRow() string {
 		parts = append(parts, fmt.Sprintf("%s @%d: %.2fx (%s %s)", l.ID, l.Clients, l.ratio(), rate(median(l.Service, rateOf)), l.Unit))
 	}
 	if c := b.contextHistory(); c != "" {
+		parts = append(parts, c)
+	}
+	if c := b.consoleHistory(); c != "" {
 		parts = append(parts, c)
 	}
 	if g := b.growthHistory(); g != "" {
@@ -229,6 +236,7 @@ func (b *bench) writeReport() error {
 		w.WriteString(b.streamTable())
 	}
 	w.WriteString(b.contextSection())
+	w.WriteString(b.consoleSection())
 	if g := b.growthTable(); g != "" {
 		p("\n**Growth** (the cost of the service as its ledger grows; the `growth` line): one workspace's ledger grown to each size "+
 			"in turn, then at each size POST /work/{id}/complete at %d clients on tasks picked at random across that ledger, and "+
@@ -464,7 +472,7 @@ func (b *bench) writeReport() error {
 	p("```sh\nmake bench        # = make build; go build -o .data/bin/bench ./cmd/bench; scripts/stack.sh .data/bin/bench run\n")
 	p("# settings (defaults shown): BENCH_RUNS=5 BENCH_WARMUP=2s BENCH_DURATION=10s BENCH_COMPLETE_CLIENTS=1,8,32\n")
 	p("#   BENCH_CREATE_CLIENTS=8 BENCH_READ_CLIENTS=8 BENCH_LINES=%s BENCH_PROFILE=0\n", strings.Join(allLines, ","))
-	p("#   BENCH_CONTEXT_EVENTS=100000 BENCH_CONTEXT_CLIENTS=1,8\n")
+	p("#   BENCH_CONTEXT_EVENTS=100000 BENCH_CONTEXT_CLIENTS=1,8 BENCH_CONSOLE_PROCESSES=1000\n")
 	p("#   BENCH_GROWTH_EVENTS=10000,100000,1000000 BENCH_GROWTH_CLIENTS=8 BENCH_PAGE_LIMIT=500\n")
 	p("#   BENCH_FAIRNESS_WORKSPACES=1000 BENCH_FAIRNESS_QUIET_RPS=200 BENCH_FAIRNESS_NOISY_CLIENTS=32\n")
 	p("#   BENCH_FAIRNESS_WORKSPACE_RPS=50 BENCH_FAIRNESS_WORKSPACE_BURST=100 BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT=2 BENCH_FAIRNESS_PORT=18083\n")
@@ -479,6 +487,10 @@ func (b *bench) writeReport() error {
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench stream' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench growth' --user bench@example.com --json\n")
 	p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench context' --user bench@example.com --json\n")
+	if b.s.Lines["console"] {
+		p("DATABASE_URL=$BENCH_DATABASE_URL accountable keys create --name bench --new-workspace 'Bench console' --user %s --json\n", consoleEmail)
+		p("echo $BENCH_CONSOLE_PASSWORD | DATABASE_URL=$BENCH_DATABASE_URL accountable users set-password --email %s   # the console line's person\n", consoleEmail)
+	}
 	p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s accountable serve   # $BENCH_LEDGER_KEY: the run's signing key, made by the harness\n",
 		b.svcAddr, b.s.ServiceConns, serviceTaskQueue, benchLogName)
 	if b.s.Lines["proposal"] || b.s.Lines["launch"] || b.s.Lines["discovery"] || b.s.Lines["context"] {

@@ -91,6 +91,9 @@ type bench struct {
 	fair       *fairness
 	fairSvc    *proc // the fairness line's accountable serve with the per-workspace limit
 	ctxLine    *contextResult
+	// The console line: its workspace's key and its measurements.
+	consoleKey keyInfo
+	console    *consoleResult
 }
 
 type keyInfo struct {
@@ -313,6 +316,11 @@ func (b *bench) run() error {
 	if b.s.Lines["context"] {
 		if err := b.contextLine(); err != nil {
 			return fmt.Errorf("context: %w", err)
+		}
+	}
+	if b.s.Lines["console"] {
+		if err := b.consoleLine(); err != nil {
+			return fmt.Errorf("console: %w", err)
 		}
 	}
 	// The lines that grow the shared tables run last (the transparency log's by tens of

@@ -30,6 +30,8 @@ type settings struct {
 	// ContextClients the client counts of its full capsules.
 	ContextEvents  int
 	ContextClients []int
+	// ConsoleProcesses is the console line's processes (and handoffs) in its workspace.
+	ConsoleProcesses int
 	// GrowthEvents are the sizes of the growth line's ledger, smallest first;
 	// GrowthClients its completions' client count.
 	GrowthEvents  []int
@@ -75,7 +77,7 @@ type settings struct {
 // defaultLogSizes are the ledgerlog line's synthetic logs by default.
 var defaultLogSizes = []int{1000000, 10000000}
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "ledgerlog", "growth", "fairness"}
+var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "console", "ledgerlog", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
@@ -91,6 +93,7 @@ func loadSettings() (settings, error) {
 		ProjectionEvents:   envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
 		ContextEvents:      envInt("BENCH_CONTEXT_EVENTS", 100000, &errs),
 		ContextClients:     envInts("BENCH_CONTEXT_CLIENTS", []int{1, 8}, &errs),
+		ConsoleProcesses:   envInt("BENCH_CONSOLE_PROCESSES", 1000, &errs),
 		PageLimit:          envInt("BENCH_PAGE_LIMIT", 500, &errs),
 		GrowthEvents:       envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
 		GrowthClients:      envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
@@ -138,6 +141,9 @@ func loadSettings() (settings, error) {
 	}
 	if s.ContextEvents < 0 {
 		errs = append(errs, "BENCH_CONTEXT_EVENTS: 0 or more")
+	}
+	if s.ConsoleProcesses < 1 {
+		errs = append(errs, "BENCH_CONSOLE_PROCESSES: at least 1")
 	}
 	if s.FairWorkspaces < 2 {
 		errs = append(errs, "BENCH_FAIRNESS_WORKSPACES: at least 2 (one noisy, the others quiet)")
