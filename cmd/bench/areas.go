@@ -101,7 +101,7 @@ func (b *bench) projectionLine() error {
 		return err
 	}
 	if missing := b.s.ProjectionEvents - have; missing > 0 {
-		if err := b.seedPosts("decisions (the projection workspace)", b.projection, "/decisions", missing, func(i int) []byte {
+		if err := b.seedPosts("decisions (the projection workspace)", b.projection, "/decisions", missing, false, func(i int) []byte {
 			return fmt.Appendf(nil, `{"title":"Approve budget %d","shape":"budget_approval","urgency":"standard"}`, i)
 		}); err != nil {
 			return err

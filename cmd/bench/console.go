@@ -187,29 +187,11 @@ func (b *bench) consoleSeed(cl *consoleResult) error {
 		return fmt.Errorf("accountable users set-password: %w: %s", err, truncate(string(msg), 500))
 	}
 	start := time.Now()
-	tag := b.nextTag("console")
-	logf("console: seeding %d processes through POST /operating-processes", n)
-	uri, auth := "http://"+b.svcAddr+"/api/v1/operating-processes", "Bearer "+b.consoleKey.Key
-	s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
-		prepare: func(i int, req *fasthttp.Request) bool {
-			if i >= n {
-				return false
-			}
-			req.Header.SetMethod(fasthttp.MethodPost)
-			req.SetRequestURI(uri)
-			req.Header.Set(fasthttp.HeaderAuthorization, auth)
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-%d", tag, i))
-			req.Header.SetContentType("application/json")
-			req.SetBodyRaw(consoleProcessBody(i))
-			return true
-		},
-		ok: func(status int) bool { return status == fasthttp.StatusCreated },
-	})
-	if s.Errors > 0 || s.Count < n {
-		return fmt.Errorf("seeding processes: %d of %d declared, %d errors (first: %s)", s.Count, n, s.Errors, s.FirstErr)
+	if err := b.seedPosts("processes (the console workspace)", b.consoleKey, "/operating-processes", n, true, consoleProcessBody); err != nil {
+		return err
 	}
 	cl.processes = n
-	if err := b.seedPosts("handoffs (the console workspace)", b.consoleKey, "/handoffs", n, consoleHandoffBody); err != nil {
+	if err := b.seedPosts("handoffs (the console workspace)", b.consoleKey, "/handoffs", n, false, consoleHandoffBody); err != nil {
 		return err
 	}
 	cl.handoffs = n

@@ -385,14 +385,14 @@ func (b *bench) contextSeed(cl *contextResult) error {
 		}
 	}
 	if plan.decisions > 0 {
-		if err := b.seedPosts("decisions outside the initiative (the context workspace)", b.context, "/decisions", plan.decisions, func(i int) []byte {
+		if err := b.seedPosts("decisions outside the initiative (the context workspace)", b.context, "/decisions", plan.decisions, false, func(i int) []byte {
 			return fmt.Appendf(nil, `{"title":"Approve vendor invoice %d","shape":"budget_approval","urgency":"standard"}`, i)
 		}); err != nil {
 			return err
 		}
 	}
 	if plan.handoffs > 0 {
-		if err := b.seedPosts("open handoffs (the context workspace)", b.context, "/handoffs", plan.handoffs, func(i int) []byte {
+		if err := b.seedPosts("open handoffs (the context workspace)", b.context, "/handoffs", plan.handoffs, false, func(i int) []byte {
 			return fmt.Appendf(nil, `{"handoff_key":"case-%d","from_stage_key":"intake","to_stage_key":"triage","title":"Case %d: intake to triage"}`, i, i)
 		}); err != nil {
 			return err

@@ -224,9 +224,12 @@ func (b *bench) rememberCommand(script string, r pgbResult) {
 
 // seedPosts makes n resources in k's workspace through POST path (each answered 201),
 // request i sending body(i): the unmeasured seeding of the lines that read a large ledger.
-func (b *bench) seedPosts(what string, k keyInfo, path string, n int, body func(i int) []byte) error {
+// keyed sends each request with an Idempotency-Key of its own (for an operation that
+// requires one).
+func (b *bench) seedPosts(what string, k keyInfo, path string, n int, keyed bool, body func(i int) []byte) error {
 	logf("seeding %d %s through POST %s", n, what, path)
 	uri, auth := "http://"+b.svcAddr+"/api/v1"+path, "Bearer "+k.Key
+	tag := b.nextTag("seed")
 	s := runLoad(b.ctx, b.svcAddr, seedClients, 0, 30*time.Minute, workload{
 		prepare: func(i int, req *fasthttp.Request) bool {
 			if i >= n {
@@ -235,6 +238,9 @@ func (b *bench) seedPosts(what string, k keyInfo, path string, n int, body func(
 			req.Header.SetMethod(fasthttp.MethodPost)
 			req.SetRequestURI(uri)
 			req.Header.Set(fasthttp.HeaderAuthorization, auth)
+			if keyed {
+				req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-%d", tag, i))
+			}
 			req.Header.SetContentType("application/json")
 			req.SetBodyRaw(body(i))
 			return true

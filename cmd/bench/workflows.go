@@ -110,7 +110,7 @@ func (b *bench) discoveryLine(wb *workflowBench) error {
 	}
 	if missing := b.s.DiscoveryEvents - have; missing > 0 {
 		stages := [][2]string{{"intake", "triage"}, {"triage", "fix"}, {"intake", "triage"}, {"triage", "close"}}
-		if err := b.seedPosts("handoffs (the discovery workspace)", b.discovery, "/handoffs", missing, func(i int) []byte {
+		if err := b.seedPosts("handoffs (the discovery workspace)", b.discovery, "/handoffs", missing, false, func(i int) []byte {
 			st := stages[i%4]
 			return fmt.Appendf(nil, `{"handoff_key":"case-%d","from_stage_key":%q,"to_stage_key":%q,"title":"Case %d: %s to %s"}`,
 				i/2, st[0], st[1], i/2, st[0], st[1])
