@@ -47,18 +47,36 @@ type serializedData struct {
 type section struct {
 	name   string
 	weight int // how much of the budget it keeps against the others: more is kept longer
-	read   int // items read
-	more   bool
-	len    func() int
-	keep   func(n int)
-	item   func(i int) any
+	// omitted and status are its members of the capsule's omitted_counts and
+	// source_completeness.
+	omitted *int
+	status  *accountable.ContextSourceStatus
+	texts   []string // each item's lines as the text has them, made once (text)
+	read    int      // items read
+	more    bool
+	len     func() int
+	keep    func(n int)
+	item    func(i int) any
 }
 
-func sectionOf[T any](name string, weight int, items *[]T, more int) *section {
+// text is item i's share of the text: its lines, indented as they are there (plus the
+// separators around it, which its size counts).
+func (s *section) text(i int) string {
+	if s.texts == nil {
+		s.texts = make([]string, s.read)
+	}
+	if s.texts[i] == "" {
+		raw, _ := json.MarshalIndent(s.item(i), "   ", " ") // the items are plain data: no error
+		s.texts[i] = string(raw)
+	}
+	return s.texts[i]
+}
+
+func sectionOf[T any](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
 	if *items == nil {
 		*items = []T{}
 	}
-	return &section{name: name, weight: weight, read: len(*items), more: more > 0,
+	return &section{name: name, weight: weight, read: len(*items), more: more > 0, omitted: omitted, status: status,
 		len:  func() int { return len(*items) },
 		keep: func(n int) { *items = (*items)[:n] },
 		item: func(i int) any { return (*items)[i] }}
@@ -92,15 +110,15 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		Artifacts:              src.Artifacts,
 		RecentReceiptRefs:      src.Receipts,
 	}
-	m := src.MoreOfEach
+	m, om, sc := src.MoreOfEach, &c.OmittedCounts, &c.SourceCompleteness
 	b := &builder{o: o, c: &c, count: newLineCounter(o.Tokens), sections: []*section{
-		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints),
-		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks),
-		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions),
-		sectionOf("recent_events", 4, &c.RecentEvents, m.RecentEvents),
-		sectionOf("runs", 3, &c.Runs, m.Runs),
-		sectionOf("artifacts", 3, &c.Artifacts, m.Artifacts),
-		sectionOf("recent_receipt_refs", 2, &c.RecentReceiptRefs, m.RecentReceiptRefs),
+		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
+		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
+		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
+		sectionOf("recent_events", 4, &c.RecentEvents, m.RecentEvents, &om.RecentEvents, &sc.RecentEvents),
+		sectionOf("runs", 3, &c.Runs, m.Runs, &om.Runs, &sc.Runs),
+		sectionOf("artifacts", 3, &c.Artifacts, m.Artifacts, &om.Artifacts, &sc.Artifacts),
+		sectionOf("recent_receipt_refs", 2, &c.RecentReceiptRefs, m.RecentReceiptRefs, &om.RecentReceiptRefs, &sc.RecentReceiptRefs),
 	}}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	return b.fit()
@@ -163,12 +181,9 @@ func (b *builder) presize() {
 		limit = b.o.ByteBound
 	}
 	size := 0
-	sizes := make([][]int, len(b.sections))
-	for i, s := range b.sections {
+	for _, s := range b.sections {
 		for j := range s.len() {
-			raw, _ := json.MarshalIndent(s.item(j), "   ", " ")
-			sizes[i] = append(sizes[i], len(raw)+4)
-			size += len(raw) + 4
+			size += len(s.text(j)) + 4
 		}
 	}
 	for size > limit {
@@ -177,7 +192,7 @@ func (b *builder) presize() {
 			return
 		}
 		s := b.sections[i]
-		size -= sizes[i][s.len()-1]
+		size -= len(s.text(s.len()-1)) + 4
 		s.keep(s.len() - 1)
 	}
 }
@@ -204,13 +219,9 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 			return dropped
 		}
 		s := b.sections[i]
-		// An item's share of the text: its lines, indented as they are there.
-		raw, err := json.MarshalIndent(s.item(s.len()-1), "   ", " ")
-		if err != nil {
-			raw = nil
-		}
-		overTokens -= b.count.count(string(raw)) + 1
-		overBytes -= len(raw) + 4
+		text := s.text(s.len() - 1)
+		overTokens -= b.count.count(text) + 1
+		overBytes -= len(text) + 4
 		s.keep(s.len() - 1)
 		dropped = true
 	}
@@ -224,8 +235,6 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 func (b *builder) render() (string, error) {
 	c := b.c
 	partial := b.cut > 0
-	var omitted accountable.ContextSectionCounts
-	var complete accountable.ContextSourceCompleteness
 	reasons := append([]string{}, b.reasons...)
 	if b.cut > 0 {
 		reasons = append(reasons, fmt.Sprintf("the scope's long texts are cut to %d characters to fit", scopeTextLimits[b.cut-1]))
@@ -243,9 +252,8 @@ func (b *builder) render() (string, error) {
 		if left > 0 {
 			reasons = append(reasons, fmt.Sprintf("%s: %d of %d left out to fit the budget", s.name, left, s.read))
 		}
-		setCount(&omitted, &complete, s.name, left, status)
+		*s.omitted, *s.status = left, status
 	}
-	c.OmittedCounts, c.SourceCompleteness = omitted, complete
 	c.CapsuleID, c.ContentDigest = "", ""
 	digest, err := canonical.DigestOf(c)
 	if err != nil {
@@ -322,25 +330,6 @@ func serializeAt(v any, depth int) (string, error) {
 		return "", err
 	}
 	return out.String(), nil
-}
-
-func setCount(omitted *accountable.ContextSectionCounts, complete *accountable.ContextSourceCompleteness, name string, left int, status accountable.ContextSourceStatus) {
-	switch name {
-	case "active_constraints":
-		omitted.ActiveConstraints, complete.ActiveConstraints = left, status
-	case "authoritative_decisions":
-		omitted.AuthoritativeDecisions, complete.AuthoritativeDecisions = left, status
-	case "open_risks":
-		omitted.OpenRisks, complete.OpenRisks = left, status
-	case "runs":
-		omitted.Runs, complete.Runs = left, status
-	case "recent_events":
-		omitted.RecentEvents, complete.RecentEvents = left, status
-	case "artifacts":
-		omitted.Artifacts, complete.Artifacts = left, status
-	case "recent_receipt_refs":
-		omitted.RecentReceiptRefs, complete.RecentReceiptRefs = left, status
-	}
 }
 
 // intentOf is the scope's narrowest resource, as the capsule's current intent.

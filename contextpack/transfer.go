@@ -16,7 +16,6 @@
 package contextpack
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,18 +32,7 @@ import (
 // Serialize returns the text of v: its canonical JSON, indented one member or element per
 // line with one space a level (the indentation changes no member order, number or
 // string of the canonical form).
-func Serialize(v any) (string, error) {
-	b, err := canonical.JSON(v)
-	if err != nil {
-		return "", err
-	}
-	var out bytes.Buffer
-	out.Grow(len(b) + len(b)/4)
-	if err := json.Indent(&out, b, "", " "); err != nil {
-		return "", err
-	}
-	return out.String(), nil
-}
+func Serialize(v any) (string, error) { return serializeAt(v, 0) }
 
 // Version is the version of text: "sha256:" + the hex SHA-256 of its UTF-8 bytes.
 func Version(text string) string { return canonical.Digest([]byte(text)) }

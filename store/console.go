@@ -182,10 +182,13 @@ func (db *DB) LaunchJobs(ctx context.Context, workspaceID, launchID string) ([]a
 // followed, which a page's refresh hint can afford (it is read on the next page view).
 func (db *DB) StreamEnd(ctx context.Context, workspaceID string) (accountable.StreamPosition, error) {
 	var p accountable.StreamPosition
-	err := db.pool.QueryRow(ctx, `SELECT stream_position, seq FROM ledger_events WHERE workspace_id = $1
-		ORDER BY stream_position DESC, seq DESC LIMIT 1`, workspaceID).Scan(&p.Position, &p.Seq)
+	err := db.pool.QueryRow(ctx, newestEventQuery, workspaceID).Scan(&p.Position, &p.Seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accountable.StreamPosition{}, nil
 	}
 	return p, mapError(err)
 }
+
+// newestEventQuery reads the position of the workspace's newest event ($1), if it has one.
+const newestEventQuery = `SELECT stream_position, seq FROM ledger_events WHERE workspace_id = $1
+	ORDER BY stream_position DESC, seq DESC LIMIT 1`

@@ -147,9 +147,12 @@ func readContextSections(ctx context.Context, q pgx.Tx, ws string, src *accounta
 	limit := accountable.ContextSectionReadLimit + 1
 	b := &pgx.Batch{}
 
-	b.Queue(`SELECT COALESCE((SELECT stream_position FROM ledger_events WHERE workspace_id = $1
-		ORDER BY stream_position DESC, seq DESC LIMIT 1), 0)`, ws).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&src.AsOfGlobalSequence)
+	b.Queue(newestEventQuery, ws).QueryRow(func(row pgx.Row) error {
+		var seq int64
+		if err := row.Scan(&src.AsOfGlobalSequence, &seq); !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil // a workspace without events is as of 0
 	})
 
 	// Decisions of the scope: the initiative's, and on a workstream only those of no job
