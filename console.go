@@ -52,3 +52,18 @@ type ConsoleJob struct {
 	RunCostCents                             *int64
 	DecisionID, DecisionStatus               *string
 }
+
+// ConsoleMap is the operating map as the console lists it: the counts of the whole map and
+// a bounded, ranked part of it (the picture and GET /operating-map hold all of it).
+type ConsoleMap struct {
+	Processes   int // the workspace's processes
+	Unconfirmed int // of them, discovered or proposed and not yet confirmed
+	Edges       int // the handoff edges
+	EdgesAtRisk int // of them, edges with a handoff that breached its SLA
+
+	// TopProcesses are the processes with the most episodes (then the oldest first).
+	TopProcesses []MapProcess
+	// TopEdges are the edges most at risk: the most breached first, then the most open,
+	// then the busiest.
+	TopEdges []HandoffEdge
+}

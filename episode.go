@@ -143,6 +143,9 @@ type MapRef struct {
 	ProcessIDs []string `json:"processIds"`
 }
 
+// HandoffEdgesByStageKeys is the map's limitation the edges carry (OperatingMap.Limitations).
+const HandoffEdgesByStageKeys = "Handoff edges count handoffs by their stage keys, whichever process they belong to."
+
 // HandoffEdge is a pair of stages handoffs went between, with how many, how many are open,
 // how many breached their SLA, how many were fulfilled and the median time from a
 // handoff's creation to its fulfilment (in whole seconds; null until one is fulfilled).

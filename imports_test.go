@@ -80,12 +80,14 @@ var importRules = []importRule{
 		forbids: func(_ goFile, imp string) bool { return !isStandard(imp) && imp != modulePath },
 	},
 	{
-		// A picture is drawn from the domain's types alone, with the layout library: what
-		// a request may read is the handler's to decide, not the drawing's.
-		name:    "pictures draws the domain types (pictures -> root, stdlib, go-graphviz)",
+		// A picture is drawn from the domain's types alone, with the layout library (and
+		// the drawn maps are kept by a byte-bounded cache, asked for at once drawn once):
+		// what a request may read is the handler's to decide, not the drawing's.
+		name:    "pictures draws the domain types (pictures -> root, stdlib, go-graphviz, singleflight, sizedlru)",
 		applies: func(f goFile) bool { return f.dir == "pictures" && !f.test },
 		forbids: func(_ goFile, imp string) bool {
-			return !isStandard(imp) && imp != modulePath && imp != "github.com/goccy/go-graphviz"
+			return !isStandard(imp) && !slices.Contains([]string{modulePath, "github.com/goccy/go-graphviz",
+				"golang.org/x/sync/singleflight", modulePath + "/sizedlru"}, imp)
 		},
 	},
 	{

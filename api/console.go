@@ -17,6 +17,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/cursors"
 	"github.com/accountablework/accountable/ledgerlog"
+	"github.com/accountablework/accountable/pictures"
 	"github.com/accountablework/accountable/projection"
 )
 
@@ -46,7 +47,7 @@ type ConsoleStore interface {
 	RecentLaunches(ctx context.Context, workspaceID string, limit int) ([]accountable.ConsoleLaunch, error)
 	LaunchJobs(ctx context.Context, workspaceID, launchID string) ([]accountable.ConsoleJob, error)
 	GetLaunch(ctx context.Context, workspaceID, id string) (accountable.Launch, error)
-	OperatingMap(ctx context.Context, workspaceID string) (accountable.OperatingMap, error)
+	ConsoleMap(ctx context.Context, workspaceID string, limit int) (accountable.ConsoleMap, error)
 	WorkLedger(ctx context.Context, workspaceID string, w projection.WorkLedgerWindow) (accountable.WorkLedgerProjection, error)
 	LedgerCheckpoint(ctx context.Context, workspaceID string) (accountable.LedgerCheckpoint, error)
 	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error)
@@ -467,17 +468,25 @@ func (s *Server) consoleLaunch(r *consoleRequest) error {
 
 // The operating map.
 
+// consoleMapRows is how many processes and edges the map page lists: a page that stays
+// small (and fast) however large the map; the picture and GET /operating-map hold it all.
+const consoleMapRows = 50
+
 type mapData struct {
-	Map     accountable.OperatingMap
+	Map     accountable.ConsoleMap
+	Rows    int
 	Picture string
+	API     string
+	Note    string
 }
 
 func (s *Server) consoleMap(r *consoleRequest) error {
-	m, err := r.store.OperatingMap(r.ctx, r.sess.WorkspaceID)
+	m, err := r.store.ConsoleMap(r.ctx, r.sess.WorkspaceID, consoleMapRows)
 	if err != nil {
 		return err
 	}
-	return r.render(fiber.StatusOK, mapTemplate, "Operating map", "map", mapData{Map: m, Picture: V1Root + "/operating-map"})
+	return r.render(fiber.StatusOK, mapTemplate, "Operating map", "map", mapData{Map: m, Rows: consoleMapRows,
+		Picture: V1Root + "/operating-map", API: V1Root + "/operating-map", Note: accountable.HandoffEdgesByStageKeys})
 }
 
 // confirmation says in words whether a process is only discovered (or proposed) or was
@@ -548,6 +557,12 @@ func deref(p *string) string {
 }
 
 var consoleFuncs = template.FuncMap{"inc": func(i int) int { return i + 1 }, "when": when, "money": money, "short": short, "deref": deref, "confirmation": confirmation,
+	"seconds": func(sec *int64) string {
+		if sec == nil {
+			return "—"
+		}
+		return pictures.Duration(*sec)
+	},
 	"stages": func(st []accountable.CandidateStage) string {
 		names := make([]string, 0, len(st))
 		for _, s := range st {
@@ -675,16 +690,19 @@ var launchTemplate = consoleTemplate("launch", `{{with .Data}}
 {{end}}`)
 
 var mapTemplate = consoleTemplate("map", `{{with .Data}}
-<p><img class="picture" src="{{.Picture}}" alt="The operating map: the workspace's processes with their stages, and the handoffs between stages. The tables below hold the same data."></p>
+<p id="map-counts">{{.Map.Processes}} process{{if ne .Map.Processes 1}}es{{end}} ({{.Map.Unconfirmed}} discovered or proposed, not confirmed), {{.Map.Edges}} handoff edge{{if ne .Map.Edges 1}}s{{end}} ({{.Map.EdgesAtRisk}} with a breached SLA).</p>
+<p><img class="picture" src="{{.Picture}}" alt="The operating map: the workspace's processes with their stages, and the handoffs between stages. The tables below list the busiest processes and the edges most at risk."></p>
 <h2>Processes</h2>
+<p class="muted">{{if gt .Map.Processes (len .Map.TopProcesses)}}The {{len .Map.TopProcesses}} of {{.Map.Processes}} with the most episodes; {{else}}By episodes; {{end}}the whole map is the picture above and <code>GET {{.API}}</code>.</p>
 <table id="processes"><thead><tr><th scope="col">Process</th><th scope="col">Discovered or confirmed</th><th scope="col">Stages</th><th scope="col" class="n">Episodes</th></tr></thead><tbody>
-{{range .Map.Processes}}<tr><td>{{.Name}}</td><td>{{confirmation .}}</td><td>{{stages .Stages}}</td><td class="n">{{.Episodes}}</td></tr>
+{{range .Map.TopProcesses}}<tr><td>{{.Name}}</td><td>{{confirmation .}}</td><td>{{stages .Stages}}</td><td class="n">{{.Episodes}}</td></tr>
 {{else}}<tr><td colspan="4" class="muted">No processes yet.</td></tr>{{end}}</tbody></table>
 <h2>Handoff edges</h2>
-<table id="edges"><thead><tr><th scope="col">From stage</th><th scope="col">To stage</th><th scope="col" class="n">Handoffs</th><th scope="col" class="n">Open</th><th scope="col" class="n">SLA breached</th></tr></thead><tbody>
-{{range .Map.HandoffEdges}}<tr><td>{{.FromStageKey}}</td><td>{{.ToStageKey}}</td><td class="n">{{.Handoffs}}</td><td class="n">{{.Open}}</td><td class="n{{if .Breached}} bad{{end}}">{{.Breached}}</td></tr>
-{{else}}<tr><td colspan="5" class="muted">No handoffs yet.</td></tr>{{end}}</tbody></table>
-{{with .Map.Limitations}}<h2>Limitations</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="muted">{{if gt .Map.Edges (len .Map.TopEdges)}}The {{len .Map.TopEdges}} of {{.Map.Edges}} most at risk: {{else}}Most at risk first: {{end}}the most breached, then the most open, then the busiest.</p>
+<table id="edges"><thead><tr><th scope="col">From stage</th><th scope="col">To stage</th><th scope="col" class="n">Handoffs</th><th scope="col" class="n">Open</th><th scope="col" class="n">SLA breached</th><th scope="col" class="n">Median time to fulfil</th></tr></thead><tbody>
+{{range .Map.TopEdges}}<tr><td>{{.FromStageKey}}</td><td>{{.ToStageKey}}</td><td class="n">{{.Handoffs}}</td><td class="n">{{.Open}}</td><td class="n{{if .Breached}} bad{{end}}">{{.Breached}}{{if .Breached}} breached{{end}}</td><td class="n">{{seconds .MedianFulfilmentSeconds}}</td></tr>
+{{else}}<tr><td colspan="6" class="muted">No handoffs yet.</td></tr>{{end}}</tbody></table>
+<h2>Limitations</h2><ul><li>{{.Note}}</li></ul>
 {{end}}`)
 
 var notFoundTemplate = consoleTemplate("not-found", `<p role="alert">{{.Data}}</p>`)

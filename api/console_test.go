@@ -141,7 +141,8 @@ func TestConsoleInChromium(t *testing.T) {
 		"handoffs": {a.marker + " overdue handoff", "SLA breached", "escalated", "decision ", "pending", a.marker + " handoff with time", "left"},
 		"ledger":   {"Tree size", "events", "Root hash", "Last verification", "Newest events", "sha256:"},
 		"launches": {a.launchID[len(a.launchID)-8:], "Two lanes", "$1000.00"},
-		"map":      {"Handoff edges", "build", "review", a.marker + " process", "Build → Review", "proposed, not confirmed (declared)"},
+		"map": {`id="map-counts">1 process (1 discovered or proposed, not confirmed), 1 handoff edge (1 with a breached SLA).`,
+			"Handoff edges", "build", "review", a.marker + " process", "Build → Review", "proposed, not confirmed (declared)"},
 	}
 	for _, p := range consolePages {
 		var heading string
@@ -375,5 +376,89 @@ func TestConsoleSignInAndSwitcher(t *testing.T) {
 	}
 	if res, _ := br.get("/console"); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after leaving the switched-to workspace: %d", res.StatusCode)
+	}
+}
+
+// The map page stays bounded however large the map: it counts the whole map and lists the
+// 50 processes with the most episodes and the 50 edges most at risk (the most breached,
+// then the most open, then the busiest); another workspace's map is not in its counts.
+func TestConsoleMapRanksAndBounds(t *testing.T) {
+	e := newEnv(t, nil)
+	ten := newPerson(t, e)
+	other := storetest.NewTenant(t, e.db)
+	key, ws := ten.Key, ten.Principal.WorkspaceID
+	const n = 53
+	stage := func(i int, s string) string { return fmt.Sprintf("map%02d-%s", i, s) }
+	procs := make([]string, n)
+	for i := range n {
+		r := e.do(request{method: "POST", path: "/operating-processes", key: key, headers: map[string]string{"Idempotency-Key": uniqueKey("process")},
+			body: map[string]any{"name": fmt.Sprintf("Mapped process %02d", i), "purpose": "Rank", "stages": []any{
+				map[string]any{"key": stage(i, "in"), "name": "In"}, map[string]any{"key": stage(i, "out"), "name": "Out"}}}})
+		expect(t, r, http.StatusCreated, "")
+		procs[i] = r.data()["process"].(map[string]any)["id"].(string)
+		createHandoff(t, e, key, map[string]any{"from_stage_key": stage(i, "in"), "to_stage_key": stage(i, "out")})
+	}
+	// Episodes: the last process has two, the one before it one; the others none.
+	for i, p := range map[int]int{n - 1: 2, n - 2: 1} {
+		for range p {
+			expect(t, e.do(request{method: "POST", path: "/episodes", key: key, body: map[string]any{"process_id": procs[i], "case_id": uniqueKey("case"),
+				"started_at": "2026-11-01T09:00:00Z", "ended_at": "2026-11-01T10:00:00Z", "stages": []any{
+					map[string]any{"key": stage(i, "in"), "at": "2026-11-01T09:00:00Z"}, map[string]any{"key": stage(i, "out"), "at": "2026-11-01T10:00:00Z"}},
+				"evidence": map[string]any{}}}), http.StatusCreated, "")
+		}
+	}
+	// Edges at risk: the last but two breached, the last but three with two open handoffs.
+	breached := createHandoff(t, e, key, map[string]any{"from_stage_key": stage(n-3, "in"), "to_stage_key": stage(n-3, "out"), "sla_minutes": 1})
+	if _, err := e.db.BreachHandoffSLA(context.Background(), ws, breached["id"].(string)); err != nil {
+		t.Fatal(err)
+	}
+	createHandoff(t, e, key, map[string]any{"from_stage_key": stage(n-4, "in"), "to_stage_key": stage(n-4, "out")})
+	createHandoff(t, e, other.Key, map[string]any{"from_stage_key": "elsewhere-in", "to_stage_key": "elsewhere-out"})
+
+	br := newBrowser(t, e)
+	br.signIn(ten)
+	res, page := br.get("/console/map")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the map page: %d", res.StatusCode)
+	}
+	if want := fmt.Sprintf(`id="map-counts">%d processes (%d discovered or proposed, not confirmed), %d handoff edges (1 with a breached SLA).`, n, n, n); !strings.Contains(page, want) {
+		t.Fatalf("the map page lacks the counts %q:\n%s", want, page)
+	}
+	rows := func(table string) []string {
+		i := strings.Index(page, `<table id="`+table+`">`)
+		if i < 0 {
+			t.Fatalf("no table %s", table)
+		}
+		body := page[i:]
+		body = body[strings.Index(body, "<tbody>")+len("<tbody>") : strings.Index(body, "</tbody>")]
+		return strings.Split(strings.TrimSpace(body), "</tr>\n")
+	}
+	p, ed := rows("processes"), rows("edges")
+	if len(p) != 50 || len(ed) != 50 {
+		t.Fatalf("%d process rows and %d edge rows, want 50 of each", len(p), len(ed))
+	}
+	for i, want := range []string{"Mapped process 52", "Mapped process 51", "Mapped process 00", "Mapped process 01"} {
+		if !strings.Contains(p[i], want) {
+			t.Errorf("process row %d is %q, want %s", i+1, p[i], want)
+		}
+	}
+	if strings.Contains(page, "Mapped process 49") {
+		t.Error("a 51st process is listed")
+	}
+	for i, want := range []string{stage(n-3, "in"), stage(n-4, "in"), stage(0, "in")} {
+		if !strings.Contains(ed[i], want) {
+			t.Errorf("edge row %d is %q, want %s", i+1, ed[i], want)
+		}
+	}
+	if !strings.Contains(ed[0], "1 breached") || !strings.Contains(ed[1], `<td class="n">2</td><td class="n">2</td>`) {
+		t.Errorf("the edges most at risk: %q, %q", ed[0], ed[1])
+	}
+	for _, want := range []string{"The 50 of 53 with the most episodes", "The 50 of 53 most at risk", "/api/v1/operating-map"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the map page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "elsewhere-in") {
+		t.Error("another workspace's edge is on the map page")
 	}
 }

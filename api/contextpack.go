@@ -3,14 +3,13 @@ package api
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/contextpack"
+	"github.com/accountablework/accountable/sizedlru"
 )
 
 // ContextStore is what the Context packs area needs.
@@ -144,62 +143,17 @@ const (
 	contextBasesBytes = 64 << 20
 )
 
-type contextBase struct {
-	text string
-	at   time.Time
-}
-
-// contextBases keeps the texts served, by (credential, scope, version).
+// contextBases keeps the texts served, by (credential, scope) and version.
 type contextBases struct {
-	mu       sync.Mutex
-	texts    *lru.Cache[string, contextBase]
-	bytes    int
-	maxBytes int
-	ttl      time.Duration
-	now      func() time.Time
+	texts *sizedlru.Cache[string, string]
 }
 
 func newContextBases() *contextBases {
-	return newContextBasesWithin(contextBasesBytes, contextBaseTTL, time.Now)
-}
-
-func newContextBasesWithin(maxBytes int, ttl time.Duration, now func() time.Time) *contextBases {
-	b := &contextBases{maxBytes: maxBytes, ttl: ttl, now: now}
-	// Bounded in bytes below, not in count; the callback runs inside the calls b.mu holds.
-	b.texts, _ = lru.NewWithEvict(1<<20, func(_ string, v contextBase) { b.bytes -= len(v.text) }) // errors only for a size <= 0
-	return b
+	return &contextBases{sizedlru.New[string, string](contextBasesBytes, contextBaseTTL, func(t string) int { return len(t) }, time.Now)}
 }
 
 func (b *contextBases) get(scopeKey, version string) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := scopeKey + "|" + version
-	v, ok := b.texts.Get(k)
-	if !ok {
-		return "", false
-	}
-	if b.now().Sub(v.at) > b.ttl {
-		b.texts.Remove(k)
-		return "", false
-	}
-	return v.text, true
+	return b.texts.Get(scopeKey + "|" + version)
 }
 
-func (b *contextBases) add(scopeKey, version, text string) {
-	if len(text) > b.maxBytes/8 {
-		return // one text may not take the room of many
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := scopeKey + "|" + version
-	if _, ok := b.texts.Peek(k); ok {
-		b.texts.Remove(k) // renewed: its time starts again
-	}
-	b.texts.Add(k, contextBase{text: text, at: b.now()})
-	b.bytes += len(text)
-	for b.bytes > b.maxBytes {
-		if _, _, ok := b.texts.RemoveOldest(); !ok {
-			break
-		}
-	}
-}
+func (b *contextBases) add(scopeKey, version, text string) { b.texts.Add(scopeKey+"|"+version, text) }

@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/api"
 	"github.com/accountablework/accountable/store"
 	"github.com/accountablework/accountable/store/storetest"
 )
@@ -402,37 +399,4 @@ func TestContextPackScopeAndBudget(t *testing.T) {
 	// A version with delivery_mode full is a contradiction the request is refused for.
 	r = s.prepare(t, s.tenant.Key, map[string]any{"delivery_mode": "full", "acknowledged_context_version": digestOf("x")})
 	expect(t, r, http.StatusBadRequest, accountable.ECodeValidationFailed)
-}
-
-// The texts kept as bases are bounded in bytes (the least recently used go first, and a
-// text over an eighth of the bound is not kept) and in time: an evicted or expired base is
-// one the service no longer holds, answered in full like a stale one.
-func TestContextBasesEvictAndExpire(t *testing.T) {
-	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	b := api.NewContextBases(800, 30*time.Minute, func() time.Time { return now })
-	text := func(i int) string { return strings.Repeat(strconv.Itoa(i%10), 100) }
-	for i := range 8 {
-		b.Add("k", strconv.Itoa(i), text(i))
-	}
-	if _, ok := b.Get("k", "0"); !ok || b.Bytes() != 800 {
-		t.Fatalf("8 texts of 100 bytes in 800: first held %v, %d bytes", ok, b.Bytes())
-	}
-	b.Add("k", "8", text(8)) // evicts the least recently used: 1 (0 was just read)
-	if _, ok := b.Get("k", "1"); ok || b.Bytes() != 800 {
-		t.Fatalf("the least recently used text is still held (%d bytes)", b.Bytes())
-	}
-	if got, ok := b.Get("k", "8"); !ok || got != text(8) {
-		t.Fatalf("the newest text: %q %v", got, ok)
-	}
-	b.Add("k", "big", strings.Repeat("x", 101))
-	if _, ok := b.Get("k", "big"); ok {
-		t.Fatal("a text over an eighth of the bound was kept")
-	}
-	if _, ok := b.Get("other", "8"); ok {
-		t.Fatal("a text is held for another credential or scope")
-	}
-	now = now.Add(31 * time.Minute)
-	if _, ok := b.Get("k", "8"); ok {
-		t.Fatal("an expired text is still a base")
-	}
 }

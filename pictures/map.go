@@ -1,20 +1,26 @@
 // Package pictures draws the service's resources as SVG pictures, the same bytes for the
 // same data: the operating map as a graph (laid out by Graphviz's dot, compiled to
 // WebAssembly: github.com/goccy/go-graphviz) and a launch as a timeline (plain SVG).
-// It imports the root package, the standard library and the layout library only.
+// It imports the root package, the standard library, the layout library and the
+// sizedlru cache (of the maps drawn) only.
 package pictures
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/goccy/go-graphviz"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/sizedlru"
 )
 
 // MediaType is the media type of the pictures.
@@ -68,6 +74,11 @@ const (
 	colourSettled  = "#475467" // grey: all fulfilled or cancelled
 	colourMuted    = "#98a2b3"
 	fontName       = "Helvetica,Arial,sans-serif"
+	// mapFontName is the map's font: one family Graphviz knows the metrics of, so that its
+	// layout leaves room for each label as a browser draws it (Helvetica, or a font of the
+	// same widths: Arial, Liberation Sans). Given a list (fontName), Graphviz falls back to
+	// Times's narrower widths, and labels overran their boxes.
+	mapFontName = "Helvetica"
 )
 
 // OperatingMap draws the operating map: each process a cluster of its stages (solid border
@@ -77,7 +88,58 @@ const (
 // fulfil. Processes are ordered by id, stages as their revision lists them, edges by their
 // stage keys, so the same map gives the same bytes.
 func OperatingMap(ctx context.Context, m accountable.OperatingMap) ([]byte, error) {
-	return renderDOT(ctx, OperatingMapDOT(m))
+	return drawnMaps.draw(ctx, OperatingMapDOT(m))
+}
+
+// Drawn maps are kept by the SHA-256 of their DOT text, the whole input of the layout, so
+// a map unchanged since it was last drawn is answered without a layout (1.5 to 5 s for the
+// largest drawn), and the same map asked for at once is laid out once.
+const (
+	drawnMapsBytes  = 64 << 20 // the largest drawn map is about 3 MB
+	drawnMapTimeout = time.Minute
+)
+
+var drawnMaps = newMapDrawings(drawnMapsBytes)
+
+type mapDrawings struct {
+	svgs    *sizedlru.Cache[[sha256.Size]byte, []byte]
+	drawing singleflight.Group
+	layouts atomic.Int64 // layouts run (for the tests)
+}
+
+func newMapDrawings(maxBytes int) *mapDrawings {
+	return &mapDrawings{svgs: sizedlru.New[[sha256.Size]byte, []byte](maxBytes, 0, func(b []byte) int { return len(b) }, time.Now)}
+}
+
+// draw answers the SVG of dot. A layout begun runs to its end and is kept even when every
+// caller waiting for it has gone (their contexts ended): the next asks for the same map.
+func (d *mapDrawings) draw(ctx context.Context, dot []byte) ([]byte, error) {
+	key := sha256.Sum256(dot)
+	if svg, ok := d.svgs.Get(key); ok {
+		return svg, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // no layout for a caller already gone
+	}
+	ch := d.drawing.DoChan(string(key[:]), func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drawnMapTimeout)
+		defer cancel()
+		d.layouts.Add(1)
+		svg, err := renderDOT(lctx, dot)
+		if err == nil {
+			d.svgs.Add(key, svg)
+		}
+		return svg, err
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]byte), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // processStyle is the border and the words of a process's lifecycle state.
@@ -143,13 +205,13 @@ func OperatingMapDOT(m accountable.OperatingMap) []byte {
 		title = append(title, "Drawn: "+strings.Join(omitted, " and ")+".")
 	}
 	fmt.Fprintf(&b, "  graph [rankdir=LR, fontname=%s, fontsize=11, nodesep=0.3, ranksep=0.6, labelloc=t, labeljust=l, label=%s];\n",
-		quote(fontName), leftLines(title))
+		quote(mapFontName), leftLines(title))
 	if len(edges) >= boundedFrom || stages >= 5*boundedFrom {
 		b.WriteString("  graph [mclimit=0.1, nslimit=2, nslimit1=2];\n")
 	}
 	fmt.Fprintf(&b, "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", color=%s, fontname=%s, fontsize=10];\n",
-		quote(colourSettled), quote(fontName))
-	fmt.Fprintf(&b, "  edge [fontname=%s, fontsize=9];\n", quote(fontName))
+		quote(colourSettled), quote(mapFontName))
+	fmt.Fprintf(&b, "  edge [fontname=%s, fontsize=9];\n", quote(mapFontName))
 
 	// Nodes: one per stage of each process (n<process>_<stage>). An edge joins its stage
 	// keys within the first process that has both, else the first stages of those keys;

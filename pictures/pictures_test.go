@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,11 +135,12 @@ func TestOperatingMapGolden(t *testing.T) {
 			t.Errorf("the map lacks %q", want)
 		}
 	}
-	// The same map in another order draws the same picture.
+	// The same map in another order, laid out afresh (not the picture kept), draws the
+	// same picture.
 	m := sampleMap()
 	m.Processes[0], m.Processes[1] = m.Processes[1], m.Processes[0]
 	m.HandoffEdges[0], m.HandoffEdges[3] = m.HandoffEdges[3], m.HandoffEdges[0]
-	again, err := pictures.OperatingMap(context.Background(), m)
+	again, err := pictures.LayOut(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,23 +158,29 @@ func TestOperatingMapEmpty(t *testing.T) {
 	golden(t, "operating_map_empty.svg", svg)
 }
 
-// TestOperatingMapConcurrent draws maps from many goroutines at once (run with -race): the
-// one Graphviz context serves them in turn, each the same bytes.
+// TestOperatingMapConcurrent lays out maps from many goroutines at once (run with -race):
+// the one Graphviz context serves them in turn, each the same bytes.
 func TestOperatingMapConcurrent(t *testing.T) {
-	want, err := pictures.OperatingMap(context.Background(), sampleMap())
+	want, err := pictures.LayOut(context.Background(), sampleMap())
 	if err != nil {
 		t.Fatal(err)
 	}
+	concurrently(t, 16, func() error {
+		got, err := pictures.LayOut(context.Background(), sampleMap())
+		if err == nil && !bytes.Equal(got, want) {
+			err = fmt.Errorf("another picture")
+		}
+		return err
+	})
+}
+
+// concurrently runs f n times at once and fails on the first error.
+func concurrently(t *testing.T, n int, f func() error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			got, err := pictures.OperatingMap(context.Background(), sampleMap())
-			if err == nil && !bytes.Equal(got, want) {
-				err = fmt.Errorf("another picture")
-			}
-			errs <- err
-		})
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- f() })
 	}
 	wg.Wait()
 	close(errs)
@@ -183,11 +191,61 @@ func TestOperatingMapConcurrent(t *testing.T) {
 	}
 }
 
+// A map drawn is kept by its DOT text: asked for again, or by many at once, it is laid out
+// once; a map that changed is laid out again.
+func TestOperatingMapDrawnOnce(t *testing.T) {
+	m := bigMap(7)
+	before := pictures.Layouts()
+	want, err := pictures.LayOut(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	concurrently(t, 16, func() error {
+		got, err := pictures.OperatingMap(context.Background(), m)
+		if err == nil && !bytes.Equal(got, want) {
+			err = fmt.Errorf("another picture than the map's layout")
+		}
+		return err
+	})
+	if _, err := pictures.OperatingMap(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if n := pictures.Layouts() - before; n != 1 {
+		t.Fatalf("17 asks for one map ran %d layouts, want 1", n)
+	}
+	m.HandoffEdges[0].Open++
+	changed, err := pictures.OperatingMap(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pictures.Layouts() - before; n != 2 || bytes.Equal(changed, want) {
+		t.Fatalf("a changed map: %d layouts in all (want 2), the same picture: %v", n, bytes.Equal(changed, want))
+	}
+}
+
+// A caller already gone starts no layout; one that goes during a layout gets its context's
+// error, and the layout runs to its end and is kept for the next.
 func TestOperatingMapCancelled(t *testing.T) {
+	m := bigMap(11)
+	before := pictures.Layouts()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := pictures.OperatingMap(ctx, sampleMap()); err == nil {
-		t.Fatal("a cancelled request drew a map")
+	if _, err := pictures.OperatingMap(ctx, m); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request: %v, want context.Canceled", err)
+	}
+	if n := pictures.Layouts() - before; n != 0 {
+		t.Fatalf("a cancelled request ran %d layouts", n)
+	}
+	short, stop := context.WithTimeout(context.Background(), time.Millisecond)
+	defer stop()
+	if _, err := pictures.OperatingMap(short, m); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request gone during the layout: %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := pictures.OperatingMap(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if n := pictures.Layouts() - before; n != 1 {
+		t.Fatalf("the layout a gone request began was not the next's: %d layouts, want 1", n)
 	}
 }
 
@@ -245,5 +303,32 @@ func TestOperatingMapBounded(t *testing.T) {
 	}
 	if strings.Contains(string(pictures.OperatingMapDOT(sampleMap())), "mclimit") {
 		t.Fatal("a small map's layout is bounded")
+	}
+}
+
+// A launch of a few seconds has its axis and offsets in milliseconds and tenths of a
+// second, not +0s everywhere.
+func TestLaunchTimelineSubSecond(t *testing.T) {
+	l := sampleLaunch()
+	start := l.CreatedAt.Time
+	l.Receipts[0].CreatedAt = accountable.TimeOf(start.Add(250 * time.Millisecond))
+	l.Runs[0].CreatedAt = accountable.TimeOf(start.Add(1500 * time.Millisecond))
+	l.Runs[0].FinalizedAt = ptr(accountable.TimeOf(start.Add(1800 * time.Millisecond)))
+	l.Receipts[0].SettledAt = ptr(accountable.TimeOf(start.Add(2 * time.Second)))
+	l.Runs[1].CreatedAt = accountable.TimeOf(start.Add(2 * time.Second))
+	l.Receipts[1].CreatedAt = accountable.TimeOf(start.Add(time.Second))
+	l.BlockingDecision.CreatedAt = accountable.TimeOf(start.Add(3 * time.Second))
+	svg, err := pictures.LaunchTimeline(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormed(t, svg)
+	for _, want := range []string{"reserved +250ms", "dispatched +1.5s", "settled +2s", ">+0s<"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the timeline lacks %q", want)
+		}
+	}
+	if n := bytes.Count(svg, []byte(">+0s<")); n != 1 {
+		t.Errorf("%d axis ticks read +0s, want the first only", n)
 	}
 }

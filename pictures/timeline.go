@@ -3,6 +3,7 @@ package pictures
 import (
 	"encoding/xml"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,7 +126,7 @@ func LaunchTimeline(l accountable.Launch) ([]byte, error) {
 			anchor = "end"
 		}
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d0d5dd"/>`, tx, axisY, tx, height-tlFooterH+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s">+%s</text>`+"\n", tx, axisY-6, anchor, Duration(int64(at.Sub(start)/time.Second)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s">+%s</text>`+"\n", tx, axisY-6, anchor, elapsed(at.Sub(start)))
 	}
 	b.WriteString("</g>\n")
 	fmt.Fprintf(&b, `<text x="16" y="%d" font-weight="bold">Job (workstream · status)</text>`+"\n", axisY-6)
@@ -274,7 +275,22 @@ func money(cents int64) string {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
 // offset writes how long after start t is.
-func offset(start, t time.Time) string { return "+" + Duration(int64(t.Sub(start)/time.Second)) }
+func offset(start, t time.Time) string { return "+" + elapsed(t.Sub(start)) }
+
+// elapsed is d as the timeline writes it: Duration's whole units from 10 s, and under it
+// milliseconds or tenths of a second, so that a launch of a few seconds (a dry run, a
+// test's) does not read +0s everywhere.
+func elapsed(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return Duration(int64(d / time.Second))
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + "s"
+	case d > 0:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	}
+	return "0s"
+}
 
 // short is the first 8 characters of an id.
 func short(id string) string {

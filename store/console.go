@@ -192,3 +192,48 @@ func (db *DB) StreamEnd(ctx context.Context, workspaceID string) (accountable.St
 // newestEventQuery reads the position of the workspace's newest event ($1), if it has one.
 const newestEventQuery = `SELECT stream_position, seq FROM ledger_events WHERE workspace_id = $1
 	ORDER BY stream_position DESC, seq DESC LIMIT 1`
+
+// ConsoleMap reads the counts of the workspace's operating map and its limit processes with
+// the most episodes and limit edges most at risk, in one snapshot. Only the processes shown
+// are decoded: the ranking reads ids and episode counts, and the documents are joined to
+// the limit chosen.
+func (db *DB) ConsoleMap(ctx context.Context, workspaceID string, limit int) (accountable.ConsoleMap, error) {
+	var m accountable.ConsoleMap
+	err := db.snapshot(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE lifecycle_state IN ('discovered', 'proposed'))
+			FROM operating_processes WHERE workspace_id = $1`, workspaceID).Scan(&m.Processes, &m.Unconfirmed); err != nil {
+			return mapError(err)
+		}
+		rows, err := tx.Query(ctx, `WITH ranked AS (
+				SELECT p.id, p.created_at, coalesce(e.n, 0) AS episodes FROM operating_processes p
+				LEFT JOIN (SELECT process_id, count(*) AS n FROM episodes WHERE workspace_id = $1 GROUP BY process_id) e ON e.process_id = p.id
+				WHERE p.workspace_id = $1 ORDER BY episodes DESC, p.created_at, p.id LIMIT $2)
+			SELECT p.doc::text, coalesce(r.doc::text, '{}'), ranked.episodes FROM ranked
+			JOIN operating_processes p ON p.workspace_id = $1 AND p.id = ranked.id
+			LEFT JOIN process_revisions r ON r.workspace_id = $1 AND r.id = (p.doc->'currentRevisionRef'->>'id')::uuid
+			ORDER BY ranked.episodes DESC, ranked.created_at, ranked.id`, workspaceID, limit)
+		if err != nil {
+			return mapError(err)
+		}
+		m.TopProcesses = []accountable.MapProcess{}
+		if err := scanMapProcesses(rows, func(_ accountable.OperatingProcess, mp accountable.MapProcess) {
+			m.TopProcesses = append(m.TopProcesses, mp)
+		}); err != nil {
+			return err
+		}
+		// The counts of all edges ride on each row shown (a window over the groups); with
+		// none shown, the workspace has no edges.
+		erows, err := tx.Query(ctx, `SELECT *, count(*) OVER (), count(*) FILTER (WHERE breached > 0) OVER () FROM (`+
+			handoffEdgesQuery+`) AS edges(from_key, to_key, handoffs, open, breached, fulfilled, median)
+			ORDER BY breached DESC, open DESC, handoffs DESC, from_key, to_key LIMIT $2`, workspaceID, limit)
+		if err != nil {
+			return mapError(err)
+		}
+		m.TopEdges, err = pgx.CollectRows(erows, func(row pgx.CollectableRow) (accountable.HandoffEdge, error) {
+			var e accountable.HandoffEdge
+			return e, scanHandoffEdge(row, &e, &m.Edges, &m.EdgesAtRisk)
+		})
+		return mapError(err)
+	})
+	return m, err
+}

@@ -114,24 +114,7 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 	}
 	var procs []accountable.MapProcess
 	recipients, domains := map[string][]string{}, map[string][]string{}
-	for rows.Next() {
-		var pdoc, rdoc string
-		var episodes int
-		if err := rows.Scan(&pdoc, &rdoc, &episodes); err != nil {
-			rows.Close()
-			return accountable.OperatingMap{}, mapError(err)
-		}
-		var proc accountable.OperatingProcess
-		var rev accountable.ProcessSpecRevision
-		if err := errors.Join(decodeStored([]byte(pdoc), &proc), decodeStored([]byte(rdoc), &rev)); err != nil {
-			rows.Close()
-			return accountable.OperatingMap{}, err
-		}
-		mp := accountable.MapProcess{ID: proc.ID, Name: proc.Name, LifecycleState: proc.LifecycleState, ProvenanceMode: proc.ProvenanceMode,
-			DomainRef: proc.DomainRef, Stages: []accountable.CandidateStage{}, Episodes: episodes}
-		for _, s := range rev.Stages {
-			mp.Stages = append(mp.Stages, accountable.CandidateStage{Key: s.Key, Name: s.Name})
-		}
+	err = scanMapProcesses(rows, func(proc accountable.OperatingProcess, mp accountable.MapProcess) {
 		for _, r := range proc.ValueRecipientRefs {
 			recipients[r.ID] = append(recipients[r.ID], proc.ID)
 		}
@@ -139,25 +122,17 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 			domains[proc.DomainRef.ID] = append(domains[proc.DomainRef.ID], proc.ID)
 		}
 		procs = append(procs, mp)
+	})
+	if err != nil {
+		return accountable.OperatingMap{}, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return accountable.OperatingMap{}, mapError(err)
-	}
-	// A fulfilled handoff is final: its updatedAt is when it was fulfilled.
-	erows, err := tx.Query(ctx, `SELECT doc->>'fromStageKey', doc->>'toStageKey', count(*),
-			count(*) FILTER (WHERE status NOT IN ('fulfilled', 'cancelled')), count(sla_breached_at),
-			count(*) FILTER (WHERE status = 'fulfilled'),
-			round(percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM (doc->>'updatedAt')::timestamptz - created_at)))
-				FILTER (WHERE status = 'fulfilled'))::bigint
-		FROM handoffs WHERE workspace_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`, workspaceID)
+	erows, err := tx.Query(ctx, handoffEdgesQuery+` ORDER BY 1, 2`, workspaceID)
 	if err != nil {
 		return accountable.OperatingMap{}, mapError(err)
 	}
 	edges, err := pgx.CollectRows(erows, func(row pgx.CollectableRow) (accountable.HandoffEdge, error) {
 		var e accountable.HandoffEdge
-		err := row.Scan(&e.FromStageKey, &e.ToStageKey, &e.Handoffs, &e.Open, &e.Breached, &e.Fulfilled, &e.MedianFulfilmentSeconds)
-		return e, err
+		return e, scanHandoffEdge(row, &e)
 	})
 	if err != nil {
 		return accountable.OperatingMap{}, mapError(err)
@@ -165,12 +140,52 @@ func operatingMap(ctx context.Context, tx pgx.Tx, workspaceID string) (accountab
 	return assembleOperatingMap(procs, recipients, domains, edges), nil
 }
 
+// handoffEdgesQuery aggregates the workspace's ($1) handoffs into edges by their stage keys
+// (scanHandoffEdge reads a row); the caller orders them. A fulfilled handoff is final: its
+// updatedAt is when it was fulfilled.
+const handoffEdgesQuery = `SELECT doc->>'fromStageKey', doc->>'toStageKey', count(*),
+		count(*) FILTER (WHERE status NOT IN ('fulfilled', 'cancelled')), count(sla_breached_at),
+		count(*) FILTER (WHERE status = 'fulfilled'),
+		round(percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(0, extract(epoch FROM (doc->>'updatedAt')::timestamptz - created_at)))
+			FILTER (WHERE status = 'fulfilled'))::bigint
+	FROM handoffs WHERE workspace_id = $1 GROUP BY 1, 2`
+
+// scanHandoffEdge reads the columns of handoffEdgesQuery (more may follow them, in dest).
+func scanHandoffEdge(row pgx.Row, e *accountable.HandoffEdge, dest ...any) error {
+	return row.Scan(append([]any{&e.FromStageKey, &e.ToStageKey, &e.Handoffs, &e.Open, &e.Breached, &e.Fulfilled, &e.MedianFulfilmentSeconds}, dest...)...)
+}
+
+// scanMapProcesses reads rows of (process doc, current revision doc or '{}', episode count)
+// into map processes, handing each to add with its process; it closes rows.
+func scanMapProcesses(rows pgx.Rows, add func(accountable.OperatingProcess, accountable.MapProcess)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var pdoc, rdoc string
+		var episodes int
+		if err := rows.Scan(&pdoc, &rdoc, &episodes); err != nil {
+			return mapError(err)
+		}
+		var proc accountable.OperatingProcess
+		var rev accountable.ProcessSpecRevision
+		if err := errors.Join(decodeStored([]byte(pdoc), &proc), decodeStored([]byte(rdoc), &rev)); err != nil {
+			return err
+		}
+		mp := accountable.MapProcess{ID: proc.ID, Name: proc.Name, LifecycleState: proc.LifecycleState, ProvenanceMode: proc.ProvenanceMode,
+			DomainRef: proc.DomainRef, Stages: []accountable.CandidateStage{}, Episodes: episodes}
+		for _, s := range rev.Stages {
+			mp.Stages = append(mp.Stages, accountable.CandidateStage{Key: s.Key, Name: s.Name})
+		}
+		add(proc, mp)
+	}
+	return mapError(rows.Err())
+}
+
 // assembleOperatingMap assembles the map from the workspace's processes (with the stages of
 // their current revisions), episode counts per process and handoff edges; everything in a
 // stable order.
 func assembleOperatingMap(procs []accountable.MapProcess, recipients map[string][]string, domains map[string][]string, edges []accountable.HandoffEdge) accountable.OperatingMap {
 	m := accountable.OperatingMap{Processes: procs, ValueRecipients: mapRefs(recipients), Domains: mapRefs(domains), HandoffEdges: edges,
-		Limitations: []string{"Handoff edges count handoffs by their stage keys, whichever process they belong to."}}
+		Limitations: []string{accountable.HandoffEdgesByStageKeys}}
 	if m.Processes == nil {
 		m.Processes = []accountable.MapProcess{}
 	}

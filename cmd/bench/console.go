@@ -93,12 +93,12 @@ func consoleHandoffBody(i int) []byte {
 
 // consolePages are the measured pages of a workspace seeded with n processes.
 func consolePages(n int) []*consolePage {
-	last := max(n-1, 0)
 	return []*consolePage{
 		{Path: "/console", HTML: true, Marker: `id="workspace-name">Bench console<`},
 		{Path: "/console/handoffs", HTML: true, Marker: "Console handoff "},
 		{Path: "/console/ledger", HTML: true, Marker: "<td>handoff.proposed<br>"},
-		{Path: "/console/map", HTML: true, Marker: consoleStages(last)[1]},
+		// The map page lists the 50 busiest processes and edges most at risk, and counts all.
+		{Path: "/console/map", HTML: true, Marker: fmt.Sprintf(`id="map-counts">%d processes`, n)},
 		{Path: "/console/launches", HTML: true, Marker: `<table id="launches">`},
 		// Graphviz writes a stage key's hyphens as &#45;, and draws the first 300 processes
 		// only (pictures.maxDrawnProcesses): a process's name is the picture's marker.
