@@ -31,7 +31,9 @@ import (
 //   - each page at one client, BENCH_RUNS runs of BENCH_WARMUP + BENCH_DURATION: GET with
 //     the session cookie, every answer checked to be 200, HTML, and to carry a marker of
 //     the seeded data; the operating map's SVG (GET /api/v1/operating-map, Accept:
-//     image/svg+xml, with the workspace's API key) the same way, reported beside them.
+//     image/svg+xml, with the workspace's API key) the same way, reported beside them: the
+//     warm-up takes its one layout, and the runs measure the map read, its DOT and the
+//     picture kept (pictures keeps a map drawn by its DOT's digest).
 //
 // No limit exists: the pages are reported beside the stated target (consoleTargetP99),
 // which is the HTML pages'; the SVG is reported without a verdict against it.
