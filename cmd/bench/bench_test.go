@@ -780,10 +780,10 @@ func TestConsoleHelpers(t *testing.T) {
 	}
 
 	pages := consolePages(1000)
-	if len(pages) != 6 || pages[3].Marker != "p1000-review" || pages[5].HTML {
+	if len(pages) != 6 || pages[3].Marker != `id="map-counts">1000 processes` || pages[5].HTML {
 		t.Fatalf("pages %+v", pages)
 	}
-	if err := checkConsoleAnswer(pages[3], "text/html; charset=utf-8", []byte("<td>p1000-intake → p1000-review</td>")); err != nil {
+	if err := checkConsoleAnswer(pages[3], "text/html; charset=utf-8", []byte(`<p id="map-counts">1000 processes (0 discovered or proposed`)); err != nil {
 		t.Fatal(err)
 	}
 	if checkConsoleAnswer(pages[3], "text/html; charset=utf-8", []byte("<p>No processes yet.</p>")) == nil ||
@@ -807,5 +807,21 @@ func TestConsoleHelpers(t *testing.T) {
 	}
 	if h := b.consoleHistory(); !strings.HasPrefix(h, "console p99 (ms): /console 50.00, ") || !strings.HasSuffix(h, "/api/v1/operating-map 150") {
 		t.Fatalf("history %q", h)
+	}
+}
+
+// A line's verdict is against its own target when it has one (the defaults line: 0.9 of
+// the tuned service), else DESIGN §6's.
+func TestLineVerdict(t *testing.T) {
+	own := &line{Target: defaultsTarget}
+	for r, want := range map[float64]string{0.95: "meets 0.9", 0.9: "meets 0.9", 0.85: "**below 0.9**"} {
+		if got := own.verdict(r); got != want {
+			t.Errorf("target 0.9, ratio %.2f: %q, want %q", r, got, want)
+		}
+	}
+	for r, want := range map[float64]string{0.85: "meets 0.8", 0.75: "meets 0.7", 0.65: "**below 0.7**"} {
+		if got := (&line{}).verdict(r); got != want {
+			t.Errorf("DESIGN's target, ratio %.2f: %q, want %q", r, got, want)
+		}
 	}
 }

@@ -203,7 +203,7 @@ func (b *bench) measureGrowth(pt *growthPoint) error {
 			return err
 		}
 		mem := b.svc.sampleMemory()
-		s := runLoad(b.ctx, b.svcAddr, c, warmup, b.s.Duration, b.completeTasks(b.growth.Key, len(items), func(i int) poolTask {
+		s := runLoad(b.ctx, b.svcAddr, c, warmup, b.s.Duration, b.completeTasks(b.svcAddr, b.growth.Key, len(items), func(i int) poolTask {
 			t := items[i]
 			return poolTask{id: t.id.String(), token: accountable.TaskVersion{AggregateVersion: 1, UpdatedAt: time.UnixMicro(t.updated)}.Token()}
 		}, b.nextTag("growth-complete")))

@@ -1200,7 +1200,7 @@ func (b *bench) logTable() string {
 		}
 		fmt.Fprintf(&w, "| tiles at the bare server's rate | %s @%d | %s req/s beside %s (**%.2fx**); p99 %s / %s ms | the bare server's rate (≥ %.1fx, goal %.1fx) | %s |\n",
 			l.Name, l.Clients, rate(median(l.Service, rateOf)), rate(median(l.Limit, rateOf)), l.ratio(),
-			msec(median(l.Service, p99Of)), msec(median(l.Limit, p99Of)), targetBar, targetGoal, verdict(l.ratio()))
+			msec(median(l.Service, p99Of)), msec(median(l.Limit, p99Of)), targetBar, targetGoal, l.verdict(l.ratio()))
 	}
 	return w.String()
 }

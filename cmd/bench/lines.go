@@ -145,13 +145,13 @@ func (b *bench) serviceComplete(c int) sample {
 
 // completeWork completes items in order, each with its own version token and key.
 func (b *bench) completeWork(items []poolTask, tag string) workload {
-	return b.completeTasks(b.main.Key, len(items), func(i int) poolTask { return items[i] }, tag)
+	return b.completeTasks(b.svcAddr, b.main.Key, len(items), func(i int) poolTask { return items[i] }, tag)
 }
 
-// completeTasks completes n tasks of key's workspace in order, task i being item(i), each
-// with its own version token and Idempotency-Key.
-func (b *bench) completeTasks(key string, n int, item func(i int) poolTask, tag string) workload {
-	prefix := "http://" + b.svcAddr + "/api/v1/work/"
+// completeTasks completes n tasks of key's workspace in order at the service at addr, task
+// i being item(i), each with its own version token and Idempotency-Key.
+func (b *bench) completeTasks(addr, key string, n int, item func(i int) poolTask, tag string) workload {
+	prefix := "http://" + addr + "/api/v1/work/"
 	auth := "Bearer " + key
 	return workload{
 		prepare: func(i int, req *fasthttp.Request) bool {

@@ -78,7 +78,14 @@ func msec(d time.Duration) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func verdict(r float64) string {
+// verdict is the ratio r against the line's target: its own, or DESIGN §6's.
+func (l *line) verdict(r float64) string {
+	if l.Target > 0 {
+		if r >= l.Target {
+			return fmt.Sprintf("meets %.1f", l.Target)
+		}
+		return fmt.Sprintf("**below %.1f**", l.Target)
+	}
 	switch {
 	case r >= targetGoal:
 		return "meets 0.8"
@@ -109,7 +116,7 @@ func (b *bench) table() string {
 		}
 		fmt.Fprintf(&w, "| %s | %d | %s %s | %s %s | %.2fx | %s | %s / %s | %s / %s | %s | %s |\n",
 			l.Name, l.Clients, rate(median(l.Service, rateOf)), l.Unit, rate(median(l.Limit, rateOf)), l.limitUnit(),
-			l.ratio(), verdict(l.ratio()),
+			l.ratio(), l.verdict(l.ratio()),
 			msec(median(l.Service, p50Of)), msec(median(l.Service, p99Of)),
 			msec(median(l.Limit, p50Of)), msec(median(l.Limit, p99Of)), l.Latency, l.mirrorCell())
 	}

@@ -56,9 +56,14 @@ type settings struct {
 	LogClients     []int
 	LogWitnessPort int
 
-	ServicePort  int
-	BaselinePort int
-	PprofPort    int
+	ServicePort int
+	// DefaultsPort is where the defaults line's server listens; DefaultsEnv adds settings to
+	// it; DefaultsCompleteClients and DefaultsReadClients are its lines' clients.
+	DefaultsPort                                 int
+	DefaultsEnv                                  string
+	DefaultsCompleteClients, DefaultsReadClients int
+	BaselinePort                                 int
+	PprofPort                                    int
 	// ServiceConns is the service's DATABASE_MAX_CONNS (and the baseline's pool size):
 	// enough for the highest client count, as pgbench has one connection per client.
 	ServiceConns int
@@ -77,48 +82,52 @@ type settings struct {
 // defaultLogSizes are the ledgerlog line's synthetic logs by default.
 var defaultLogSizes = []int{1000000, 10000000}
 
-var allLines = []string{"create", "complete", "read", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "console", "ledgerlog", "growth", "fairness"}
+var allLines = []string{"create", "complete", "read", "defaults", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "console", "ledgerlog", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
 	s := settings{
-		Duration:           envDuration("BENCH_DURATION", 10*time.Second, &errs),
-		Warmup:             envDuration("BENCH_WARMUP", 2*time.Second, &errs),
-		Runs:               envInt("BENCH_RUNS", 5, &errs),
-		CompleteClients:    envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
-		CreateClients:      envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
-		ReadClients:        envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
-		PagingEvents:       envInt("BENCH_PAGING_EVENTS", 10000, &errs),
-		DiscoveryEvents:    envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
-		ProjectionEvents:   envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
-		ContextEvents:      envInt("BENCH_CONTEXT_EVENTS", 100000, &errs),
-		ContextClients:     envInts("BENCH_CONTEXT_CLIENTS", []int{1, 8}, &errs),
-		ConsoleProcesses:   envInt("BENCH_CONSOLE_PROCESSES", 1000, &errs),
-		PageLimit:          envInt("BENCH_PAGE_LIMIT", 500, &errs),
-		GrowthEvents:       envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
-		GrowthClients:      envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
-		FairWorkspaces:     envInt("BENCH_FAIRNESS_WORKSPACES", 1000, &errs),
-		FairQuietRPS:       envFloat("BENCH_FAIRNESS_QUIET_RPS", 200, &errs),
-		FairNoisyClients:   envInt("BENCH_FAIRNESS_NOISY_CLIENTS", 32, &errs),
-		FairWorkspaceRPS:   envFloat("BENCH_FAIRNESS_WORKSPACE_RPS", 50, &errs),
-		FairWorkspaceBurst: envInt("BENCH_FAIRNESS_WORKSPACE_BURST", 100, &errs),
-		FairInFlight:       envInt("BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT", 2, &errs),
-		FairHold:           envDuration("BENCH_FAIRNESS_HOLD", time.Second, &errs),
-		FairPort:           envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
-		LogSizes:           envInts("BENCH_LOG_SIZES", defaultLogSizes, &errs),
-		LogClients:         envInts("BENCH_LOG_CLIENTS", []int{1, 8}, &errs),
-		LogWitnessPort:     envInt("BENCH_LOG_WITNESS_PORT", 18084, &errs),
-		ServicePort:        envInt("BENCH_HTTP_PORT", 18080, &errs),
-		BaselinePort:       envInt("BENCH_BASELINE_PORT", 18081, &errs),
-		PprofPort:          envInt("BENCH_PPROF_PORT", 18082, &errs),
-		Database:           env("BENCH_DB", "accountable_bench"),
-		KeepDB:             env("BENCH_KEEP_DB", "") == "1",
-		Profile:            env("BENCH_PROFILE", "") == "1",
-		ProfileClients:     envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
-		ProfileLine:        env("BENCH_PROFILE_LINE", "complete"),
-		Out:                env("BENCH_OUT", "docs/benchmarks.md"),
-		Bin:                env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
-		Lines:              map[string]bool{},
+		Duration:                envDuration("BENCH_DURATION", 10*time.Second, &errs),
+		Warmup:                  envDuration("BENCH_WARMUP", 2*time.Second, &errs),
+		Runs:                    envInt("BENCH_RUNS", 5, &errs),
+		CompleteClients:         envInts("BENCH_COMPLETE_CLIENTS", []int{1, 8, 32}, &errs),
+		CreateClients:           envInts("BENCH_CREATE_CLIENTS", []int{8}, &errs),
+		ReadClients:             envInts("BENCH_READ_CLIENTS", []int{8}, &errs),
+		PagingEvents:            envInt("BENCH_PAGING_EVENTS", 10000, &errs),
+		DiscoveryEvents:         envInt("BENCH_DISCOVERY_EVENTS", 100000, &errs),
+		ProjectionEvents:        envInt("BENCH_PROJECTION_EVENTS", 100000, &errs),
+		ContextEvents:           envInt("BENCH_CONTEXT_EVENTS", 100000, &errs),
+		ContextClients:          envInts("BENCH_CONTEXT_CLIENTS", []int{1, 8}, &errs),
+		ConsoleProcesses:        envInt("BENCH_CONSOLE_PROCESSES", 1000, &errs),
+		PageLimit:               envInt("BENCH_PAGE_LIMIT", 500, &errs),
+		GrowthEvents:            envInts("BENCH_GROWTH_EVENTS", []int{10000, 100000, 1000000}, &errs),
+		GrowthClients:           envInt("BENCH_GROWTH_CLIENTS", 8, &errs),
+		FairWorkspaces:          envInt("BENCH_FAIRNESS_WORKSPACES", 1000, &errs),
+		FairQuietRPS:            envFloat("BENCH_FAIRNESS_QUIET_RPS", 200, &errs),
+		FairNoisyClients:        envInt("BENCH_FAIRNESS_NOISY_CLIENTS", 32, &errs),
+		FairWorkspaceRPS:        envFloat("BENCH_FAIRNESS_WORKSPACE_RPS", 50, &errs),
+		FairWorkspaceBurst:      envInt("BENCH_FAIRNESS_WORKSPACE_BURST", 100, &errs),
+		FairInFlight:            envInt("BENCH_FAIRNESS_WORKSPACE_IN_FLIGHT", 2, &errs),
+		FairHold:                envDuration("BENCH_FAIRNESS_HOLD", time.Second, &errs),
+		FairPort:                envInt("BENCH_FAIRNESS_PORT", 18083, &errs),
+		DefaultsPort:            envInt("BENCH_DEFAULTS_PORT", 18085, &errs),
+		DefaultsEnv:             env("BENCH_DEFAULTS_ENV", ""),
+		DefaultsCompleteClients: envInt("BENCH_DEFAULTS_COMPLETE_CLIENTS", 32, &errs),
+		DefaultsReadClients:     envInt("BENCH_DEFAULTS_READ_CLIENTS", 8, &errs),
+		LogSizes:                envInts("BENCH_LOG_SIZES", defaultLogSizes, &errs),
+		LogClients:              envInts("BENCH_LOG_CLIENTS", []int{1, 8}, &errs),
+		LogWitnessPort:          envInt("BENCH_LOG_WITNESS_PORT", 18084, &errs),
+		ServicePort:             envInt("BENCH_HTTP_PORT", 18080, &errs),
+		BaselinePort:            envInt("BENCH_BASELINE_PORT", 18081, &errs),
+		PprofPort:               envInt("BENCH_PPROF_PORT", 18082, &errs),
+		Database:                env("BENCH_DB", "accountable_bench"),
+		KeepDB:                  env("BENCH_KEEP_DB", "") == "1",
+		Profile:                 env("BENCH_PROFILE", "") == "1",
+		ProfileClients:          envInt("BENCH_PROFILE_CLIENTS", 8, &errs),
+		ProfileLine:             env("BENCH_PROFILE_LINE", "complete"),
+		Out:                     env("BENCH_OUT", "docs/benchmarks.md"),
+		Bin:                     env("BENCH_ACCOUNTABLE_BIN", ".data/bin/accountable"),
+		Lines:                   map[string]bool{},
 	}
 	for _, l := range strings.Split(env("BENCH_LINES", strings.Join(allLines, ",")), ",") {
 		l = strings.TrimSpace(l)
