@@ -462,7 +462,7 @@ func (b *bench) writeReport() error {
 	}
 	p(". With `fsync=on` every commit waits for the disk; the private cluster takes `ACCOUNTABLE_PG_FSYNC=off` when `make bench` starts it.\n")
 	p("* The service: `accountable serve` as built by `make build`, default configuration except `HTTP_ADDR=%s`, "+
-		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(4, CPUs)) "+
+		"`DATABASE_MAX_CONNS=%d` (as many connections as pgbench's clients at the highest client count; the default pool is max(16, 2 × CPUs); the defaults line measures it) "+
 		"`RATE_LIMIT_RPS=0`, `PUBLIC_RATE_LIMIT_RPS=0` (the account-free lines send from one address, as fast as it can), "+
 		"`SSE_MAX_LEASES_PER_KEY=0` (the stream line's 500 subscribers share one key), "+
 		"`TEMPORAL_TASK_QUEUE=%s`, `PROPOSALS_PER_MINUTE=1000000` (proposals are timed back to back, past the specification's 6 a minute), "+
@@ -513,6 +513,10 @@ func (b *bench) writeReport() error {
 		b.baseAddr, b.s.ServiceConns, serviceGCPercent)
 	if b.s.Lines["growth"] {
 		p("DATABASE_URL=$BENCH_DATABASE_URL accountable ledger verify --workspace <the Bench growth workspace>   # after the first size and at the end of the growth line\n")
+	}
+	if b.s.Lines["defaults"] {
+		p("HTTP_ADDR=127.0.0.1:%d DATABASE_URL=$BENCH_DATABASE_URL TEMPORAL_TASK_QUEUE=%s LEDGER_SIGNING_KEY=$BENCH_LEDGER_KEY LEDGER_LOG_NAME=%s %saccountable serve   # the defaults line: no settings but its addresses\n",
+			b.s.DefaultsPort, serviceTaskQueue, benchLogName, strings.Join(append(strings.Fields(b.s.DefaultsEnv), ""), " "))
 	}
 	if b.s.Lines["fairness"] && b.fair != nil {
 		p("HTTP_ADDR=%s DATABASE_URL=$BENCH_DATABASE_URL DATABASE_MAX_CONNS=%d RATE_LIMIT_RPS=0 PUBLIC_RATE_LIMIT_RPS=0 SSE_MAX_LEASES_PER_KEY=0 WORKSPACE_RATE_LIMIT_RPS=%s WORKSPACE_RATE_LIMIT_BURST=%d WORKSPACE_MAX_IN_FLIGHT=%d RATE_LIMIT_HOLD=%s TEMPORAL_TASK_QUEUE=%s PROPOSALS_PER_MINUTE=1000000 accountable serve   # the fairness line's phases 3 and 4\n",
