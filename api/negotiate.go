@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -20,6 +21,10 @@ type Alternate struct {
 	out         reflect.Type
 	render      func(ctx context.Context, out any) ([]byte, error)
 }
+
+// pictureWait is how long a request for a representation waits for its workspace's
+// previous one to be drawn (Server.pictureTurns) before it is answered 429 rate_limited.
+const pictureWait = 10 * time.Second
 
 // alternate declares a representation of the result of an operation answering Out.
 func alternate[Out any](contentType, description string, render func(context.Context, Out) ([]byte, error)) Alternate {

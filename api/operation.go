@@ -336,6 +336,13 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 			return fc.Status(status).JSON(out)
 		}
 		if alt := negotiate(fc.Get(fiber.HeaderAccept), o.Alternates); alt != nil {
+			if !o.Public {
+				release, ok := s.pictureTurns.acquire(c.principal.WorkspaceID)
+				if !ok {
+					return RateLimited(accountable.ECodeRateLimited, "This workspace's previous picture is still being drawn; ask again in a moment.", time.Second)
+				}
+				defer release()
+			}
 			body, err := alt.render(ctx, out)
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

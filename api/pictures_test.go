@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/store/storetest"
@@ -211,4 +212,30 @@ func TestPicturesDocumented(t *testing.T) {
 			t.Fatalf("%s: %v", p, content)
 		}
 	}
+}
+
+// A workspace has one picture drawn at a time: while its turn is held (a layout of its map
+// running), its next picture waits, then is refused 429 rate_limited with Retry-After; its
+// JSON and another workspace's pictures are not held up.
+func TestPicturesOneAtATimePerWorkspace(t *testing.T) {
+	e := newEnv(t, nil)
+	e.server.SetPictureWait(200 * time.Millisecond)
+	busy, other := storetest.NewTenant(t, e.db), storetest.NewTenant(t, e.db)
+	get := func(key, accept string) response {
+		return e.do(request{method: "GET", path: "/operating-map", key: key, headers: map[string]string{"Accept": accept}})
+	}
+	release, ok := e.server.HoldPictureTurn(busy.Principal.WorkspaceID)
+	if !ok {
+		t.Fatal("no turn for a workspace drawing nothing")
+	}
+	started := time.Now()
+	r := get(busy.Key, "image/svg+xml")
+	expect(t, r, http.StatusTooManyRequests, accountable.ECodeRateLimited)
+	if waited := time.Since(started); waited < 200*time.Millisecond || r.header.Get("Retry-After") == "" {
+		t.Fatalf("refused after %s, Retry-After %q", waited, r.header.Get("Retry-After"))
+	}
+	isJSON(t, get(busy.Key, "application/json"))
+	svgOf(t, get(other.Key, "image/svg+xml"))
+	release()
+	svgOf(t, get(busy.Key, "image/svg+xml"))
 }

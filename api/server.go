@@ -229,11 +229,16 @@ type Server struct {
 	workspaceRefusals *buckets
 	held              atomic.Int64
 	inFlight          *inFlight // writes at once per workspace (nil: no bound)
-	authFailures      *buckets  // failed authentications per client address
-	sessionKey        []byte
-	hashes            *passwords.Gate // password hashes at once (sign-in; bcrypt of client secrets)
-	signInPairs       *buckets        // failed sign-ins per client address and account
-	signInAccounts    *buckets        // failed sign-ins per account
+	// pictureTurns lets a workspace have one picture drawn at a time (pictureWait): the
+	// operating map's layout runs one at a time for the whole process (1.5 to 5 s for the
+	// largest), so a workspace asking for many waits behind its own, while the others'
+	// take their turns between them.
+	pictureTurns   *inFlight
+	authFailures   *buckets // failed authentications per client address
+	sessionKey     []byte
+	hashes         *passwords.Gate // password hashes at once (sign-in; bcrypt of client secrets)
+	signInPairs    *buckets        // failed sign-ins per client address and account
+	signInAccounts *buckets        // failed sign-ins per account
 	// addressRefusals are the prompt refusals of a client address at the sign-in and
 	// OAuth endpoints (refuse): a client resending refused attempts at once has the rest
 	// held, as over the rate limits.
@@ -290,6 +295,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
 		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
 		inFlight:     newInFlight(cfg.WorkspaceMaxInFlight, cfg.WorkspaceInFlightWait),
+		pictureTurns: newInFlight(1, pictureWait),
 		authFailures: newBuckets(cfg.AuthFailureRate, cfg.AuthFailureBurst, cfg.MaxLimiterBuckets),
 		hashes:       cfg.PasswordGate,
 		sessionKey:   cfg.SessionKey,
