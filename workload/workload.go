@@ -982,7 +982,7 @@ func (f *workloadFacts) scoreTime() {
 	th := f.r.Workload.TimeHorizon
 	p := workloadTimePoints[th]
 	f.scores[wbTime] = p.points
-	f.reasons[wbTime] = fmt.Sprintf("time_horizon %s: %d points (%s).", th, p.points, p.id)
+	f.reasons[wbTime] = "time_horizon " + string(th) + ": " + strconv.Itoa(p.points) + " points (" + p.id + ")."
 }
 
 // scoreAgents is A1-A9.
@@ -996,8 +996,9 @@ func (f *workloadFacts) scoreAgents() {
 	}
 	co := workloadCoordinationPoints[w.Coordination]
 	f.scores[wbAgents] = count.points + co.points
-	f.reasons[wbAgents] = fmt.Sprintf("agent_count %d: %d points (%s); coordination %s: +%d (%s); total %d (A9).",
-		w.AgentCount, count.points, count.id, w.Coordination, co.points, co.id, f.scores[wbAgents])
+	f.reasons[wbAgents] = "agent_count " + strconv.FormatInt(w.AgentCount, 10) + ": " + strconv.Itoa(count.points) + " points (" + count.id +
+		"); coordination " + string(w.Coordination) + ": +" + strconv.Itoa(co.points) + " (" + co.id + "); total " +
+		strconv.Itoa(f.scores[wbAgents]) + " (A9)."
 }
 
 // workloadSystemPoints is S2-S12 of one system.
@@ -1022,12 +1023,12 @@ func (f *workloadFacts) scoreSystems() {
 	breadth := min(workloadSystemBreadthPoints*(len(systems)-1), workloadSystemBreadthMax)
 	raw := workloadSystemPoints(s) + breadth
 	f.scores[wbSystems] = raw
-	reason := fmt.Sprintf("Highest system /workload/systems/%d (%s): access %s %d (%s), side_effect %s +%d (%s), data_class %s +%d (%s)",
-		top, s.Category, s.Access, workloadAccessPoints[s.Access].points, workloadAccessPoints[s.Access].id,
-		s.SideEffect, workloadSideEffectPoints[s.SideEffect].points, workloadSideEffectPoints[s.SideEffect].id,
-		s.DataClass, workloadDataClassPoints[s.DataClass].points, workloadDataClassPoints[s.DataClass].id)
+	access, effect, data := workloadAccessPoints[s.Access], workloadSideEffectPoints[s.SideEffect], workloadDataClassPoints[s.DataClass]
+	reason := "Highest system /workload/systems/" + strconv.Itoa(top) + " (" + string(s.Category) + "): access " + string(s.Access) +
+		" " + strconv.Itoa(access.points) + " (" + access.id + "), side_effect " + string(s.SideEffect) + " +" + strconv.Itoa(effect.points) +
+		" (" + effect.id + "), data_class " + string(s.DataClass) + " +" + strconv.Itoa(data.points) + " (" + data.id + ")"
 	if len(systems) > 1 {
-		reason += fmt.Sprintf("; %d further %s +%d (S13)", len(systems)-1, workloadPlural(len(systems)-1, "system"), breadth)
+		reason += "; " + strconv.Itoa(len(systems)-1) + " further " + workloadPlural(len(systems)-1, "system") + " +" + strconv.Itoa(breadth) + " (S13)"
 	}
 	f.reasons[wbSystems] = reason + workloadCapped(raw) + "."
 }
@@ -1041,7 +1042,7 @@ func workloadPlural(n int, noun string) string {
 
 func workloadCapped(raw int) string {
 	if raw > WorkloadMaxPoints {
-		return fmt.Sprintf("; %d capped at %d", raw, WorkloadMaxPoints)
+		return "; " + strconv.Itoa(raw) + " capped at " + strconv.Itoa(WorkloadMaxPoints)
 	}
 	return ""
 }
@@ -1060,7 +1061,7 @@ func (f *workloadFacts) scoreAuthority() {
 		return
 	}
 	raw := workloadActionPoints[top].points
-	reason := fmt.Sprintf("Highest action %s: %d points (%s)", top, raw, workloadActionPoints[top].id)
+	reason := "Highest action " + string(top) + ": " + strconv.Itoa(raw) + " points (" + workloadActionPoints[top].id + ")"
 	further := f.consequential
 	if workloadActionPoints[top].points >= workloadConsequentialActionPoints {
 		further--
@@ -1068,17 +1069,17 @@ func (f *workloadFacts) scoreAuthority() {
 	if further > 0 {
 		b := min(workloadActionBreadthPoints*further, workloadActionBreadthMax)
 		raw += b
-		reason += fmt.Sprintf("; %d further consequential %s +%d (U12)", further, workloadPlural(further, "action"), b)
+		reason += "; " + strconv.Itoa(further) + " further consequential " + workloadPlural(further, "action") + " +" + strconv.Itoa(b) + " (U12)"
 	}
 	if f.consequential > 0 {
 		p := workloadApprovalPoints[a.ApprovalPolicy]
 		raw += p.points
-		reason += fmt.Sprintf("; approval_policy %s +%d (%s)", a.ApprovalPolicy, p.points, p.id)
+		reason += "; approval_policy " + string(a.ApprovalPolicy) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
 	}
 	if f.actions[ActionSpendFunds] {
 		p := workloadBudgetPoints[a.BudgetControl]
 		raw += p.points
-		reason += fmt.Sprintf("; budget_control %s +%d (%s)", a.BudgetControl, p.points, p.id)
+		reason += "; budget_control " + string(a.BudgetControl) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
 	}
 	f.scores[wbAuthority] = raw
 	f.reasons[wbAuthority] = reason + workloadCapped(raw) + " (U21)."
@@ -1103,8 +1104,9 @@ func (f *workloadFacts) scoreAccountability() {
 	gap, ids := workloadRetentionGaps(c)
 	raw := co.points + ev.points + ac.points + gap
 	f.scores[wbAccountability] = raw
-	reason := fmt.Sprintf("consequence %s: %d points (%s); evidence %s +%d (%s); acceptance %s +%d (%s); retention %s +%d",
-		c.Consequence, co.points, co.id, c.Evidence, ev.points, ev.id, c.Acceptance, ac.points, ac.id, c.Retention, gap)
+	reason := "consequence " + string(c.Consequence) + ": " + strconv.Itoa(co.points) + " points (" + co.id + "); evidence " +
+		string(c.Evidence) + " +" + strconv.Itoa(ev.points) + " (" + ev.id + "); acceptance " + string(c.Acceptance) + " +" +
+		strconv.Itoa(ac.points) + " (" + ac.id + "); retention " + string(c.Retention) + " +" + strconv.Itoa(gap)
 	if len(ids) > 0 {
 		reason += " (" + strings.Join(ids, ", ") + ")"
 	}
@@ -1173,10 +1175,11 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 		for i, t := range triggers {
 			ids[i], phrases[i] = workloadTriggers[t].id, workloadTriggers[t].phrase
 		}
-		rec.Summary = fmt.Sprintf("A governed workspace is needed: %d of 5 boundaries active (%s).", rec.ActiveBoundaryCount, f.activeNames())
-		first = fmt.Sprintf("Needed (%s): %s.", strings.Join(ids, ", "), strings.Join(phrases, "; "))
+		rec.Summary = "A governed workspace is needed: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() + ")."
+		first = "Needed (" + strings.Join(ids, ", ") + "): " + strings.Join(phrases, "; ") + "."
 	case VerdictConditional:
-		rec.Summary = fmt.Sprintf("Receipts are enough: %d of 5 boundaries active (%s), none calling for a governed workspace.", rec.ActiveBoundaryCount, f.activeNames())
+		rec.Summary = "Receipts are enough: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() +
+			"), none calling for a governed workspace."
 		first = "Conditional (V6): boundaries are active, but no system writes, no side effect leaves a system, no data is regulated, authority is absent and accountability is not critical."
 	default:
 		rec.Summary = "No installation is needed: no boundary is active."
@@ -1186,7 +1189,7 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 	rec.Rationale = []string{workloadClip(first)}
 	for b, name := range workloadBoundaryNames {
 		if f.active(b) {
-			rec.Rationale = append(rec.Rationale, workloadClip(fmt.Sprintf("%s %s (%d points): %s", name, f.states[b], f.scores[b], f.reasons[b])))
+			rec.Rationale = append(rec.Rationale, workloadClip(name+" "+string(f.states[b])+" ("+strconv.Itoa(f.scores[b])+" points): "+f.reasons[b]))
 		}
 	}
 	return rec
@@ -1233,11 +1236,12 @@ func (f *workloadFacts) propose() {
 		var purpose string
 		switch {
 		case len(intents) == 0:
-			purpose = fmt.Sprintf("Context from the declared %s (/workload/systems/%d): no declared action uses it, so read access only.", s.Category, i)
+			purpose = "Context from the declared " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + "): no declared action uses it, so read access only."
 		case requested != needed:
-			purpose = fmt.Sprintf("The declared actions need %s on the %s (/workload/systems/%d); capped at its declared %s access.", needed, s.Category, i, s.Access)
+			purpose = "The declared actions need " + string(needed) + " on the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) +
+				"); capped at its declared " + string(s.Access) + " access."
 		default:
-			purpose = fmt.Sprintf("%s access to the %s (/workload/systems/%d) for the declared actions that touch it, and no more.", requested, s.Category, i)
+			purpose = string(requested) + " access to the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + ") for the declared actions that touch it, and no more."
 		}
 		f.resources = append(f.resources, WorkloadProposedResource{
 			Resource: name, RequestedAccess: requested, ScopeIntents: intents, Purpose: workloadClip(purpose),
