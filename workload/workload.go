@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/canonical"
 )
 
 // Workload diagnosis (GET|POST /doctor/workload, account-free): a workload described in
@@ -839,16 +838,6 @@ func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory)
 }
 
 // --- diagnosis ---------------------------------------------------------------------------
-
-// WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
-// the SHA-256 of its canonical JSON.
-func WorkloadDiagnosisID(r WorkloadRequest) string {
-	b, err := canonical.JSON(r)
-	if err != nil {
-		panic(fmt.Sprintf("accountable: a workload request has no canonical JSON: %v", err)) // strings, integers and arrays only
-	}
-	return "wdg_" + canonical.Digest(b)[len("sha256:"):][:24]
-}
 
 // workloadFacts are what the rules read of a valid request, computed once.
 type workloadFacts struct {
