@@ -17,10 +17,11 @@ import (
 )
 
 // The byte-identity net of the diagnosis: the exact answer (Diagnose encoded as the API
-// encodes it, encoding/json through Fiber's c.JSON: <, > and & as \u003c...) and the
+// encoded it, encoding/json through Fiber's c.JSON: <, > and & as \u003c...) and the
 // diagnosis id of a fixed corpus, recorded in testdata/diagnosis-golden.txt.gz. Any change
-// of a byte fails; a deliberate change of the rules re-records it with UPDATE_GOLDEN=1.
-// Speed-ups of Diagnose, its id and its encoding must leave the file unchanged.
+// of a byte fails, of json.Marshal's and of AppendJSON's (what the API sends); a deliberate
+// change of the rules re-records it with UPDATE_GOLDEN=1. Speed-ups of Diagnose, its id
+// and its encoding must leave the file unchanged.
 
 const goldenPath = "testdata/diagnosis-golden.txt.gz"
 
@@ -91,9 +92,13 @@ func fuzzCorpusBody(t testing.TB, name string) []byte {
 func goldenLines(t testing.TB) []byte {
 	var b bytes.Buffer
 	for _, c := range goldenCorpus(t) {
-		answer, err := json.Marshal(workload.Diagnose(c.req))
+		d := workload.Diagnose(c.req)
+		answer, err := json.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fast := d.AppendJSON(nil); !bytes.Equal(fast, answer) { // what the API sends
+			t.Fatalf("%s: AppendJSON is not json.Marshal:\n got %s\nwant %s", c.name, fast, answer)
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%s\n", c.name, workload.WorkloadDiagnosisID(c.req), answer)
 	}
