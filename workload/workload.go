@@ -839,10 +839,54 @@ func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory)
 
 // --- diagnosis ---------------------------------------------------------------------------
 
+// workloadActionSet is the set of declared actions, by their index in workloadActions:
+// the rules ask it often, and a map was a tenth of Diagnose.
+type workloadActionSet [workloadActionCount]bool
+
+// workloadActionCount is len(workloadActions).
+const workloadActionCount = 11
+
+// has reports whether a is declared.
+func (s *workloadActionSet) has(a WorkloadAction) bool {
+	i := workloadActionIndex(a)
+	return i >= 0 && s[i]
+}
+
+// workloadActionIndex is the index of a in workloadActions, -1 for an unknown action (a
+// switch: the compiler searches the constants by length and value).
+func workloadActionIndex(a WorkloadAction) int {
+	switch a {
+	case ActionResearch:
+		return 0
+	case ActionDraft:
+		return 1
+	case ActionReadInternalData:
+		return 2
+	case ActionWriteInternalRecords:
+		return 3
+	case ActionModifyCode:
+		return 4
+	case ActionMergeOrDeploy:
+		return 5
+	case ActionSendExternalMessage:
+		return 6
+	case ActionSpendFunds:
+		return 7
+	case ActionCreateAccount:
+		return 8
+	case ActionChangePermissions:
+		return 9
+	case ActionDeleteData:
+		return 10
+	}
+	return -1
+}
+
 // workloadFacts are what the rules read of a valid request, computed once.
 type workloadFacts struct {
 	r              WorkloadRequest
-	actions        map[WorkloadAction]bool
+	actions        workloadActionSet
+	declared       int // distinct known actions declared
 	consequential  int // declared actions of at least the consequential points
 	writes         bool
 	admin          bool
@@ -876,11 +920,12 @@ var workloadBoundaryNames = [5]string{"time", "agents", "systems", "authority", 
 func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	id := WorkloadDiagnosisID(r)
 	r.Workload.Systems = workloadKnownSystems(r.Workload.Systems)
-	f := &workloadFacts{r: r, actions: map[WorkloadAction]bool{}}
+	f := &workloadFacts{r: r}
 	w := r.Workload
 	for _, a := range w.Authority.Actions {
-		if _, known := workloadActionPoints[a]; known && !f.actions[a] {
-			f.actions[a] = true
+		if i := workloadActionIndex(a); i >= 0 && !f.actions[i] {
+			f.actions[i] = true
+			f.declared++
 			if workloadActionPoints[a].points >= workloadConsequentialActionPoints {
 				f.consequential++
 			}
@@ -924,6 +969,7 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	if len(d.HumanApprovals) > 0 {
 		d.ApprovalHandoff.Kind = HandoffBrowserReview
 		d.ApprovalHandoff.URL = WorkloadReviewPath + "#" + d.DiagnosisID
+		d.ApprovalHandoff.ApprovalIDs = make([]string, 0, len(d.HumanApprovals))
 		for _, a := range d.HumanApprovals {
 			d.ApprovalHandoff.ApprovalIDs = append(d.ApprovalHandoff.ApprovalIDs, a.ID)
 		}
@@ -935,22 +981,24 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 // by the enumeration's first (least) value: only a request Validate refused has one, and
 // its diagnosis, unspecified, still names only known values and keeps its bounds.
 func workloadKnownSystems(systems []WorkloadSystem) []WorkloadSystem {
-	known := func(v string, values []string) string {
-		if slices.Contains(values, v) {
-			return v
-		}
-		return values[0]
-	}
 	out := make([]WorkloadSystem, len(systems))
 	for i, s := range systems {
 		out[i] = WorkloadSystem{
-			Category:   WorkloadSystemCategory(known(string(s.Category), workloadEnumStrings(workloadCategories))),
-			Access:     WorkloadAccess(known(string(s.Access), workloadEnumStrings(workloadAccesses))),
-			SideEffect: WorkloadSideEffect(known(string(s.SideEffect), workloadEnumStrings(workloadSideEffects))),
-			DataClass:  WorkloadDataClass(known(string(s.DataClass), workloadEnumStrings(workloadDataClasses))),
+			Category:   workloadKnown(s.Category, workloadCategories),
+			Access:     workloadKnown(s.Access, workloadAccesses),
+			SideEffect: workloadKnown(s.SideEffect, workloadSideEffects),
+			DataClass:  workloadKnown(s.DataClass, workloadDataClasses),
 		}
 	}
 	return out
+}
+
+// workloadKnown is v when values holds it, else the first (least) of values.
+func workloadKnown[T ~string](v T, values []T) T {
+	if slices.Contains(values, v) {
+		return v
+	}
+	return values[0]
 }
 
 // workloadState is B1-B3: absent below WorkloadPresentAt, critical from WorkloadCriticalAt.
@@ -1040,8 +1088,8 @@ func workloadCapped(raw int) string {
 func (f *workloadFacts) scoreAuthority() {
 	a := f.r.Workload.Authority
 	var top WorkloadAction
-	for _, act := range workloadActions { // enumeration order: the first of the highest points
-		if f.actions[act] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
+	for i, act := range workloadActions { // enumeration order: the first of the highest points
+		if f.actions[i] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
 			top = act
 		}
 	}
@@ -1065,7 +1113,7 @@ func (f *workloadFacts) scoreAuthority() {
 		raw += p.points
 		reason += "; approval_policy " + string(a.ApprovalPolicy) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
 	}
-	if f.actions[ActionSpendFunds] {
+	if f.actions.has(ActionSpendFunds) {
 		p := workloadBudgetPoints[a.BudgetControl]
 		raw += p.points
 		reason += "; budget_control " + string(a.BudgetControl) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
@@ -1175,7 +1223,8 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 		first = "Not needed (V7): every boundary scores below 35 points."
 	}
 	rec.Summary = workloadClip(rec.Summary)
-	rec.Rationale = []string{workloadClip(first)}
+	rec.Rationale = make([]string, 1, 1+rec.ActiveBoundaryCount)
+	rec.Rationale[0] = workloadClip(first)
 	for b, name := range workloadBoundaryNames {
 		if f.active(b) {
 			rec.Rationale = append(rec.Rationale, workloadClip(name+" "+string(f.states[b])+" ("+strconv.Itoa(f.scores[b])+" points): "+f.reasons[b]))
@@ -1186,21 +1235,27 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 
 // propose is P1-P5: one resource per declared system, in declared order.
 func (f *workloadFacts) propose() {
-	seen := map[WorkloadSystemCategory]int{}
-	f.resources = []WorkloadProposedResource{}
-	for i, s := range f.r.Workload.Systems {
+	systems := f.r.Workload.Systems
+	f.resources = make([]WorkloadProposedResource, 0, min(len(systems), WorkloadProposedResourcesMax))
+	f.resourceSystem = make([]WorkloadSystem, 0, cap(f.resources))
+	for i, s := range systems {
 		if i == WorkloadProposedResourcesMax {
 			break
 		}
-		seen[s.Category]++
 		name := string(s.Category)
-		if n := seen[s.Category]; n > 1 {
+		n := 1 // the how-manieth of its category (at most 15 systems: counting beats a map)
+		for _, earlier := range systems[:i] {
+			if earlier.Category == s.Category {
+				n++
+			}
+		}
+		if n > 1 {
 			name += "#" + strconv.Itoa(n)
 		}
 		needed := WorkloadAccess("")
-		intents := []string{}
-		for _, act := range workloadActions {
-			if !f.actions[act] {
+		intents := make([]string, 0, f.declared)
+		for i, act := range workloadActions {
+			if !f.actions[i] {
 				continue
 			}
 			if acc, ok := workloadReach[act][s.Category]; ok {
@@ -1247,7 +1302,7 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 	c := w.Accountability
 	gapOutcome := c.Consequence != ConsequenceLow
 	_, retention := workloadRetentionGaps(c)
-	out := []WorkloadMissingCapability{}
+	out := make([]WorkloadMissingCapability, 0, 8) // most diagnoses miss fewer
 	add := func(cond bool, b int, id, reason string) {
 		if cond && (f.active(b) || id == "access_for_actions") {
 			out = append(out, WorkloadMissingCapability{ID: id, Boundary: workloadBoundaryNames[b], Reason: reason})
@@ -1271,7 +1326,7 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 		"access_for_actions", "A declared action needs more access than its system declares; the proposal is capped at the declared access (M8).")
 	add(f.consequential > 0 && (w.Authority.ApprovalPolicy == ApprovalExceptionsOnly || w.Authority.ApprovalPolicy == ApprovalUndefined), wbAuthority,
 		"approval_policy", "Consequential actions run without a defined approval before them (M9).")
-	add(f.actions[ActionSpendFunds] && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
+	add(f.actions.has(ActionSpendFunds) && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
 		"spend_limit", "Spending needs a fixed limit enforced before each payment (M10).")
 	add(gapOutcome && (c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog), wbAccountability,
 		"outcome_evidence", "The outcome matters but leaves no artifact or verified result to check it by (M11).")
@@ -1298,8 +1353,8 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 	}
 	add(credentials, "credentials", "Credentials are entered by their owners at installation; the diagnosis names scopes and never takes a secret (L2).")
 	add(local, "local_files", "Files stay on the machine they are on; receipts record digests of them, not their content (L3).")
-	add(f.actions[ActionDraft], "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
-	add(f.actions[ActionResearch], "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
+	add(f.actions.has(ActionDraft), "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
+	add(f.actions.has(ActionResearch), "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
 	add(v != VerdictNotNeeded, "agent_reasoning", "Prompts and reasoning stay in the agent's runtime; receipts and approvals record actions and evidence (L6).")
 	add(f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, "regulated_records",
 		"Regulated records stay in their systems; receipts refer to them by id and never copy them (L7).")
@@ -1312,7 +1367,7 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 func (f *workloadFacts) risks() []WorkloadRisk {
 	w := f.r.Workload
 	a, c := w.Authority, w.Accountability
-	out := []WorkloadRisk{}
+	out := make([]WorkloadRisk, 0, 8) // most diagnoses run fewer
 	add := func(sev WorkloadSeverity, b int, id, description, mitigation string) {
 		if sev != "" && f.active(b) {
 			out = append(out, WorkloadRisk{ID: id, Severity: sev, Boundary: workloadBoundaryNames[b], Description: description, Mitigation: mitigation})
@@ -1368,16 +1423,16 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 		f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), wbAuthority,
 		"unapproved_action", "Consequential actions can run without anyone approving them (K10).",
 		"Adopt the proposed human approvals before the first use.")
-	add(pick(f.actions[ActionSpendFunds], SeverityLow, f.actions[ActionSpendFunds] && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
-		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUndefined, SeverityHigh,
-		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
+	add(pick(f.actions.has(ActionSpendFunds), SeverityLow, f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
+		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh,
+		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
 		"uncontrolled_spend", "The workload spends funds (K11).",
 		"Set a fixed limit, reserve spend before it happens and have the budget owner approve what exceeds it.")
-	escalates := f.actions[ActionChangePermissions] || f.actions[ActionCreateAccount]
+	escalates := f.actions.has(ActionChangePermissions) || f.actions.has(ActionCreateAccount)
 	add(pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical), wbAuthority,
 		"privilege_escalation", "The workload can create accounts or change permissions, and so widen its own reach (K12).",
 		"Have an identity admin approve each change and review the resulting access.")
-	add(pick(f.actions[ActionDeleteData], SeverityHigh, f.actions[ActionDeleteData] && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
+	add(pick(f.actions.has(ActionDeleteData), SeverityHigh, f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
 		"data_loss", "The workload can delete data (K13).",
 		"Have the data owner approve each deletion and keep a recoverable copy for the retention period.")
 	weakEvidence := c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog
@@ -1398,7 +1453,8 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		return out
 	}
 	w := f.r.Workload
-	var all, writing, regulated []string
+	all := make([]string, 0, len(f.resources)) // empty or not, an empty scope is "workload"
+	var writing, regulated []string
 	for i, r := range f.resources {
 		all = append(all, r.Resource)
 		if r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin {
@@ -1411,7 +1467,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 	declared := func(acts ...WorkloadAction) []string {
 		var s []string
 		for _, a := range acts {
-			if f.actions[a] {
+			if f.actions.has(a) {
 				s = append(s, string(a))
 			}
 		}
@@ -1436,22 +1492,22 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		"Grant the proposed write or admin access to these systems (H2).", writing)
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
 	codeTiming := TimingBeforeFirstUse
-	if f.actions[ActionMergeOrDeploy] {
+	if f.actions.has(ActionMergeOrDeploy) {
 		codeTiming = TimingPerAction
 	}
 	add(len(code) > 0, "code_changes", OwnerCode, codeTiming,
 		"Approve code changes: once before first use; each merge or deployment per action (H3).", code)
-	add(f.actions[ActionSendExternalMessage], "external_messages", OwnerCommunications, TimingPerAction,
+	add(f.actions.has(ActionSendExternalMessage), "external_messages", OwnerCommunications, TimingPerAction,
 		"Approve each message before it leaves the organisation (H4).", declared(ActionSendExternalMessage))
 	spendTiming := TimingPerAction
 	if w.Authority.BudgetControl == BudgetFixedLimit {
 		spendTiming = TimingWhenThresholdExceeded
 	}
-	add(f.actions[ActionSpendFunds], "spending", OwnerBudget, spendTiming,
+	add(f.actions.has(ActionSpendFunds), "spending", OwnerBudget, spendTiming,
 		"Approve spending: each payment, or what exceeds the fixed limit when one is set (H5).", declared(ActionSpendFunds))
-	add(f.actions[ActionCreateAccount] || f.actions[ActionChangePermissions], "identity_changes", OwnerIdentityAdmin, TimingPerAction,
+	add(f.actions.has(ActionCreateAccount) || f.actions.has(ActionChangePermissions), "identity_changes", OwnerIdentityAdmin, TimingPerAction,
 		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
-	add(f.actions[ActionDeleteData], "data_deletion", OwnerData, TimingPerAction,
+	add(f.actions.has(ActionDeleteData), "data_deletion", OwnerData, TimingPerAction,
 		"Approve each deletion of data (H7).", declared(ActionDeleteData))
 	add(slices.Contains(triggers, 2), "regulated_data", OwnerData, TimingBeforeFirstUse,
 		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
@@ -1461,17 +1517,17 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 // capabilities is what the installation gives the workload (K: fixed capabilities, one
 // per proposed resource and one per approval), at most 7 + 15 + 10.
 func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanApproval) []string {
-	out := []string{}
 	if m == ModeNone {
-		return out
+		return []string{}
 	}
+	out := make([]string, 0, 6+len(f.resources)+len(approvals))
 	out = append(out, "work_receipts", "evidence_records", "ledger_verification")
 	if f.r.Workload.Coordination != CoordinationNone && f.active(wbAgents) {
 		out = append(out, "coordination_record")
 	}
 	if m == ModeGovernedWorkspace {
 		out = append(out, "human_approvals", "scoped_credentials")
-		if f.actions[ActionSpendFunds] {
+		if f.actions.has(ActionSpendFunds) {
 			out = append(out, "spend_limits")
 		}
 	}
@@ -1487,7 +1543,8 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 // workloadClip bounds a sentence of the result to WorkloadTextMaxLength characters (the rules
 // write shorter ones; this only guards the bound).
 func workloadClip(s string) string {
-	if utf8.RuneCountInString(s) <= WorkloadTextMaxLength {
+	// A string of no more bytes than the bound has no more runes: most skip the count.
+	if len(s) <= WorkloadTextMaxLength || utf8.RuneCountInString(s) <= WorkloadTextMaxLength {
 		return s
 	}
 	r := []rune(s)
