@@ -162,6 +162,33 @@ func appendJSONStrings(buf []byte, xs []string) []byte {
 	return append(buf, ']')
 }
 
+// jsonPlainASCII marks the ASCII bytes encoding/json writes as they are (its htmlSafeSet):
+// all but control characters, " \\ < > and &.
+var jsonPlainASCII = func() (plain [utf8.RuneSelf]bool) {
+	for b := range plain {
+		plain[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return plain
+}()
+
+// jsonPlainWord reports whether the eight bytes of w are all in jsonPlainASCII, with the
+// bit tricks that find a zero byte or a byte below n in a word (each exact for whether
+// any byte of the word matches, which is all that is asked).
+func jsonPlainWord(w string) bool {
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	special := x & highs                    // non-ASCII
+	special |= (x - ones*0x20) & ^x & highs // a control character
+	special |= hasZero(x ^ (ones * '"'))
+	special |= hasZero(x ^ (ones * '\\'))
+	special |= hasZero(x ^ (ones * '<'))
+	special |= hasZero(x ^ (ones * '>'))
+	special |= hasZero(x ^ (ones * '&'))
+	return special == 0
+}
+
 // appendJSONString appends s quoted as encoding/json quotes it with HTML escaping (the
 // default of json.Marshal): \" \\ \b \f \n \r \t, other control characters and < > & as
 // \u00xx, U+2028 and U+2029 as \u2028 and \u2029, invalid UTF-8 as \ufffd, everything
@@ -171,8 +198,12 @@ func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && jsonPlainWord(s[i:i+8]) { // eight bytes at once: most of the answer is plain
+			i += 8
+			continue
+		}
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if jsonPlainASCII[b] {
 				i++
 				continue
 			}

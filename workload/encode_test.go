@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +32,18 @@ func TestWorkloadDiagnosisAppendJSON(t *testing.T) {
 		check(c.name, d)
 		d.ApprovalHandoff.URL = "https://a.example/x?a=<b>&c=\u2028" + d.ApprovalHandoff.URL
 		check(c.name+" under a site URL", d)
+	}
+	// Every byte that needs escaping, and every non-ASCII form, at every offset of a longer
+	// plain text: the eight-byte scan must find it wherever it is.
+	specials := []string{"\x00", "\x1f", "\x7f", "\"", "\\", "<", ">", "&", "\n", "é", "\u2028", "\u2029", "\xff", "😀", "\xe2\x80"}
+	for _, sp := range specials {
+		for at := range 20 {
+			for _, n := range []int{at, at + 1, at + 7, at + 8, at + 16} {
+				plain := strings.Repeat("abcdefgh ", 5)[:n]
+				check("at "+strconv.Itoa(at), workload.WorkloadDiagnosis{Recommendation: workload.WorkloadRecommendation{
+					Summary: plain[:min(at, n)] + sp + plain[min(at, n):]}})
+			}
+		}
 	}
 	r := rand.New(rand.NewPCG(7, 1127))
 	for range 3000 {
