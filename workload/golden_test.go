@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/workload"
 )
 
@@ -106,7 +107,45 @@ func goldenLines(t testing.TB) []byte {
 }
 
 func TestDiagnosisGolden(t *testing.T) {
-	got := goldenLines(t)
+	checkGolden(t, goldenPath, goldenLines(t), 500)
+}
+
+// validationGoldenPath holds Validate's verdict on the corpus and on 600 more broken
+// requests: the code, the message and the issues (JSON) of its error, or "ok".
+const validationGoldenPath = "testdata/validation-golden.txt.gz"
+
+func TestValidationGolden(t *testing.T) {
+	cases := goldenCorpus(t)
+	r := rand.New(rand.NewPCG(415, 1127))
+	for i := range 600 {
+		req := randomWorkload(r)
+		mutateWorkload(r, &req)
+		cases = append(cases, goldenCase{"broken-more/" + strconv.Itoa(i), req})
+	}
+	var b bytes.Buffer
+	for _, c := range cases {
+		err := c.req.Validate()
+		if err == nil {
+			fmt.Fprintf(&b, "%s\tok\n", c.name)
+			continue
+		}
+		e, ok := err.(*accountable.Error)
+		if !ok {
+			t.Fatalf("%s: %T", c.name, err)
+		}
+		issues, err := json.Marshal(e.Details["issues"])
+		if err != nil || len(e.Details) != 1 {
+			t.Fatalf("%s: %v %v", c.name, err, e.Details)
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%q\t%s\n", c.name, e.Code, e.Message, issues)
+	}
+	checkGolden(t, validationGoldenPath, b.Bytes(), 1000)
+}
+
+// checkGolden compares got, lines, with the gzipped golden file at path (UPDATE_GOLDEN=1
+// records it instead); the corpus must have at least least lines.
+func checkGolden(t *testing.T, path string, got []byte, least int) {
+	t.Helper()
 	if os.Getenv("UPDATE_GOLDEN") == "1" {
 		var z bytes.Buffer
 		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
@@ -116,13 +155,13 @@ func TestDiagnosisGolden(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenPath, z.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, z.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %d bytes (%d compressed)", len(got), z.Len())
 		return
 	}
-	f, err := os.Open(goldenPath)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +188,7 @@ func TestDiagnosisGolden(t *testing.T) {
 	if n != len(lines) {
 		t.Fatalf("the golden file has %d cases, the corpus %d", n, len(lines))
 	}
-	if n < 500 {
+	if n < least {
 		t.Fatalf("only %d cases", n)
 	}
 }
