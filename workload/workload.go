@@ -437,17 +437,20 @@ func (r WorkloadRequest) Validate() error {
 	case len(w.Systems) > WorkloadSystemsMax:
 		is.add("/workload/systems", WorkloadIssueTooMany, "must have at most %d items", WorkloadSystemsMax)
 	default:
-		seen := map[WorkloadSystem]int{}
+		// A member's path is made only for an issue, and a repeat is the first equal
+		// system before it (at most 15: a scan, not a map): a valid request allocates nothing.
 		for i, s := range w.Systems {
-			p := "/workload/systems/" + strconv.Itoa(i)
-			ok := workloadEnum(&is, p+"/category", s.Category, workloadCategories)
-			ok = workloadEnum(&is, p+"/access", s.Access, workloadAccesses) && ok
-			ok = workloadEnum(&is, p+"/side_effect", s.SideEffect, workloadSideEffects) && ok
-			ok = workloadEnum(&is, p+"/data_class", s.DataClass, workloadDataClasses) && ok
-			if j, dup := seen[s]; dup && ok {
-				is.add(p, WorkloadIssueDuplicate, "repeats /workload/systems/%d", j)
-			} else if !dup {
-				seen[s] = i
+			ok := slices.Contains(workloadCategories, s.Category) && slices.Contains(workloadAccesses, s.Access) &&
+				slices.Contains(workloadSideEffects, s.SideEffect) && slices.Contains(workloadDataClasses, s.DataClass)
+			if !ok {
+				p := "/workload/systems/" + strconv.Itoa(i)
+				workloadEnum(&is, p+"/category", s.Category, workloadCategories)
+				workloadEnum(&is, p+"/access", s.Access, workloadAccesses)
+				workloadEnum(&is, p+"/side_effect", s.SideEffect, workloadSideEffects)
+				workloadEnum(&is, p+"/data_class", s.DataClass, workloadDataClasses)
+			}
+			if j := slices.Index(w.Systems[:i], s); j >= 0 && ok {
+				is.add("/workload/systems/"+strconv.Itoa(i), WorkloadIssueDuplicate, "repeats /workload/systems/%d", j)
 			}
 		}
 	}
@@ -459,17 +462,15 @@ func (r WorkloadRequest) Validate() error {
 	case len(a.Actions) > WorkloadActionsMax:
 		is.add("/workload/authority/actions", WorkloadIssueTooMany, "must have at most %d items", WorkloadActionsMax)
 	default:
-		seen := map[WorkloadAction]int{}
-		for i, act := range a.Actions {
-			p := "/workload/authority/actions/" + strconv.Itoa(i)
-			if !workloadEnum(&is, p, act, workloadActions) {
+		for i, act := range a.Actions { // paths and repeats as for the systems
+			if workloadActionIndex(act) < 0 {
+				workloadEnum(&is, "/workload/authority/actions/"+strconv.Itoa(i), act, workloadActions)
 				continue
 			}
-			if j, dup := seen[act]; dup {
-				is.add(p, WorkloadIssueDuplicate, "repeats /workload/authority/actions/%d", j)
+			if j := slices.Index(a.Actions[:i], act); j >= 0 {
+				is.add("/workload/authority/actions/"+strconv.Itoa(i), WorkloadIssueDuplicate, "repeats /workload/authority/actions/%d", j)
 				continue
 			}
-			seen[act] = i
 			consequential = consequential || workloadActionPoints[act].points >= workloadConsequentialActionPoints
 			spends = spends || act == ActionSpendFunds
 		}
