@@ -831,6 +831,22 @@ var workloadReach = map[WorkloadAction]map[WorkloadSystemCategory]WorkloadAccess
 		CategoryIssueTracker: AccessWrite, CategoryMessaging: AccessWrite, CategoryLocalFiles: AccessWrite, CategoryOther: AccessWrite},
 }
 
+// workloadReachByCategory is workloadReach turned around: for each category, the access
+// each action (by its index in workloadActions) needs on it, "" where it does not touch
+// it. propose looks a system's row up once, not once per action.
+var workloadReachByCategory = func() map[WorkloadSystemCategory]*[workloadActionCount]WorkloadAccess {
+	out := map[WorkloadSystemCategory]*[workloadActionCount]WorkloadAccess{}
+	for action, categories := range workloadReach {
+		for category, access := range categories {
+			if out[category] == nil {
+				out[category] = new([workloadActionCount]WorkloadAccess)
+			}
+			out[category][workloadActionIndex(action)] = access
+		}
+	}
+	return out
+}()
+
 // WorkloadActionReach returns the access action needs on a system of category, and
 // whether it touches that category at all.
 func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory) (WorkloadAccess, bool) {
@@ -1255,11 +1271,12 @@ func (f *workloadFacts) propose() {
 		}
 		needed := WorkloadAccess("")
 		intents := make([]string, 0, f.declared)
+		reach := workloadReachByCategory[s.Category] // nil: no action touches it
 		for i, act := range workloadActions {
-			if !f.actions[i] {
+			if !f.actions[i] || reach == nil {
 				continue
 			}
-			if acc, ok := workloadReach[act][s.Category]; ok {
+			if acc := reach[i]; acc != "" {
 				intents = append(intents, string(act))
 				if acc.Rank() > needed.Rank() {
 					needed = acc
