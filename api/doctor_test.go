@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -74,6 +75,33 @@ func TestWorkloadDiagnosisAnswersBare(t *testing.T) {
 	if handoff["kind"] != "browser_review" || handoff["url"] != "http://api.test"+workload.WorkloadReviewPath+"#"+want.DiagnosisID ||
 		workload.WorkloadReviewPath != api.V1Root+"/doctor/workload" {
 		t.Fatalf("handoff: %v", handoff)
+	}
+	// The answer is exactly encoding/json's bytes of Diagnose's result, its handoff URL made
+	// absolute: a faster encoder must not change a byte.
+	abs := want
+	abs.ApprovalHandoff.URL = "http://api.test" + want.ApprovalHandoff.URL
+	if exact, err := json.Marshal(abs); err != nil || !bytes.Equal(first.raw, exact) {
+		t.Fatalf("the answer is not encoding/json's bytes of the diagnosis (%v):\n got %s\nwant %s", err, first.raw, exact)
+	}
+	if ct := first.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	// The bench's body too (make bench's doctor line posts it).
+	benchBody, err := os.ReadFile("../workload/testdata/release-notes-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var benchReq workload.WorkloadRequest
+	if err := json.Unmarshal(benchBody, &benchReq); err != nil {
+		t.Fatal(err)
+	}
+	benchWant := workload.Diagnose(benchReq)
+	if benchWant.ApprovalHandoff.URL != "" {
+		benchWant.ApprovalHandoff.URL = "http://api.test" + benchWant.ApprovalHandoff.URL
+	}
+	exact, _ := json.Marshal(benchWant)
+	if got := e.do(request{method: "POST", path: "/doctor/workload", body: string(benchBody)}); got.status != http.StatusOK || !bytes.Equal(got.raw, exact) {
+		t.Fatalf("the bench's body: %d\n got %s\nwant %s", got.status, got.raw, exact)
 	}
 	if strings.Contains(string(first.raw), "Release bot") || strings.Contains(string(first.raw), "weekly release") {
 		t.Fatalf("the result repeats the request's text: %s", first.raw)

@@ -232,12 +232,7 @@ func (e *canonEncoder) value(v reflect.Value) error {
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n := v.Int()
-		if n > -1<<53 && n < 1<<53 { // exact as a double: its digits are its ECMAScript form
-			e.buf = strconv.AppendInt(e.buf, n, 10)
-			return nil
-		}
-		return e.float(float64(n))
+		e.buf = AppendInt(e.buf, v.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		n := v.Uint()
 		if n < 1<<53 {
@@ -616,11 +611,15 @@ func utf16Unit(r rune) rune {
 	return r
 }
 
-// string appends s as a JSON string escaped as RFC 8785 requires (ECMAScript's
+// string appends s as a canonical JSON string (AppendString).
+func (e *canonEncoder) string(s string) { e.buf = AppendString(e.buf, s) }
+
+// AppendString appends s as a JSON string escaped as RFC 8785 requires (ECMAScript's
 // JSON.stringify): \" \\ \b \f \n \r \t, other control characters as \u00xx, everything
-// else literally. Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func (e *canonEncoder) string(s string) {
-	e.buf = append(e.buf, '"')
+// else literally. Invalid UTF-8 becomes U+FFFD, as encoding/json does. Hand-written
+// canonical forms of fixed types (the workload diagnosis id) escape their strings with it.
+func AppendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -629,22 +628,22 @@ func (e *canonEncoder) string(s string) {
 			continue
 		}
 		if c < utf8.RuneSelf {
-			e.buf = append(e.buf, s[start:i]...)
+			buf = append(buf, s[start:i]...)
 			switch c {
 			case '"', '\\':
-				e.buf = append(e.buf, '\\', c)
+				buf = append(buf, '\\', c)
 			case '\b':
-				e.buf = append(e.buf, '\\', 'b')
+				buf = append(buf, '\\', 'b')
 			case '\f':
-				e.buf = append(e.buf, '\\', 'f')
+				buf = append(buf, '\\', 'f')
 			case '\n':
-				e.buf = append(e.buf, '\\', 'n')
+				buf = append(buf, '\\', 'n')
 			case '\r':
-				e.buf = append(e.buf, '\\', 'r')
+				buf = append(buf, '\\', 'r')
 			case '\t':
-				e.buf = append(e.buf, '\\', 't')
+				buf = append(buf, '\\', 't')
 			default:
-				e.buf = append(e.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
 			start = i
@@ -652,16 +651,17 @@ func (e *canonEncoder) string(s string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			e.buf = append(e.buf, s[start:i]...)
-			e.buf = append(e.buf, "\uFFFD"...)
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, "\uFFFD"...)
 			i += size
 			start = i
 			continue
 		}
 		i += size
 	}
-	e.buf = append(e.buf, s[start:]...)
-	e.buf = append(e.buf, '"')
+	buf = append(buf, s[start:]...)
+	buf = append(buf, '"')
+	return buf
 }
 
 const hexDigits = "0123456789abcdef"
@@ -725,6 +725,15 @@ func AppendNumber(buf []byte, f float64) []byte {
 		buf = strconv.AppendInt(buf, int64(n-1), 10)
 	}
 	return buf
+}
+
+// AppendInt appends the ECMAScript string form of n: its digits when a double holds it
+// exactly, else the double nearest to it.
+func AppendInt(buf []byte, n int64) []byte {
+	if n > -1<<53 && n < 1<<53 { // exact as a double: its digits are its ECMAScript form
+		return strconv.AppendInt(buf, n, 10)
+	}
+	return AppendNumber(buf, float64(n))
 }
 
 // numberText appends a JSON number given as text, as the double it denotes.

@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/canonical"
 )
 
 // Workload diagnosis (GET|POST /doctor/workload, account-free): a workload described in
@@ -438,17 +437,20 @@ func (r WorkloadRequest) Validate() error {
 	case len(w.Systems) > WorkloadSystemsMax:
 		is.add("/workload/systems", WorkloadIssueTooMany, "must have at most %d items", WorkloadSystemsMax)
 	default:
-		seen := map[WorkloadSystem]int{}
+		// A member's path is made only for an issue, and a repeat is the first equal
+		// system before it (at most 15: a scan, not a map): a valid request allocates nothing.
 		for i, s := range w.Systems {
-			p := "/workload/systems/" + strconv.Itoa(i)
-			ok := workloadEnum(&is, p+"/category", s.Category, workloadCategories)
-			ok = workloadEnum(&is, p+"/access", s.Access, workloadAccesses) && ok
-			ok = workloadEnum(&is, p+"/side_effect", s.SideEffect, workloadSideEffects) && ok
-			ok = workloadEnum(&is, p+"/data_class", s.DataClass, workloadDataClasses) && ok
-			if j, dup := seen[s]; dup && ok {
-				is.add(p, WorkloadIssueDuplicate, "repeats /workload/systems/%d", j)
-			} else if !dup {
-				seen[s] = i
+			ok := slices.Contains(workloadCategories, s.Category) && slices.Contains(workloadAccesses, s.Access) &&
+				slices.Contains(workloadSideEffects, s.SideEffect) && slices.Contains(workloadDataClasses, s.DataClass)
+			if !ok {
+				p := "/workload/systems/" + strconv.Itoa(i)
+				workloadEnum(&is, p+"/category", s.Category, workloadCategories)
+				workloadEnum(&is, p+"/access", s.Access, workloadAccesses)
+				workloadEnum(&is, p+"/side_effect", s.SideEffect, workloadSideEffects)
+				workloadEnum(&is, p+"/data_class", s.DataClass, workloadDataClasses)
+			}
+			if j := slices.Index(w.Systems[:i], s); j >= 0 && ok {
+				is.add("/workload/systems/"+strconv.Itoa(i), WorkloadIssueDuplicate, "repeats /workload/systems/%d", j)
 			}
 		}
 	}
@@ -460,17 +462,15 @@ func (r WorkloadRequest) Validate() error {
 	case len(a.Actions) > WorkloadActionsMax:
 		is.add("/workload/authority/actions", WorkloadIssueTooMany, "must have at most %d items", WorkloadActionsMax)
 	default:
-		seen := map[WorkloadAction]int{}
-		for i, act := range a.Actions {
-			p := "/workload/authority/actions/" + strconv.Itoa(i)
-			if !workloadEnum(&is, p, act, workloadActions) {
+		for i, act := range a.Actions { // paths and repeats as for the systems
+			if workloadActionIndex(act) < 0 {
+				workloadEnum(&is, "/workload/authority/actions/"+strconv.Itoa(i), act, workloadActions)
 				continue
 			}
-			if j, dup := seen[act]; dup {
-				is.add(p, WorkloadIssueDuplicate, "repeats /workload/authority/actions/%d", j)
+			if j := slices.Index(a.Actions[:i], act); j >= 0 {
+				is.add("/workload/authority/actions/"+strconv.Itoa(i), WorkloadIssueDuplicate, "repeats /workload/authority/actions/%d", j)
 				continue
 			}
-			seen[act] = i
 			consequential = consequential || workloadActionPoints[act].points >= workloadConsequentialActionPoints
 			spends = spends || act == ActionSpendFunds
 		}
@@ -831,6 +831,22 @@ var workloadReach = map[WorkloadAction]map[WorkloadSystemCategory]WorkloadAccess
 		CategoryIssueTracker: AccessWrite, CategoryMessaging: AccessWrite, CategoryLocalFiles: AccessWrite, CategoryOther: AccessWrite},
 }
 
+// workloadReachByCategory is workloadReach turned around: for each category, the access
+// each action (by its index in workloadActions) needs on it, "" where it does not touch
+// it. propose looks a system's row up once, not once per action.
+var workloadReachByCategory = func() map[WorkloadSystemCategory]*[workloadActionCount]WorkloadAccess {
+	out := map[WorkloadSystemCategory]*[workloadActionCount]WorkloadAccess{}
+	for action, categories := range workloadReach {
+		for category, access := range categories {
+			if out[category] == nil {
+				out[category] = new([workloadActionCount]WorkloadAccess)
+			}
+			out[category][workloadActionIndex(action)] = access
+		}
+	}
+	return out
+}()
+
 // WorkloadActionReach returns the access action needs on a system of category, and
 // whether it touches that category at all.
 func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory) (WorkloadAccess, bool) {
@@ -840,20 +856,54 @@ func WorkloadActionReach(action WorkloadAction, category WorkloadSystemCategory)
 
 // --- diagnosis ---------------------------------------------------------------------------
 
-// WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
-// the SHA-256 of its canonical JSON.
-func WorkloadDiagnosisID(r WorkloadRequest) string {
-	b, err := canonical.JSON(r)
-	if err != nil {
-		panic(fmt.Sprintf("accountable: a workload request has no canonical JSON: %v", err)) // strings, integers and arrays only
+// workloadActionSet is the set of declared actions, by their index in workloadActions:
+// the rules ask it often, and a map was a tenth of Diagnose.
+type workloadActionSet [workloadActionCount]bool
+
+// workloadActionCount is len(workloadActions).
+const workloadActionCount = 11
+
+// has reports whether a is declared.
+func (s *workloadActionSet) has(a WorkloadAction) bool {
+	i := workloadActionIndex(a)
+	return i >= 0 && s[i]
+}
+
+// workloadActionIndex is the index of a in workloadActions, -1 for an unknown action (a
+// switch: the compiler searches the constants by length and value).
+func workloadActionIndex(a WorkloadAction) int {
+	switch a {
+	case ActionResearch:
+		return 0
+	case ActionDraft:
+		return 1
+	case ActionReadInternalData:
+		return 2
+	case ActionWriteInternalRecords:
+		return 3
+	case ActionModifyCode:
+		return 4
+	case ActionMergeOrDeploy:
+		return 5
+	case ActionSendExternalMessage:
+		return 6
+	case ActionSpendFunds:
+		return 7
+	case ActionCreateAccount:
+		return 8
+	case ActionChangePermissions:
+		return 9
+	case ActionDeleteData:
+		return 10
 	}
-	return "wdg_" + canonical.Digest(b)[len("sha256:"):][:24]
+	return -1
 }
 
 // workloadFacts are what the rules read of a valid request, computed once.
 type workloadFacts struct {
 	r              WorkloadRequest
-	actions        map[WorkloadAction]bool
+	actions        workloadActionSet
+	declared       int // distinct known actions declared
 	consequential  int // declared actions of at least the consequential points
 	writes         bool
 	admin          bool
@@ -887,11 +937,12 @@ var workloadBoundaryNames = [5]string{"time", "agents", "systems", "authority", 
 func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	id := WorkloadDiagnosisID(r)
 	r.Workload.Systems = workloadKnownSystems(r.Workload.Systems)
-	f := &workloadFacts{r: r, actions: map[WorkloadAction]bool{}}
+	f := &workloadFacts{r: r}
 	w := r.Workload
 	for _, a := range w.Authority.Actions {
-		if _, known := workloadActionPoints[a]; known && !f.actions[a] {
-			f.actions[a] = true
+		if i := workloadActionIndex(a); i >= 0 && !f.actions[i] {
+			f.actions[i] = true
+			f.declared++
 			if workloadActionPoints[a].points >= workloadConsequentialActionPoints {
 				f.consequential++
 			}
@@ -935,6 +986,7 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	if len(d.HumanApprovals) > 0 {
 		d.ApprovalHandoff.Kind = HandoffBrowserReview
 		d.ApprovalHandoff.URL = WorkloadReviewPath + "#" + d.DiagnosisID
+		d.ApprovalHandoff.ApprovalIDs = make([]string, 0, len(d.HumanApprovals))
 		for _, a := range d.HumanApprovals {
 			d.ApprovalHandoff.ApprovalIDs = append(d.ApprovalHandoff.ApprovalIDs, a.ID)
 		}
@@ -946,22 +998,24 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 // by the enumeration's first (least) value: only a request Validate refused has one, and
 // its diagnosis, unspecified, still names only known values and keeps its bounds.
 func workloadKnownSystems(systems []WorkloadSystem) []WorkloadSystem {
-	known := func(v string, values []string) string {
-		if slices.Contains(values, v) {
-			return v
-		}
-		return values[0]
-	}
 	out := make([]WorkloadSystem, len(systems))
 	for i, s := range systems {
 		out[i] = WorkloadSystem{
-			Category:   WorkloadSystemCategory(known(string(s.Category), workloadEnumStrings(workloadCategories))),
-			Access:     WorkloadAccess(known(string(s.Access), workloadEnumStrings(workloadAccesses))),
-			SideEffect: WorkloadSideEffect(known(string(s.SideEffect), workloadEnumStrings(workloadSideEffects))),
-			DataClass:  WorkloadDataClass(known(string(s.DataClass), workloadEnumStrings(workloadDataClasses))),
+			Category:   workloadKnown(s.Category, workloadCategories),
+			Access:     workloadKnown(s.Access, workloadAccesses),
+			SideEffect: workloadKnown(s.SideEffect, workloadSideEffects),
+			DataClass:  workloadKnown(s.DataClass, workloadDataClasses),
 		}
 	}
 	return out
+}
+
+// workloadKnown is v when values holds it, else the first (least) of values.
+func workloadKnown[T ~string](v T, values []T) T {
+	if slices.Contains(values, v) {
+		return v
+	}
+	return values[0]
 }
 
 // workloadState is B1-B3: absent below WorkloadPresentAt, critical from WorkloadCriticalAt.
@@ -982,7 +1036,7 @@ func (f *workloadFacts) scoreTime() {
 	th := f.r.Workload.TimeHorizon
 	p := workloadTimePoints[th]
 	f.scores[wbTime] = p.points
-	f.reasons[wbTime] = fmt.Sprintf("time_horizon %s: %d points (%s).", th, p.points, p.id)
+	f.reasons[wbTime] = "time_horizon " + string(th) + ": " + strconv.Itoa(p.points) + " points (" + p.id + ")."
 }
 
 // scoreAgents is A1-A9.
@@ -996,8 +1050,9 @@ func (f *workloadFacts) scoreAgents() {
 	}
 	co := workloadCoordinationPoints[w.Coordination]
 	f.scores[wbAgents] = count.points + co.points
-	f.reasons[wbAgents] = fmt.Sprintf("agent_count %d: %d points (%s); coordination %s: +%d (%s); total %d (A9).",
-		w.AgentCount, count.points, count.id, w.Coordination, co.points, co.id, f.scores[wbAgents])
+	f.reasons[wbAgents] = "agent_count " + strconv.FormatInt(w.AgentCount, 10) + ": " + strconv.Itoa(count.points) + " points (" + count.id +
+		"); coordination " + string(w.Coordination) + ": +" + strconv.Itoa(co.points) + " (" + co.id + "); total " +
+		strconv.Itoa(f.scores[wbAgents]) + " (A9)."
 }
 
 // workloadSystemPoints is S2-S12 of one system.
@@ -1022,12 +1077,12 @@ func (f *workloadFacts) scoreSystems() {
 	breadth := min(workloadSystemBreadthPoints*(len(systems)-1), workloadSystemBreadthMax)
 	raw := workloadSystemPoints(s) + breadth
 	f.scores[wbSystems] = raw
-	reason := fmt.Sprintf("Highest system /workload/systems/%d (%s): access %s %d (%s), side_effect %s +%d (%s), data_class %s +%d (%s)",
-		top, s.Category, s.Access, workloadAccessPoints[s.Access].points, workloadAccessPoints[s.Access].id,
-		s.SideEffect, workloadSideEffectPoints[s.SideEffect].points, workloadSideEffectPoints[s.SideEffect].id,
-		s.DataClass, workloadDataClassPoints[s.DataClass].points, workloadDataClassPoints[s.DataClass].id)
+	access, effect, data := workloadAccessPoints[s.Access], workloadSideEffectPoints[s.SideEffect], workloadDataClassPoints[s.DataClass]
+	reason := "Highest system /workload/systems/" + strconv.Itoa(top) + " (" + string(s.Category) + "): access " + string(s.Access) +
+		" " + strconv.Itoa(access.points) + " (" + access.id + "), side_effect " + string(s.SideEffect) + " +" + strconv.Itoa(effect.points) +
+		" (" + effect.id + "), data_class " + string(s.DataClass) + " +" + strconv.Itoa(data.points) + " (" + data.id + ")"
 	if len(systems) > 1 {
-		reason += fmt.Sprintf("; %d further %s +%d (S13)", len(systems)-1, workloadPlural(len(systems)-1, "system"), breadth)
+		reason += "; " + strconv.Itoa(len(systems)-1) + " further " + workloadPlural(len(systems)-1, "system") + " +" + strconv.Itoa(breadth) + " (S13)"
 	}
 	f.reasons[wbSystems] = reason + workloadCapped(raw) + "."
 }
@@ -1041,7 +1096,7 @@ func workloadPlural(n int, noun string) string {
 
 func workloadCapped(raw int) string {
 	if raw > WorkloadMaxPoints {
-		return fmt.Sprintf("; %d capped at %d", raw, WorkloadMaxPoints)
+		return "; " + strconv.Itoa(raw) + " capped at " + strconv.Itoa(WorkloadMaxPoints)
 	}
 	return ""
 }
@@ -1050,8 +1105,8 @@ func workloadCapped(raw int) string {
 func (f *workloadFacts) scoreAuthority() {
 	a := f.r.Workload.Authority
 	var top WorkloadAction
-	for _, act := range workloadActions { // enumeration order: the first of the highest points
-		if f.actions[act] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
+	for i, act := range workloadActions { // enumeration order: the first of the highest points
+		if f.actions[i] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
 			top = act
 		}
 	}
@@ -1060,7 +1115,7 @@ func (f *workloadFacts) scoreAuthority() {
 		return
 	}
 	raw := workloadActionPoints[top].points
-	reason := fmt.Sprintf("Highest action %s: %d points (%s)", top, raw, workloadActionPoints[top].id)
+	reason := "Highest action " + string(top) + ": " + strconv.Itoa(raw) + " points (" + workloadActionPoints[top].id + ")"
 	further := f.consequential
 	if workloadActionPoints[top].points >= workloadConsequentialActionPoints {
 		further--
@@ -1068,17 +1123,17 @@ func (f *workloadFacts) scoreAuthority() {
 	if further > 0 {
 		b := min(workloadActionBreadthPoints*further, workloadActionBreadthMax)
 		raw += b
-		reason += fmt.Sprintf("; %d further consequential %s +%d (U12)", further, workloadPlural(further, "action"), b)
+		reason += "; " + strconv.Itoa(further) + " further consequential " + workloadPlural(further, "action") + " +" + strconv.Itoa(b) + " (U12)"
 	}
 	if f.consequential > 0 {
 		p := workloadApprovalPoints[a.ApprovalPolicy]
 		raw += p.points
-		reason += fmt.Sprintf("; approval_policy %s +%d (%s)", a.ApprovalPolicy, p.points, p.id)
+		reason += "; approval_policy " + string(a.ApprovalPolicy) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
 	}
-	if f.actions[ActionSpendFunds] {
+	if f.actions.has(ActionSpendFunds) {
 		p := workloadBudgetPoints[a.BudgetControl]
 		raw += p.points
-		reason += fmt.Sprintf("; budget_control %s +%d (%s)", a.BudgetControl, p.points, p.id)
+		reason += "; budget_control " + string(a.BudgetControl) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
 	}
 	f.scores[wbAuthority] = raw
 	f.reasons[wbAuthority] = reason + workloadCapped(raw) + " (U21)."
@@ -1103,8 +1158,9 @@ func (f *workloadFacts) scoreAccountability() {
 	gap, ids := workloadRetentionGaps(c)
 	raw := co.points + ev.points + ac.points + gap
 	f.scores[wbAccountability] = raw
-	reason := fmt.Sprintf("consequence %s: %d points (%s); evidence %s +%d (%s); acceptance %s +%d (%s); retention %s +%d",
-		c.Consequence, co.points, co.id, c.Evidence, ev.points, ev.id, c.Acceptance, ac.points, ac.id, c.Retention, gap)
+	reason := "consequence " + string(c.Consequence) + ": " + strconv.Itoa(co.points) + " points (" + co.id + "); evidence " +
+		string(c.Evidence) + " +" + strconv.Itoa(ev.points) + " (" + ev.id + "); acceptance " + string(c.Acceptance) + " +" +
+		strconv.Itoa(ac.points) + " (" + ac.id + "); retention " + string(c.Retention) + " +" + strconv.Itoa(gap)
 	if len(ids) > 0 {
 		reason += " (" + strings.Join(ids, ", ") + ")"
 	}
@@ -1173,20 +1229,22 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 		for i, t := range triggers {
 			ids[i], phrases[i] = workloadTriggers[t].id, workloadTriggers[t].phrase
 		}
-		rec.Summary = fmt.Sprintf("A governed workspace is needed: %d of 5 boundaries active (%s).", rec.ActiveBoundaryCount, f.activeNames())
-		first = fmt.Sprintf("Needed (%s): %s.", strings.Join(ids, ", "), strings.Join(phrases, "; "))
+		rec.Summary = "A governed workspace is needed: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() + ")."
+		first = "Needed (" + strings.Join(ids, ", ") + "): " + strings.Join(phrases, "; ") + "."
 	case VerdictConditional:
-		rec.Summary = fmt.Sprintf("Receipts are enough: %d of 5 boundaries active (%s), none calling for a governed workspace.", rec.ActiveBoundaryCount, f.activeNames())
+		rec.Summary = "Receipts are enough: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() +
+			"), none calling for a governed workspace."
 		first = "Conditional (V6): boundaries are active, but no system writes, no side effect leaves a system, no data is regulated, authority is absent and accountability is not critical."
 	default:
 		rec.Summary = "No installation is needed: no boundary is active."
 		first = "Not needed (V7): every boundary scores below 35 points."
 	}
 	rec.Summary = workloadClip(rec.Summary)
-	rec.Rationale = []string{workloadClip(first)}
+	rec.Rationale = make([]string, 1, 1+rec.ActiveBoundaryCount)
+	rec.Rationale[0] = workloadClip(first)
 	for b, name := range workloadBoundaryNames {
 		if f.active(b) {
-			rec.Rationale = append(rec.Rationale, workloadClip(fmt.Sprintf("%s %s (%d points): %s", name, f.states[b], f.scores[b], f.reasons[b])))
+			rec.Rationale = append(rec.Rationale, workloadClip(name+" "+string(f.states[b])+" ("+strconv.Itoa(f.scores[b])+" points): "+f.reasons[b]))
 		}
 	}
 	return rec
@@ -1194,24 +1252,31 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 
 // propose is P1-P5: one resource per declared system, in declared order.
 func (f *workloadFacts) propose() {
-	seen := map[WorkloadSystemCategory]int{}
-	f.resources = []WorkloadProposedResource{}
-	for i, s := range f.r.Workload.Systems {
+	systems := f.r.Workload.Systems
+	f.resources = make([]WorkloadProposedResource, 0, min(len(systems), WorkloadProposedResourcesMax))
+	f.resourceSystem = make([]WorkloadSystem, 0, cap(f.resources))
+	for i, s := range systems {
 		if i == WorkloadProposedResourcesMax {
 			break
 		}
-		seen[s.Category]++
 		name := string(s.Category)
-		if n := seen[s.Category]; n > 1 {
+		n := 1 // the how-manieth of its category (at most 15 systems: counting beats a map)
+		for _, earlier := range systems[:i] {
+			if earlier.Category == s.Category {
+				n++
+			}
+		}
+		if n > 1 {
 			name += "#" + strconv.Itoa(n)
 		}
 		needed := WorkloadAccess("")
-		intents := []string{}
-		for _, act := range workloadActions {
-			if !f.actions[act] {
+		intents := make([]string, 0, f.declared)
+		reach := workloadReachByCategory[s.Category] // nil: no action touches it
+		for i, act := range workloadActions {
+			if !f.actions[i] || reach == nil {
 				continue
 			}
-			if acc, ok := workloadReach[act][s.Category]; ok {
+			if acc := reach[i]; acc != "" {
 				intents = append(intents, string(act))
 				if acc.Rank() > needed.Rank() {
 					needed = acc
@@ -1233,11 +1298,12 @@ func (f *workloadFacts) propose() {
 		var purpose string
 		switch {
 		case len(intents) == 0:
-			purpose = fmt.Sprintf("Context from the declared %s (/workload/systems/%d): no declared action uses it, so read access only.", s.Category, i)
+			purpose = "Context from the declared " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + "): no declared action uses it, so read access only."
 		case requested != needed:
-			purpose = fmt.Sprintf("The declared actions need %s on the %s (/workload/systems/%d); capped at its declared %s access.", needed, s.Category, i, s.Access)
+			purpose = "The declared actions need " + string(needed) + " on the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) +
+				"); capped at its declared " + string(s.Access) + " access."
 		default:
-			purpose = fmt.Sprintf("%s access to the %s (/workload/systems/%d) for the declared actions that touch it, and no more.", requested, s.Category, i)
+			purpose = string(requested) + " access to the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + ") for the declared actions that touch it, and no more."
 		}
 		f.resources = append(f.resources, WorkloadProposedResource{
 			Resource: name, RequestedAccess: requested, ScopeIntents: intents, Purpose: workloadClip(purpose),
@@ -1254,7 +1320,7 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 	c := w.Accountability
 	gapOutcome := c.Consequence != ConsequenceLow
 	_, retention := workloadRetentionGaps(c)
-	out := []WorkloadMissingCapability{}
+	out := make([]WorkloadMissingCapability, 0, 8) // most diagnoses miss fewer
 	add := func(cond bool, b int, id, reason string) {
 		if cond && (f.active(b) || id == "access_for_actions") {
 			out = append(out, WorkloadMissingCapability{ID: id, Boundary: workloadBoundaryNames[b], Reason: reason})
@@ -1278,7 +1344,7 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 		"access_for_actions", "A declared action needs more access than its system declares; the proposal is capped at the declared access (M8).")
 	add(f.consequential > 0 && (w.Authority.ApprovalPolicy == ApprovalExceptionsOnly || w.Authority.ApprovalPolicy == ApprovalUndefined), wbAuthority,
 		"approval_policy", "Consequential actions run without a defined approval before them (M9).")
-	add(f.actions[ActionSpendFunds] && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
+	add(f.actions.has(ActionSpendFunds) && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
 		"spend_limit", "Spending needs a fixed limit enforced before each payment (M10).")
 	add(gapOutcome && (c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog), wbAccountability,
 		"outcome_evidence", "The outcome matters but leaves no artifact or verified result to check it by (M11).")
@@ -1305,8 +1371,8 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 	}
 	add(credentials, "credentials", "Credentials are entered by their owners at installation; the diagnosis names scopes and never takes a secret (L2).")
 	add(local, "local_files", "Files stay on the machine they are on; receipts record digests of them, not their content (L3).")
-	add(f.actions[ActionDraft], "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
-	add(f.actions[ActionResearch], "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
+	add(f.actions.has(ActionDraft), "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
+	add(f.actions.has(ActionResearch), "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
 	add(v != VerdictNotNeeded, "agent_reasoning", "Prompts and reasoning stay in the agent's runtime; receipts and approvals record actions and evidence (L6).")
 	add(f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, "regulated_records",
 		"Regulated records stay in their systems; receipts refer to them by id and never copy them (L7).")
@@ -1319,7 +1385,7 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 func (f *workloadFacts) risks() []WorkloadRisk {
 	w := f.r.Workload
 	a, c := w.Authority, w.Accountability
-	out := []WorkloadRisk{}
+	out := make([]WorkloadRisk, 0, 8) // most diagnoses run fewer
 	add := func(sev WorkloadSeverity, b int, id, description, mitigation string) {
 		if sev != "" && f.active(b) {
 			out = append(out, WorkloadRisk{ID: id, Severity: sev, Boundary: workloadBoundaryNames[b], Description: description, Mitigation: mitigation})
@@ -1375,16 +1441,16 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 		f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), wbAuthority,
 		"unapproved_action", "Consequential actions can run without anyone approving them (K10).",
 		"Adopt the proposed human approvals before the first use.")
-	add(pick(f.actions[ActionSpendFunds], SeverityLow, f.actions[ActionSpendFunds] && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
-		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUndefined, SeverityHigh,
-		f.actions[ActionSpendFunds] && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
+	add(pick(f.actions.has(ActionSpendFunds), SeverityLow, f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
+		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh,
+		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
 		"uncontrolled_spend", "The workload spends funds (K11).",
 		"Set a fixed limit, reserve spend before it happens and have the budget owner approve what exceeds it.")
-	escalates := f.actions[ActionChangePermissions] || f.actions[ActionCreateAccount]
+	escalates := f.actions.has(ActionChangePermissions) || f.actions.has(ActionCreateAccount)
 	add(pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical), wbAuthority,
 		"privilege_escalation", "The workload can create accounts or change permissions, and so widen its own reach (K12).",
 		"Have an identity admin approve each change and review the resulting access.")
-	add(pick(f.actions[ActionDeleteData], SeverityHigh, f.actions[ActionDeleteData] && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
+	add(pick(f.actions.has(ActionDeleteData), SeverityHigh, f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
 		"data_loss", "The workload can delete data (K13).",
 		"Have the data owner approve each deletion and keep a recoverable copy for the retention period.")
 	weakEvidence := c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog
@@ -1405,7 +1471,8 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		return out
 	}
 	w := f.r.Workload
-	var all, writing, regulated []string
+	all := make([]string, 0, len(f.resources)) // empty or not, an empty scope is "workload"
+	var writing, regulated []string
 	for i, r := range f.resources {
 		all = append(all, r.Resource)
 		if r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin {
@@ -1418,7 +1485,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 	declared := func(acts ...WorkloadAction) []string {
 		var s []string
 		for _, a := range acts {
-			if f.actions[a] {
+			if f.actions.has(a) {
 				s = append(s, string(a))
 			}
 		}
@@ -1443,22 +1510,22 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		"Grant the proposed write or admin access to these systems (H2).", writing)
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
 	codeTiming := TimingBeforeFirstUse
-	if f.actions[ActionMergeOrDeploy] {
+	if f.actions.has(ActionMergeOrDeploy) {
 		codeTiming = TimingPerAction
 	}
 	add(len(code) > 0, "code_changes", OwnerCode, codeTiming,
 		"Approve code changes: once before first use; each merge or deployment per action (H3).", code)
-	add(f.actions[ActionSendExternalMessage], "external_messages", OwnerCommunications, TimingPerAction,
+	add(f.actions.has(ActionSendExternalMessage), "external_messages", OwnerCommunications, TimingPerAction,
 		"Approve each message before it leaves the organisation (H4).", declared(ActionSendExternalMessage))
 	spendTiming := TimingPerAction
 	if w.Authority.BudgetControl == BudgetFixedLimit {
 		spendTiming = TimingWhenThresholdExceeded
 	}
-	add(f.actions[ActionSpendFunds], "spending", OwnerBudget, spendTiming,
+	add(f.actions.has(ActionSpendFunds), "spending", OwnerBudget, spendTiming,
 		"Approve spending: each payment, or what exceeds the fixed limit when one is set (H5).", declared(ActionSpendFunds))
-	add(f.actions[ActionCreateAccount] || f.actions[ActionChangePermissions], "identity_changes", OwnerIdentityAdmin, TimingPerAction,
+	add(f.actions.has(ActionCreateAccount) || f.actions.has(ActionChangePermissions), "identity_changes", OwnerIdentityAdmin, TimingPerAction,
 		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
-	add(f.actions[ActionDeleteData], "data_deletion", OwnerData, TimingPerAction,
+	add(f.actions.has(ActionDeleteData), "data_deletion", OwnerData, TimingPerAction,
 		"Approve each deletion of data (H7).", declared(ActionDeleteData))
 	add(slices.Contains(triggers, 2), "regulated_data", OwnerData, TimingBeforeFirstUse,
 		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
@@ -1468,17 +1535,17 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 // capabilities is what the installation gives the workload (K: fixed capabilities, one
 // per proposed resource and one per approval), at most 7 + 15 + 10.
 func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanApproval) []string {
-	out := []string{}
 	if m == ModeNone {
-		return out
+		return []string{}
 	}
+	out := make([]string, 0, 6+len(f.resources)+len(approvals))
 	out = append(out, "work_receipts", "evidence_records", "ledger_verification")
 	if f.r.Workload.Coordination != CoordinationNone && f.active(wbAgents) {
 		out = append(out, "coordination_record")
 	}
 	if m == ModeGovernedWorkspace {
 		out = append(out, "human_approvals", "scoped_credentials")
-		if f.actions[ActionSpendFunds] {
+		if f.actions.has(ActionSpendFunds) {
 			out = append(out, "spend_limits")
 		}
 	}
@@ -1494,7 +1561,8 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 // workloadClip bounds a sentence of the result to WorkloadTextMaxLength characters (the rules
 // write shorter ones; this only guards the bound).
 func workloadClip(s string) string {
-	if utf8.RuneCountInString(s) <= WorkloadTextMaxLength {
+	// A string of no more bytes than the bound has no more runes: most skip the count.
+	if len(s) <= WorkloadTextMaxLength || utf8.RuneCountInString(s) <= WorkloadTextMaxLength {
 		return s
 	}
 	r := []rune(s)

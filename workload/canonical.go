@@ -1,0 +1,92 @@
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/accountablework/accountable/canonical"
+)
+
+// The canonical JSON (RFC 8785) of a workload request, written by hand: the diagnosis id
+// is its digest, and canonical.JSON's reflective pass over the request was a sixth of
+// Diagnose. The members are in the order RFC 8785 sorts them (by UTF-16 code units; the
+// names are ASCII, so byte order), strings and integers are written by the canonical
+// package's own appenders, and a nil slice is null as canonical.JSON writes it.
+// TestWorkloadCanonicalJSON checks the bytes against canonical.JSON.
+
+// appendCanonicalRequest appends the canonical JSON of r.
+func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
+	w := &r.Workload
+	buf = append(buf, `{"schema_version":`...)
+	buf = canonical.AppendString(buf, r.SchemaVersion)
+	c := &w.Accountability
+	buf = append(buf, `,"workload":{"accountability":{"acceptance":`...)
+	buf = canonical.AppendString(buf, string(c.Acceptance))
+	buf = append(buf, `,"consequence":`...)
+	buf = canonical.AppendString(buf, string(c.Consequence))
+	buf = append(buf, `,"evidence":`...)
+	buf = canonical.AppendString(buf, string(c.Evidence))
+	buf = append(buf, `,"retention":`...)
+	buf = canonical.AppendString(buf, string(c.Retention))
+	buf = append(buf, `},"agent_count":`...)
+	buf = canonical.AppendInt(buf, w.AgentCount)
+	buf = append(buf, `,"authority":{"actions":`...)
+	if w.Authority.Actions == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i, a := range w.Authority.Actions {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = canonical.AppendString(buf, string(a))
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, `,"approval_policy":`...)
+	buf = canonical.AppendString(buf, string(w.Authority.ApprovalPolicy))
+	buf = append(buf, `,"budget_control":`...)
+	buf = canonical.AppendString(buf, string(w.Authority.BudgetControl))
+	buf = append(buf, `},"coordination":`...)
+	buf = canonical.AppendString(buf, string(w.Coordination))
+	buf = append(buf, `,"name":`...)
+	buf = canonical.AppendString(buf, w.Name)
+	buf = append(buf, `,"outcome":`...)
+	buf = canonical.AppendString(buf, w.Outcome)
+	buf = append(buf, `,"systems":`...)
+	if w.Systems == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i := range w.Systems {
+			s := &w.Systems[i]
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `{"access":`...)
+			buf = canonical.AppendString(buf, string(s.Access))
+			buf = append(buf, `,"category":`...)
+			buf = canonical.AppendString(buf, string(s.Category))
+			buf = append(buf, `,"data_class":`...)
+			buf = canonical.AppendString(buf, string(s.DataClass))
+			buf = append(buf, `,"side_effect":`...)
+			buf = canonical.AppendString(buf, string(s.SideEffect))
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, `,"time_horizon":`...)
+	buf = canonical.AppendString(buf, string(w.TimeHorizon))
+	return append(buf, "}}"...)
+}
+
+// WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
+// the SHA-256 of its canonical JSON.
+func WorkloadDiagnosisID(r WorkloadRequest) string {
+	var stack [1024]byte // most requests' canonical JSON fits: no allocation for it
+	sum := sha256.Sum256(appendCanonicalRequest(stack[:0], &r))
+	var id [len("wdg_") + 24]byte
+	copy(id[:], "wdg_")
+	hex.Encode(id[len("wdg_"):], sum[:12])
+	return string(id[:])
+}

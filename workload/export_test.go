@@ -1,0 +1,4 @@
+package workload
+
+// AppendCanonicalRequest is appendCanonicalRequest, for the tests of package workload_test.
+var AppendCanonicalRequest = appendCanonicalRequest
