@@ -28,7 +28,10 @@ var schemaJSON []byte
 func SchemaJSON() []byte { return slices.Clone(schemaJSON) }
 
 // Schema is the compiled schema; it is a receipt.ReceiptSchema.
-type Schema struct{ compiled *jsonschema.Schema }
+type Schema struct {
+	compiled *jsonschema.Schema
+	quick    *quickSchema // nil: every document goes to the library (quick.go)
+}
 
 var load = sync.OnceValues(compile)
 
@@ -59,7 +62,11 @@ func compile() (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipt schema: compile: %w", err)
 	}
-	return &Schema{compiled: s}, nil
+	quick, err := compileQuick(s)
+	if err != nil { // the schema has a keyword the quick pass does not implement: the library alone
+		quick = nil
+	}
+	return &Schema{compiled: s, quick: quick}, nil
 }
 
 // CheckReceipt validates doc (decoded with UseNumber) and returns an issue per leaf cause
@@ -70,6 +77,9 @@ func compile() (*Schema, error) {
 // shape the value could have taken. When the type rules out every alternative, the one
 // issue is schema.type.
 func (s *Schema) CheckReceipt(doc any) []receipt.ReceiptIssue {
+	if s.quick != nil && s.quick.check(doc, 0) == quickValid {
+		return nil // the library would accept it too (quick.go); its errors are needed only otherwise
+	}
 	err := s.compiled.Validate(doc)
 	if err == nil {
 		return nil
