@@ -35,7 +35,13 @@ import (
 // form, strings minimally escaped and no whitespace. json.RawMessage and values that
 // implement json.Marshaler are parsed and canonicalised too.
 func JSON(v any) ([]byte, error) {
-	e := canonEncoder{buf: make([]byte, 0, 256), limit: maxCanonDepth}
+	return AppendJSON(make([]byte, 0, 256), v)
+}
+
+// AppendJSON appends the canonical JSON of v to buf (JSON into a buffer the caller
+// sizes: a receipt's canonical form is made member by member into one).
+func AppendJSON(buf []byte, v any) ([]byte, error) {
+	e := canonEncoder{buf: buf, limit: maxCanonDepth}
 	if err := e.anyValue(v); err != nil {
 		return nil, err
 	}

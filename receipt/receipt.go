@@ -112,7 +112,7 @@ func (v ReceiptValidator) Validate(raw []byte) ReceiptValidation {
 	if issues := r.SemanticIssues(); len(issues) > 0 {
 		return invalidReceipt(issues)
 	}
-	content, canon, err := canonicalReceipt(obj)
+	content, canon, err := canonicalReceipt(obj, len(raw))
 	if err != nil { // the input stage refused what has no canonical form: cannot happen
 		return invalidReceipt([]ReceiptIssue{{Path: "", Code: ReceiptInputNumber, Message: "The document has no RFC 8785 canonical form."}})
 	}
