@@ -79,7 +79,7 @@ type quickSchema struct {
 	minLength, maxLength *int
 	pattern              jsonschema.Regexp
 	minimum, maximum     *big.Rat
-	minInt64, maxInt64   int64 // the bounds as integers, when they are (minIsInt, maxIsInt)
+	minInt64, maxInt64   int64 // the bounds as integers, when they are small ones (minIsInt, maxIsInt)
 	minIsInt, maxIsInt   bool
 }
 
@@ -184,16 +184,23 @@ func quickOf(s *jsonschema.Schema, seen map[*jsonschema.Schema]*quickSchema) (*q
 	q.minItems, q.maxItems, q.prefixItems, q.items = s.MinItems, s.MaxItems, subs(s.PrefixItems), sub(s.Items2020)
 	q.minLength, q.maxLength, q.pattern = s.MinLength, s.MaxLength, s.Pattern
 	q.minimum, q.maximum = s.Minimum, s.Maximum
-	if s.Minimum != nil && s.Minimum.IsInt() && s.Minimum.Num().IsInt64() {
+	if s.Minimum != nil && quickSmallInt(s.Minimum) {
 		q.minInt64, q.minIsInt = s.Minimum.Num().Int64(), true
 	}
-	if s.Maximum != nil && s.Maximum.IsInt() && s.Maximum.Num().IsInt64() {
+	if s.Maximum != nil && quickSmallInt(s.Maximum) {
 		q.maxInt64, q.maxIsInt = s.Maximum.Num().Int64(), true
 	}
 	if err != nil {
 		return nil, err
 	}
 	return q, nil
+}
+
+// quickSmallInt reports whether a bound is an integer within ±2^62, which the integer and
+// decimal comparisons take (nothing they compute can overflow: the numbers they read have
+// at most 18 digits, 15 before a decimal point).
+func quickSmallInt(r *big.Rat) bool {
+	return r.IsInt() && r.Num().IsInt64() && r.Num().Int64() <= 1<<62 && r.Num().Int64() >= -1<<62
 }
 
 // quickStringValue returns a const or enum value as a string, or other when it is not one.
@@ -429,6 +436,11 @@ func (q *quickSchema) checkNumber(n json.Number) quickVerdict {
 		}
 		return quickValid
 	}
+	if (q.minimum == nil || q.minIsInt) && (q.maximum == nil || q.maxIsInt) {
+		if whole, fraction, negative, ok := quickDecimal(n); ok {
+			return q.checkDecimal(whole, fraction, negative)
+		}
+	}
 	r, ok := new(big.Rat).SetString(string(n))
 	if !ok {
 		return quickUnknown
@@ -486,4 +498,68 @@ func quickInt64(n json.Number) (int64, bool) {
 	}
 	i, err := strconv.ParseInt(s, 10, 64)
 	return i, err == nil
+}
+
+// checkDecimal checks integer bounds against the number ±(whole + f), where 0 <= f < 1 and
+// fraction says whether f > 0: exactly, as big.Rat would, for the prices and quantities
+// documents hold (0.42) without making one.
+func (q *quickSchema) checkDecimal(whole int64, fraction, negative bool) quickVerdict {
+	if q.minimum != nil {
+		var below bool
+		switch {
+		case !negative: // whole + f >= min  <=>  whole >= min
+			below = whole < q.minInt64
+		case fraction: // -(whole + f) >= min  <=>  whole + 1 <= -min
+			below = whole+1 > -q.minInt64
+		default:
+			below = -whole < q.minInt64
+		}
+		if below {
+			return quickInvalid
+		}
+	}
+	if q.maximum != nil {
+		var above bool
+		switch {
+		case negative: // -(whole + f) <= max  <=>  whole >= -max
+			above = whole < -q.maxInt64
+		case fraction: // whole + f <= max  <=>  whole < max
+			above = whole >= q.maxInt64
+		default:
+			above = whole > q.maxInt64
+		}
+		if above {
+			return quickInvalid
+		}
+	}
+	return quickValid
+}
+
+// quickDecimal reads a number written -?digits.digits (no exponent) whose whole part has
+// at most 15 digits: its whole part, whether its fraction is not zero, and its sign.
+func quickDecimal(n json.Number) (whole int64, fraction, negative, ok bool) {
+	s := string(n)
+	if len(s) > 0 && s[0] == '-' {
+		negative, s = true, s[1:]
+	}
+	dot := len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.' && dot == len(s) && i > 0:
+			dot = i
+		case c >= '0' && c <= '9':
+			if i > dot && c != '0' {
+				fraction = true
+			}
+		default:
+			return 0, false, false, false
+		}
+	}
+	if dot == 0 || dot > 15 || dot == len(s)-1 {
+		return 0, false, false, false
+	}
+	for i := 0; i < dot; i++ {
+		whole = whole*10 + int64(s[i]-'0')
+	}
+	return whole, fraction, negative, true
 }

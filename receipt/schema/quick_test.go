@@ -35,7 +35,9 @@ func TestQuickPassAgreesWithTheLibrary(t *testing.T) {
 	}
 	values := []any{nil, true, false, json.Number("0"), json.Number("-1"), json.Number("1.5"), json.Number("1.0"), json.Number("1e2"),
 		json.Number("-0"), json.Number("100000000000000000000000"), json.Number("1e-400"), json.Number("9007199254740993"),
-		json.Number("999999999999999999"), json.Number("0.000001"), json.Number("1000000000"), "", "x", "2026-11-24T10:00:00Z",
+		json.Number("999999999999999999"), json.Number("0.000001"), json.Number("-0.5"), json.Number("0.5"), json.Number("-0.0"),
+		json.Number("2.5"), json.Number("-1.25"), json.Number("86400000.5"), json.Number("1000000000000000.5"), json.Number("1.5e3"), json.Number("9007199254740991"), json.Number("9007199254740991.5"), json.Number("-9007199254740991.5"),
+		json.Number("-9007199254740992"), json.Number("9007199254740990.99"), json.Number("123456789012345.5"), json.Number("1000000000"), "", "x", "2026-11-24T10:00:00Z",
 		"2026-11-24T10:00:00.5+01:00", "1990-12-31T23:59:60Z", "2026-02-30T10:00:00Z", "2026-11-24t10:00:00z", "not-a-date",
 		"http://[::1", "../ref", "sha256", "sha-256", "hex", "base64url", "ed25519", "unverified", "passed", "completed",
 		"agent-work-receipt/v0.1", "é", strings.Repeat("x", 300), strings.Repeat("y", 5000),
