@@ -49,7 +49,7 @@ func TestReceiptVerdictsGolden(t *testing.T) {
 	for name, keys := range map[string]receipt.ReceiptSignerKeys{
 		"none": nil, "good": {"rfc8032-test-key-1": pub}, "wrong": {"rfc8032-test-key-1": wrong},
 	} {
-		areas[name] = &receiptArea{validator: receipt.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: 1 << 20, Keys: keys}}
+		areas[name] = &receiptArea{validator: receipt.ReceiptValidator{Schema: schema, MaxBytes: 1 << 20, Keys: keys}}
 	}
 	var got bytes.Buffer
 	valid := 0

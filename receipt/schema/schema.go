@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
@@ -258,15 +257,4 @@ func jsonText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-// Decoder decodes receipts with go-json-experiment/json: a receipt.ReceiptDecoder,
-// about 2.5 times as fast as encoding/json on the shared fixtures. Its default options are
-// stricter than encoding/json's (member names match exactly), which changes nothing for a
-// document the schema accepted.
-type Decoder struct{}
-
-// DecodeReceipt decodes raw into r.
-func (Decoder) DecodeReceipt(raw []byte, r *receipt.AgentWorkReceipt) error {
-	return jsonv2.Unmarshal(raw, r)
 }
