@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 
@@ -70,20 +71,20 @@ type quickSchema struct {
 	required             []string
 	minProps, maxProps   *int
 	properties           map[string]*quickSchema
-	patternProperties    []quickPattern
+	patternProperties    []quickPatternProperty
 	additionalAllowed    *bool // additionalProperties: true or false
 	additionalSchema     *quickSchema
 	minItems, maxItems   *int
 	prefixItems          []*quickSchema
 	items                *quickSchema
 	minLength, maxLength *int
-	pattern              jsonschema.Regexp
+	pattern              func(string) bool // the pattern's MatchString
 	minimum, maximum     *big.Rat
 	minInt64, maxInt64   int64 // the bounds as integers, when they are small ones (minIsInt, maxIsInt)
 	minIsInt, maxIsInt   bool
 }
 
-type quickPattern struct {
+type quickPatternProperty struct {
 	re     jsonschema.Regexp
 	schema *quickSchema
 }
@@ -170,7 +171,7 @@ func quickOf(s *jsonschema.Schema, seen map[*jsonschema.Schema]*quickSchema) (*q
 		}
 	}
 	for re, p := range s.PatternProperties {
-		q.patternProperties = append(q.patternProperties, quickPattern{re: re, schema: sub(p)})
+		q.patternProperties = append(q.patternProperties, quickPatternProperty{re: re, schema: sub(p)})
 	}
 	switch a := s.AdditionalProperties.(type) {
 	case nil:
@@ -182,7 +183,10 @@ func quickOf(s *jsonschema.Schema, seen map[*jsonschema.Schema]*quickSchema) (*q
 		return nil, fmt.Errorf("%w (%s: additionalProperties %T)", errQuickUnsupported, s.Location, a)
 	}
 	q.minItems, q.maxItems, q.prefixItems, q.items = s.MinItems, s.MaxItems, subs(s.PrefixItems), sub(s.Items2020)
-	q.minLength, q.maxLength, q.pattern = s.MinLength, s.MaxLength, s.Pattern
+	q.minLength, q.maxLength = s.MinLength, s.MaxLength
+	if s.Pattern != nil {
+		q.pattern = quickPattern(s.Pattern)
+	}
 	q.minimum, q.maximum = s.Minimum, s.Maximum
 	if s.Minimum != nil && quickSmallInt(s.Minimum) {
 		q.minInt64, q.minIsInt = s.Minimum.Num().Int64(), true
@@ -194,6 +198,29 @@ func quickOf(s *jsonschema.Schema, seen map[*jsonschema.Schema]*quickSchema) (*q
 		return nil, err
 	}
 	return q, nil
+}
+
+// quickPattern is the match of a pattern: the format's "\\S" (a string with something
+// besides white space, on most of its strings) without the regular expression machinery:
+// RE2's \\S is any character but the ASCII tab, newline, form feed, carriage return and
+// space, so a byte that is none of those is one (a byte of a longer UTF-8 sequence, or an
+// invalid one that RE2 reads as U+FFFD, is not white space either).
+func quickPattern(re jsonschema.Regexp) func(string) bool {
+	if std, ok := re.(*regexp.Regexp); ok && std.String() == `\S` {
+		return hasNonSpace
+	}
+	return re.MatchString
+}
+
+func hasNonSpace(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\t', '\n', '\f', '\r', ' ':
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // quickSmallInt reports whether a bound is an integer within ±2^62, which the integer and
@@ -304,7 +331,7 @@ func (q *quickSchema) check(v any, refs int) quickVerdict {
 				return quickInvalid
 			}
 		}
-		if q.pattern != nil && !q.pattern.MatchString(v) {
+		if q.pattern != nil && !q.pattern(v) {
 			return quickInvalid
 		}
 	case json.Number:

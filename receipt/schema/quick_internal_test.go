@@ -3,8 +3,29 @@ package schema
 import (
 	"encoding/json"
 	"math/big"
+	"regexp"
 	"testing"
 )
+
+// hasNonSpace is RE2's \S, for every one- and two-character string of white space,
+// control and other characters, and invalid UTF-8.
+func TestHasNonSpaceIsRE2NonSpace(t *testing.T) {
+	re := regexp.MustCompile(`\S`)
+	if quickPattern(re)("") || !quickPattern(re)("x") {
+		t.Fatal("quickPattern does not use hasNonSpace")
+	}
+	chars := []string{"", " ", "\t", "\n", "\v", "\f", "\r", "\x00", "\x1f", "\u0085", "\u00a0", "\u2028", "\u3000", "\ufeff",
+		"a", "-", "\xff", "\xc3", "\U0001F600"}
+	for _, a := range chars {
+		for _, b := range chars {
+			for _, s := range []string{a + b, a + b + a, " " + a + b + "\t"} {
+				if hasNonSpace(s) != re.MatchString(s) {
+					t.Errorf("%q: %v, RE2 %v", s, hasNonSpace(s), re.MatchString(s))
+				}
+			}
+		}
+	}
+}
 
 // The quick pass's integer and decimal comparisons are big.Rat's (the library's), at and
 // around every bound.
