@@ -159,7 +159,11 @@ func (e *canonEncoder) dynamicObject(m map[string]any) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(m))
+	var small [16]string // most objects' names fit: no allocation for them
+	names := small[:0]
+	if len(m) > len(small) {
+		names = make([]string, 0, len(m))
+	}
 	for name := range m {
 		names = append(names, name)
 	}
