@@ -59,7 +59,7 @@ func (s *Server) receiptOperations() []operation {
 	if err != nil { // the schema is embedded in the binary: only a broken build gets here
 		panic(fmt.Sprintf("api: the receipt schema: %v", err))
 	}
-	a := &receiptArea{s: s, validator: receipt.ReceiptValidator{Schema: schema, Decoder: receiptschema.Decoder{}, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
+	a := &receiptArea{s: s, validator: receipt.ReceiptValidator{Schema: schema, MaxBytes: s.cfg.BodyLimit, Keys: s.cfg.ReceiptSignerKeys}}
 	return []operation{
 		op(Operation{ID: "describeReceiptValidation", Method: fiber.MethodGet, Path: receiptsPath + "/validate", Area: "Receipt validation",
 			Public: true, Bare: true,

@@ -35,7 +35,13 @@ import (
 // form, strings minimally escaped and no whitespace. json.RawMessage and values that
 // implement json.Marshaler are parsed and canonicalised too.
 func JSON(v any) ([]byte, error) {
-	e := canonEncoder{buf: make([]byte, 0, 256), limit: maxCanonDepth}
+	return AppendJSON(make([]byte, 0, 256), v)
+}
+
+// AppendJSON appends the canonical JSON of v to buf (JSON into a buffer the caller
+// sizes: a receipt's canonical form is made member by member into one).
+func AppendJSON(buf []byte, v any) ([]byte, error) {
+	e := canonEncoder{buf: buf, limit: maxCanonDepth}
 	if err := e.anyValue(v); err != nil {
 		return nil, err
 	}
@@ -153,7 +159,11 @@ func (e *canonEncoder) dynamicObject(m map[string]any) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(m))
+	var small [16]string // most objects' names fit: no allocation for them
+	names := small[:0]
+	if len(m) > len(small) {
+		names = make([]string, 0, len(m))
+	}
 	for name := range m {
 		names = append(names, name)
 	}

@@ -181,7 +181,7 @@ func ParseReceiptSignerKeys(s string) (ReceiptSignerKeys, error) {
 // VerifyReceiptIntegrity reports the integrity of the decoded document doc (a JSON object
 // decoded with UseNumber). It fails only for a document without a canonical form.
 func VerifyReceiptIntegrity(doc map[string]any, keys ReceiptSignerKeys) (ReceiptIntegrity, error) {
-	content, _, err := canonicalReceipt(doc)
+	content, _, err := canonicalReceipt(doc, 0)
 	if err != nil {
 		return ReceiptIntegrity{}, err
 	}
@@ -189,37 +189,44 @@ func VerifyReceiptIntegrity(doc map[string]any, keys ReceiptSignerKeys) (Receipt
 }
 
 // canonicalReceipt returns the canonical JSON of the document without its integrity
-// member (what the content hash covers) and of the whole document, canonicalising each
-// member once (canonical.JSON does the work; its member order is RFC 8785's).
-func canonicalReceipt(doc map[string]any) (content, whole []byte, err error) {
+// member (what the content hash covers) and of the whole document. The whole is made once,
+// member by member into one buffer of about sizeHint bytes (its text's size), and the
+// content is the whole without the integrity member (its member order is RFC 8785's,
+// canonical.CompareUTF16).
+func canonicalReceipt(doc map[string]any, sizeHint int) (content, whole []byte, err error) {
 	names := make([]string, 0, len(doc))
 	for name := range doc {
 		names = append(names, name)
 	}
 	slices.SortFunc(names, canonical.CompareUTF16)
-	content, whole = []byte{'{'}, []byte{'{'}
-	for _, name := range names {
-		key, err := canonical.JSON(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		value, err := canonical.JSON(doc[name])
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(whole) > 1 {
+	whole = append(make([]byte, 0, sizeHint+16), '{')
+	cutFrom, cutTo := -1, -1 // the integrity member, with the comma that separates it
+	for i, name := range names {
+		if i > 0 {
 			whole = append(whole, ',')
 		}
-		whole = append(append(append(whole, key...), ':'), value...)
+		start := len(whole)
+		if whole, err = canonical.AppendJSON(whole, name); err != nil {
+			return nil, nil, err
+		}
+		whole = append(whole, ':')
+		if whole, err = canonical.AppendJSON(whole, doc[name]); err != nil {
+			return nil, nil, err
+		}
 		if name == "integrity" {
-			continue
+			cutFrom, cutTo = start, len(whole)
+			if i > 0 {
+				cutFrom-- // the comma before it
+			} else if len(names) > 1 {
+				cutTo++ // the comma after it
+			}
 		}
-		if len(content) > 1 {
-			content = append(content, ',')
-		}
-		content = append(append(append(content, key...), ':'), value...)
 	}
-	return append(content, '}'), append(whole, '}'), nil
+	whole = append(whole, '}')
+	if cutFrom < 0 {
+		return whole, whole, nil
+	}
+	return slices.Concat(whole[:cutFrom], whole[cutTo:]), whole, nil
 }
 
 // verifyReceiptIntegrity is VerifyReceiptIntegrity given the canonical content.

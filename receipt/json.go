@@ -67,7 +67,7 @@ func DecodeReceiptJSON(raw []byte, maxBytes int) (any, *ReceiptIssue) {
 		return nil, &ReceiptIssue{Path: "", Code: ReceiptInputUnicode,
 			Message: fmt.Sprintf("The document is not valid UTF-8 (byte %d).", invalidUTF8At(raw))}
 	}
-	p := &receiptParser{b: raw}
+	p := &receiptParser{b: raw, text: string(raw)}
 	v := p.value()
 	if p.issue == nil {
 		p.space()
@@ -83,7 +83,11 @@ func DecodeReceiptJSON(raw []byte, maxBytes int) (any, *ReceiptIssue) {
 
 // receiptParser is one pass of DecodeReceiptJSON over valid UTF-8.
 type receiptParser struct {
-	b     []byte
+	b []byte
+	// text is b as one string: the strings without escapes and the numbers are slices of
+	// it, one allocation for the document instead of one per value (they were a third of
+	// a validation's allocations).
+	text  string
 	i     int
 	nodes int
 	path  []pathToken // where the value being read is
@@ -318,7 +322,7 @@ func (p *receiptParser) number() any {
 			return nil
 		}
 	}
-	text := string(p.b[start:p.i])
+	text := p.text[start:p.i]
 	if f, _ := strconv.ParseFloat(text, 64); math.IsInf(f, 0) { // an underflow rounds to 0, as JSON.parse does
 		p.fail(ReceiptInputNumber, "The number is beyond the range of an IEEE-754 double (I-JSON).")
 		return nil
@@ -335,7 +339,7 @@ func (p *receiptParser) str() (string, bool) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
-			s := string(p.b[start:p.i])
+			s := p.text[start:p.i]
 			p.i++
 			return s, true
 		case c == '\\':

@@ -33,7 +33,7 @@ func validator(t testing.TB) receipt.ReceiptValidator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return receipt.ReceiptValidator{Schema: s, Decoder: schema.Decoder{}, MaxBytes: 1 << 20}
+	return receipt.ReceiptValidator{Schema: s, MaxBytes: 1 << 20}
 }
 
 func decode(t testing.TB, raw []byte) map[string]any {
