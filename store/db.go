@@ -159,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // PostgreSQL's commit (its WAL flush), not on a core, and the commits waiting together are
 // flushed together: completing work at 32 clients on 2 cores measured 0.78x of the tuned
 // service (32 connections) with pgxpool's max(4, CPUs), 1.00x with 8, 1.01x with 16 and 0.90x
-// to 1.0x with 32 (`make bench`'s defaults line, docs/benchmarks.md), reads the same from 8 on.
+// to 1.0x with 32 (`make bench`'s defaults line, BENCH_DEFAULTS_ENV), reads the same from 8 on.
 // 16 is where it stopped growing, and leaves PostgreSQL's default max_connections (100) room
 // for five processes with their long-read pools.
 func DefaultMaxConns() int32 { return int32(max(16, 2*runtime.NumCPU())) }
