@@ -18,6 +18,7 @@ import (
 
 	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/receipt"
+	"github.com/accountablework/accountable/receipt/receipttest"
 	receiptschema "github.com/accountablework/accountable/receipt/schema"
 )
 
@@ -293,7 +294,7 @@ func receiptGoldenSet(t *testing.T, raw []byte, pointer string, value json.RawMe
 	if err := receiptGoldenUnmarshal(value, &v); err != nil {
 		t.Fatal(err)
 	}
-	doc = receiptGoldenPut(doc, strings.Split(pointer, "/")[1:], v, false)
+	doc = receipttest.Put(doc, strings.Split(pointer, "/")[1:], v, false)
 	return receiptGoldenEncode(t, doc)
 }
 
@@ -322,63 +323,6 @@ func receiptGoldenEncode(t *testing.T, v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// receiptGoldenPut sets (or, with remove, deletes) the value at path and returns the root.
-func receiptGoldenPut(node any, path []string, v any, remove bool) any {
-	if len(path) == 0 {
-		return v
-	}
-	switch n := node.(type) {
-	case map[string]any:
-		if len(path) == 1 && remove {
-			delete(n, path[0])
-			return n
-		}
-		n[path[0]] = receiptGoldenPut(n[path[0]], path[1:], v, remove)
-		return n
-	case []any:
-		i, _ := strconv.Atoi(path[0])
-		if len(path) == 1 && remove {
-			return slices.Delete(n, i, i+1)
-		}
-		n[i] = receiptGoldenPut(n[i], path[1:], v, remove)
-		return n
-	}
-	return node
-}
-
-// receiptGoldenPaths lists the paths of every value under node, in a fixed order.
-func receiptGoldenPaths(node any, prefix []string, out *[][]string) {
-	*out = append(*out, slices.Clone(prefix))
-	switch n := node.(type) {
-	case map[string]any:
-		names := make([]string, 0, len(n))
-		for name := range n {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			receiptGoldenPaths(n[name], append(prefix, name), out)
-		}
-	case []any:
-		for i, v := range n {
-			receiptGoldenPaths(v, append(prefix, strconv.Itoa(i)), out)
-		}
-	}
-}
-
-func receiptGoldenGet(node any, path []string) any {
-	for _, p := range path {
-		switch n := node.(type) {
-		case map[string]any:
-			node = n[p]
-		case []any:
-			i, _ := strconv.Atoi(p)
-			node = n[i]
-		}
-	}
-	return node
-}
-
 // Values the mutations put in.
 var (
 	receiptOddNumbers = []string{"-0", "0", "1e400", "-1e400", "1e-400", "0.1e1", "1E2", "123456789012345678901234567890", "-1",
@@ -396,15 +340,14 @@ func receiptMutation(t *testing.T, rng *rand.Rand, fixture []byte) ([]byte, stri
 	doc := receiptGoldenDecode(t, fixture)
 	var what []string
 	for range 1 + rng.IntN(3) {
-		var paths [][]string
-		receiptGoldenPaths(doc, nil, &paths)
+		paths := receipttest.Paths(doc)
 		path := paths[1+rng.IntN(len(paths)-1)]
 		// of the same kind as the current value, where one is wanted: an odd string where a
 		// string is, an odd number where a number is
 		ofKind := func(want func(any) bool) []string {
 			var these [][]string
 			for _, p := range paths[1:] {
-				if want(receiptGoldenGet(doc, p)) {
+				if want(receipttest.Get(doc, p)) {
 					these = append(these, p)
 				}
 			}
@@ -428,26 +371,26 @@ func receiptMutation(t *testing.T, rng *rand.Rand, fixture []byte) ([]byte, stri
 		at := "/" + strings.Join(path, "/")
 		switch op {
 		case 0: // drop a member or an item
-			doc = receiptGoldenPut(doc, path, nil, true)
+			doc = receipttest.Put(doc, path, nil, true)
 			what = append(what, "drop"+at)
 		case 1: // a value of another type
 			values := []any{json.Number("42"), "str", true, false, nil, []any{}, map[string]any{}, []any{"a", json.Number("1")}}
-			doc = receiptGoldenPut(doc, path, values[rng.IntN(len(values))], false)
+			doc = receipttest.Put(doc, path, values[rng.IntN(len(values))], false)
 			what = append(what, "type"+at)
 		case 2: // an odd string
-			doc = receiptGoldenPut(doc, path, receiptOddStrings[rng.IntN(len(receiptOddStrings))], false)
+			doc = receipttest.Put(doc, path, receiptOddStrings[rng.IntN(len(receiptOddStrings))], false)
 			what = append(what, "string"+at)
 		case 3: // an odd number
-			doc = receiptGoldenPut(doc, path, json.Number(receiptOddNumbers[rng.IntN(len(receiptOddNumbers))]), false)
+			doc = receipttest.Put(doc, path, json.Number(receiptOddNumbers[rng.IntN(len(receiptOddNumbers))]), false)
 			what = append(what, "number"+at)
 		case 4: // an extra member in the nearest object
 			for len(path) > 0 {
-				if _, ok := receiptGoldenGet(doc, path).(map[string]any); ok {
+				if _, ok := receipttest.Get(doc, path).(map[string]any); ok {
 					break
 				}
 				path = path[:len(path)-1]
 			}
-			obj, _ := receiptGoldenGet(doc, path).(map[string]any)
+			obj, _ := receipttest.Get(doc, path).(map[string]any)
 			obj[[]string{"extra", "x-ext", "zzz", "a/b~c", "Receipt_ID"}[rng.IntN(5)]] = json.Number("1")
 			what = append(what, "extra/"+strings.Join(path, "/"))
 		case 5: // nesting
@@ -460,20 +403,20 @@ func receiptMutation(t *testing.T, rng *rand.Rand, fixture []byte) ([]byte, stri
 					v = map[string]any{"n": v}
 				}
 			}
-			doc = receiptGoldenPut(doc, path, v, false)
+			doc = receipttest.Put(doc, path, v, false)
 			what = append(what, fmt.Sprintf("nest%d%s", depth, at))
 		case 6, 11: // another string of the document (repeated ids, cited ids, times out of order, enum values)
 			other := ofKind(isString)
-			value := receiptGoldenDecode(t, receiptGoldenEncode(t, receiptGoldenGet(doc, other))) // a copy: no cycles
-			doc = receiptGoldenPut(doc, path, value, false)
+			value := receiptGoldenDecode(t, receiptGoldenEncode(t, receipttest.Get(doc, other))) // a copy: no cycles
+			doc = receipttest.Put(doc, path, value, false)
 			what = append(what, "copy"+at)
 		case 12: // an item of an array repeated (repeated ids)
-			items := receiptGoldenGet(doc, path).([]any)
+			items := receipttest.Get(doc, path).([]any)
 			item := receiptGoldenDecode(t, receiptGoldenEncode(t, items[rng.IntN(len(items))]))
-			doc = receiptGoldenPut(doc, path, append(items, item), false)
+			doc = receipttest.Put(doc, path, append(items, item), false)
 			what = append(what, "repeat"+at)
 		case 7: // a long array of wrong items (more issues than are listed)
-			doc = receiptGoldenPut(doc, path, slices.Repeat([]any{json.Number("1")}, 40+rng.IntN(200)), false)
+			doc = receipttest.Put(doc, path, slices.Repeat([]any{json.Number("1")}, 40+rng.IntN(200)), false)
 			what = append(what, "many"+at)
 		default: // text edits, done last: the document is text from here on
 			raw := receiptGoldenEncode(t, doc)

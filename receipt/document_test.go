@@ -3,13 +3,12 @@ package receipt_test
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
-	"strconv"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/accountablework/accountable/receipt"
+	"github.com/accountablework/accountable/receipt/receipttest"
 	"github.com/accountablework/accountable/receipt/schema"
 )
 
@@ -36,15 +35,14 @@ func TestReceiptFromDocumentIsTheDecoders(t *testing.T) {
 			}
 			return doc.(map[string]any)
 		}
-		var paths [][]string
-		documentPaths(fresh(), nil, &paths)
+		paths := receipttest.Paths(fresh())
 		docs := []map[string]any{fresh()}
 		for _, path := range paths[1:] {
 			d := fresh()
-			docs = append(docs, documentPut(d, path, nil, true).(map[string]any))
+			docs = append(docs, receipttest.Put(d, path, nil, true).(map[string]any))
 			for _, v := range values {
 				d := fresh()
-				docs = append(docs, documentPut(d, path, v, false).(map[string]any))
+				docs = append(docs, receipttest.Put(d, path, v, false).(map[string]any))
 			}
 		}
 		for _, doc := range docs {
@@ -69,47 +67,4 @@ func TestReceiptFromDocumentIsTheDecoders(t *testing.T) {
 	if accepted < 900 {
 		t.Fatalf("only %d documents compared", accepted)
 	}
-}
-
-func documentPaths(node any, prefix []string, out *[][]string) {
-	*out = append(*out, slices.Clone(prefix))
-	switch n := node.(type) {
-	case map[string]any:
-		names := make([]string, 0, len(n))
-		for name := range n {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			documentPaths(n[name], append(prefix, name), out)
-		}
-	case []any:
-		for i, v := range n {
-			documentPaths(v, append(prefix, strconv.Itoa(i)), out)
-		}
-	}
-}
-
-// documentPut sets (or, with remove, deletes) the value at path and returns the root.
-func documentPut(node any, path []string, v any, remove bool) any {
-	if len(path) == 0 {
-		return v
-	}
-	switch n := node.(type) {
-	case map[string]any:
-		if len(path) == 1 && remove {
-			delete(n, path[0])
-			return n
-		}
-		n[path[0]] = documentPut(n[path[0]], path[1:], v, remove)
-		return n
-	case []any:
-		i, _ := strconv.Atoi(path[0])
-		if len(path) == 1 && remove {
-			return slices.Delete(n, i, i+1)
-		}
-		n[i] = documentPut(n[i], path[1:], v, remove)
-		return n
-	}
-	return node
 }

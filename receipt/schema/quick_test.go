@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/accountablework/accountable/receipt"
+	"github.com/accountablework/accountable/receipt/receipttest"
 	"github.com/accountablework/accountable/receipt/schema"
 )
 
@@ -55,25 +56,24 @@ func TestQuickPassAgreesWithTheLibrary(t *testing.T) {
 		if s.QuickVerdict(doc) != "valid" {
 			t.Fatalf("%s: the quick pass does not prove a valid fixture valid", name)
 		}
-		var paths [][]string
-		walkPaths(doc, nil, &paths)
+		paths := receipttest.Paths(doc)
 		for _, path := range paths[1:] {
 			at := name + " /" + strings.Join(path, "/")
 			fresh := func() any { d, _ := receipt.DecodeReceiptJSON(raw, 0); return d }
-			agree(at+" dropped", put(fresh(), path, nil, true))
+			agree(at+" dropped", receipttest.Put(fresh(), path, nil, true))
 			for i, v := range values {
-				agree(at+" = value "+strconv.Itoa(i), put(fresh(), path, v, false))
+				agree(at+" = value "+strconv.Itoa(i), receipttest.Put(fresh(), path, v, false))
 			}
 			// an extra member in an object, a repeated item in an array
-			switch v := get(fresh(), path).(type) {
+			switch v := receipttest.Get(fresh(), path).(type) {
 			case map[string]any:
 				d := fresh()
-				get(d, path).(map[string]any)["zz_extra"] = "x"
+				receipttest.Get(d, path).(map[string]any)["zz_extra"] = "x"
 				agree(at+" extra", d)
 			case []any:
 				if len(v) > 0 {
 					d := fresh()
-					agree(at+" repeated", put(d, path, append(slices.Clone(get(d, path).([]any)), v[0]), false))
+					agree(at+" repeated", receipttest.Put(d, path, append(slices.Clone(receipttest.Get(d, path).([]any)), v[0]), false))
 				}
 			}
 		}
@@ -94,60 +94,4 @@ func TestQuickPassAgreesWithTheLibrary(t *testing.T) {
 	if counts["valid"] < 100 || counts["invalid"] < 1000 {
 		t.Fatalf("the quick pass decided too little to be tested: %v", counts)
 	}
-}
-
-func walkPaths(node any, prefix []string, out *[][]string) {
-	*out = append(*out, slices.Clone(prefix))
-	switch n := node.(type) {
-	case map[string]any:
-		names := make([]string, 0, len(n))
-		for name := range n {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			walkPaths(n[name], append(prefix, name), out)
-		}
-	case []any:
-		for i, v := range n {
-			walkPaths(v, append(prefix, strconv.Itoa(i)), out)
-		}
-	}
-}
-
-func get(node any, path []string) any {
-	for _, p := range path {
-		switch n := node.(type) {
-		case map[string]any:
-			node = n[p]
-		case []any:
-			i, _ := strconv.Atoi(p)
-			node = n[i]
-		}
-	}
-	return node
-}
-
-// put sets (or, with remove, deletes) the value at path and returns the root.
-func put(node any, path []string, v any, remove bool) any {
-	if len(path) == 0 {
-		return v
-	}
-	switch n := node.(type) {
-	case map[string]any:
-		if len(path) == 1 && remove {
-			delete(n, path[0])
-			return n
-		}
-		n[path[0]] = put(n[path[0]], path[1:], v, remove)
-		return n
-	case []any:
-		i, _ := strconv.Atoi(path[0])
-		if len(path) == 1 && remove {
-			return slices.Delete(n, i, i+1)
-		}
-		n[i] = put(n[i], path[1:], v, remove)
-		return n
-	}
-	return node
 }
