@@ -38,13 +38,16 @@ bench-quick: build
 # (SOAK_DURATION, default 10m), the exactly-once bursts (SOAK_EXACTLY_ONCE_REQUESTS, default
 # 1000 identical requests an operation, three times), the partitioned ledger grown to
 # SOAK_PARTITION_EVENTS (default 10,000,000) events, the OAuth/MCP fuzz run
-# (SOAK_OAUTH_REQUESTS) and every go test -fuzz target (SOAK_FUZZTIME each, default 1m).
+# (SOAK_OAUTH_REQUESTS), the receipt schema's quick pass against the library on every single
+# change of the valid fixtures (make test: a quarter) and every go test -fuzz target
+# (SOAK_FUZZTIME each, default 1m).
 soak:
 	@scripts/stack.sh bash -c 'set -e; \
 		REQUEST_FUZZ_DURATION=$${SOAK_DURATION:-10m} go test -count=1 -timeout 2h -run "^TestRequestFuzz" ./api; \
 		EXACTLY_ONCE_REQUESTS=$${SOAK_EXACTLY_ONCE_REQUESTS:-1000} go test -count=3 -timeout 1h -run "^TestExactlyOnceUnderConcurrency$$|^TestControllerFirstRunsRace$$" ./api; \
 		PARTITION_SOAK_EVENTS=$${SOAK_PARTITION_EVENTS:-10000000} go test -count=1 -timeout 1h -run "^TestPartitionedLedgerDoesNotSlowWithSize$$" -v ./store; \
 		OAUTH_FUZZ_REQUESTS=$${SOAK_OAUTH_REQUESTS:-100000} go test -count=1 -timeout 1h -run "^TestOAuthAndMCPRefuseHostileInput$$" ./api; \
+		QUICK_PASS_ALL=1 go test -count=1 -timeout 1h -run "^TestQuickPassAgreesWithTheLibrary$$" ./receipt/schema; \
 		for pkg in . ./api ./receipt ./receipt/schema ./workload; do \
 			for f in $$(go test -list "^Fuzz" $$pkg | grep "^Fuzz"); do \
 				echo "fuzzing $$f in $$pkg"; go test -run "^$$" -fuzz "^$$f$$" -fuzztime $${SOAK_FUZZTIME:-1m} $$pkg; \

@@ -17,13 +17,18 @@ import (
 // The quick pass (quick.go) never disagrees with the library: valid only where the
 // library accepts, invalid only where it refuses. Checked on every fixture, every fuzz
 // seed, and every single change of the valid fixtures: each value dropped and replaced by
-// values of each type and by values near the schema's limits (about 22,000 documents).
+// values of each type and by values near the schema's limits (about 30,000 documents with
+// QUICK_PASS_ALL=1, a quarter of the replacements without).
 // TestReceiptVerdictsGolden (package api) holds the verdicts' bytes.
 func TestQuickPassAgreesWithTheLibrary(t *testing.T) {
 	s, err := schema.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// make test replaces each value by a rotating quarter of the values (every value still
+	// meets every kind of member, a quarter of the time under -race); make soak by all of
+	// them (QUICK_PASS_ALL=1, about 30,000 documents).
+	allValues := os.Getenv("QUICK_PASS_ALL") != ""
 	counts := map[string]int{}
 	agree := func(name string, doc any) {
 		t.Helper()
@@ -57,11 +62,14 @@ func TestQuickPassAgreesWithTheLibrary(t *testing.T) {
 			t.Fatalf("%s: the quick pass does not prove a valid fixture valid", name)
 		}
 		paths := receipttest.Paths(doc)
-		for _, path := range paths[1:] {
+		for pi, path := range paths[1:] {
 			at := name + " /" + strings.Join(path, "/")
 			fresh := func() any { d, _ := receipt.DecodeReceiptJSON(raw, 0); return d }
 			agree(at+" dropped", receipttest.Put(fresh(), path, nil, true))
 			for i, v := range values {
+				if !allValues && (pi+i)%4 != 0 {
+					continue
+				}
 				agree(at+" = value "+strconv.Itoa(i), receipttest.Put(fresh(), path, v, false))
 			}
 			// an extra member in an object, a repeated item in an array
