@@ -117,6 +117,16 @@ func TestReceiptVerdictsGolden(t *testing.T) {
 	t.Fatalf("%d of %d verdict lines differ from %s", bad, len(gl), receiptVerdictsGolden)
 }
 
+// receiptTamperVector is a conformance vector's fixture and the changes made to it.
+type receiptTamperVector struct {
+	Fixture string `json:"fixture"`
+	Tamper  []struct {
+		Name    string          `json:"name"`
+		Pointer string          `json:"json_pointer"`
+		Value   json.RawMessage `json:"value"`
+	} `json:"tamper_vectors"`
+}
+
 func receiptGoldenFile(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "agent-work-receipt", name))
@@ -188,22 +198,8 @@ func receiptGoldenCases(t *testing.T) []receiptGoldenCase {
 			Name    string `json:"name"`
 			RawJSON string `json:"raw_json"`
 		} `json:"raw_json_negative_vectors"`
-		ReceiptVector struct {
-			Fixture string `json:"fixture"`
-			Tamper  []struct {
-				Name    string          `json:"name"`
-				Pointer string          `json:"json_pointer"`
-				Value   json.RawMessage `json:"value"`
-			} `json:"tamper_vectors"`
-		} `json:"receipt_vector"`
-		SignatureVector struct {
-			Fixture string `json:"fixture"`
-			Tamper  []struct {
-				Name    string          `json:"name"`
-				Pointer string          `json:"json_pointer"`
-				Value   json.RawMessage `json:"value"`
-			} `json:"tamper_vectors"`
-		} `json:"signature_vector"`
+		ReceiptVector   receiptTamperVector `json:"receipt_vector"`
+		SignatureVector receiptTamperVector `json:"signature_vector"`
 	}
 	if err := json.Unmarshal(receiptGoldenFile(t, "conformance/agent-work-receipt-integrity-vectors.v0.1.json"), &vs); err != nil {
 		t.Fatal(err)

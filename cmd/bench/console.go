@@ -124,19 +124,7 @@ func checkConsoleAnswer(p *consolePage, contentType string, body []byte) error {
 }
 
 // csrfField is the value of the first hidden csrf field of an HTML form.
-func csrfField(page []byte) string {
-	const marker = `name="csrf" value="`
-	i := bytes.Index(page, []byte(marker))
-	if i < 0 {
-		return ""
-	}
-	rest := page[i+len(marker):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return string(rest[:j])
-}
+func csrfField(page []byte) string { return quotedAfter(page, `name="csrf" value="`, bytes.Index) }
 
 // consoleLine seeds the console workspace, signs in and measures each page.
 func (b *bench) consoleLine() error {

@@ -483,8 +483,13 @@ func jsonString(body []byte, key string) string { return stringMember(body, key,
 
 // stringMember returns the string value of the "key": member that find locates in body.
 func stringMember(body []byte, key string, find func(s, sep []byte) int) string {
-	marker := []byte(`"` + key + `":"`)
-	i := find(body, marker)
+	return quotedAfter(body, `"`+key+`":"`, find)
+}
+
+// quotedAfter returns the text from the marker find locates in body to the next double
+// quote ("" when either is missing): a JSON string member's value, an HTML attribute's.
+func quotedAfter(body []byte, marker string, find func(s, sep []byte) int) string {
+	i := find(body, []byte(marker))
 	if i < 0 {
 		return ""
 	}
