@@ -275,6 +275,9 @@ func fill(s string, ids map[string]string) string {
 func TestIsolationMatrix(t *testing.T) {
 	for _, credential := range []string{"key", "token"} {
 		t.Run(credential, func(t *testing.T) {
+			// The two runs share nothing (each has its own env, database and tenants), and
+			// each mostly waits for round trips: together they take the time of the longer.
+			t.Parallel()
 			e := newQuietEnv(t)
 			doc := fetchDocument(t, e)
 			conn := storetest.Conn(t)
