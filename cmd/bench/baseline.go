@@ -244,6 +244,7 @@ func serveBaseline() error {
 	baselineRoutes(app, pool)
 	baselineLogRoutes(app, pool)
 	baselineContextRoutes(app, sdb)
+	baselineFloorRoutes(app, os.Getenv("DATABASE_URL"))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -325,6 +325,15 @@ func (b *bench) writeReport() error {
 		"service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency fingerprint, building " +
 		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
 		"[below](#the-pgbench-scripts).\n")
+	if b.s.Lines["floor"] {
+		p("* **The floor of a write** (issue 30): the baseline server's `/floor/create`, a bare Fiber handler that decodes the " +
+			"request's JSON and sends the mirror's statements for a creation in one round trip on pgconn, prepared, every value a " +
+			"text parameter as pgbench sends them, and answers the stored response document: no authentication, validation, " +
+			"fingerprint, event building, canonical JSON or hashes, pgx type encoding, metrics or log line. Against POST /work's " +
+			"limit, its ratio is the most a service on Fiber and pgx reaches on this machine; POST /work's ratio beside it is what " +
+			"the service's own work costs. Its rows are pgbench's (ids and keys from the same counter), and the next pgbench run's " +
+			"count checks them.\n")
+	}
 	p("* **Reads** (GET /work/{id}, the event stream): the limit is a bare Fiber + pgx server (`bench baseline`, in cmd/bench) that "+
 		"sends the same SQL and answers similar JSON with encoding/json, with no middleware (no authentication, request id, logging or metrics). "+
 		"It runs with the garbage collector's setting `accountable serve` has by default (GOGC=%d), so that no ratio owes anything to a runtime setting.\n", serviceGCPercent)

@@ -290,7 +290,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		id string
 		fn func() error
-	}{{"create", b.createLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"defaults", b.defaultsLine}, {"mcp", b.mcpLine}, {"paging", b.pagingLine},
+	}{{"create", b.createLine}, {"floor", b.floorLine}, {"complete", b.completeLine}, {"read", b.readLine}, {"defaults", b.defaultsLine}, {"mcp", b.mcpLine}, {"paging", b.pagingLine},
 		{"projection", b.projectionLine}}
 	for _, st := range steps {
 		if !b.s.Lines[st.id] {

@@ -82,7 +82,7 @@ type settings struct {
 // defaultLogSizes are the ledgerlog line's synthetic logs by default.
 var defaultLogSizes = []int{1000000, 10000000}
 
-var allLines = []string{"create", "complete", "read", "defaults", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "console", "ledgerlog", "growth", "fairness"}
+var allLines = []string{"create", "floor", "complete", "read", "defaults", "mcp", "paging", "doctor", "validate", "projection", "stream", "proposal", "launch", "discovery", "context", "console", "ledgerlog", "growth", "fairness"}
 
 func loadSettings() (settings, error) {
 	var errs []string
