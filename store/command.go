@@ -644,9 +644,7 @@ func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *
 		k := cc.Idempotency.Key
 		e.IdempotencyKey = &k
 	}
-	if e.EventHash, err = canonical.DigestOf(e.EventHeader); err != nil {
-		return accountable.Event{}, err
-	}
+	e.EventHash = eventHash(e.EventHeader)
 	return e, nil
 }
 

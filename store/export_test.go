@@ -87,3 +87,6 @@ func AggregateTableQueries() []string {
 	}
 	return out
 }
+
+// EventHash is the hand-written event hash, for its test against canonical.DigestOf.
+var EventHash = eventHash

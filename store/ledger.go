@@ -359,7 +359,7 @@ func checkEvent(e, prev accountable.Event, sameAggregate bool) string {
 	if canonical.Digest(canon) != e.PayloadDigest {
 		return "payloadDigest does not match the payload"
 	}
-	if h, err := canonical.DigestOf(e.EventHeader); err != nil || h != e.EventHash {
+	if eventHash(e.EventHeader) != e.EventHash {
 		return "eventHash does not match the event"
 	}
 	switch {
