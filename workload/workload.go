@@ -966,8 +966,12 @@ func (f *workloadFacts) sentence(parts ...string) workloadSpan {
 // Diagnose scores a valid request (Validate returned nil); the result is a pure function
 // of it. Diagnose does not validate: a request that breaks the rules gives an unspecified
 // diagnosis, but never a panic nor a result beyond the bounds.
-func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
-	id := WorkloadDiagnosisID(r)
+func Diagnose(r WorkloadRequest) WorkloadDiagnosis { return DiagnoseUnder(r, "") }
+
+// DiagnoseUnder is Diagnose with the approval handoff's URL under siteURL (the service's
+// site URL); "" leaves it a path. The URL and the diagnosis id are one string.
+func DiagnoseUnder(r WorkloadRequest, siteURL string) WorkloadDiagnosis {
+	id := workloadDiagnosisID(&r)
 	r.Workload.Systems = workloadKnownSystems(r.Workload.Systems)
 	sentences := workloadTextPool.Get().(*[]byte)
 	f := &workloadFacts{r: r, text: (*sentences)[:0]}
@@ -998,7 +1002,7 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 		f.states[i] = workloadState(f.scores[i])
 	}
 
-	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion, DiagnosisID: id}
+	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion}
 	verdict, mode, triggers := f.verdict()
 	d.Recommendation = f.recommendation(verdict, mode, triggers)
 	f.propose()
@@ -1029,9 +1033,14 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	d.HumanApprovals = f.approvals(verdict, triggers)
 	d.CapabilitiesAfterInstallation = f.capabilities(mode, d.HumanApprovals)
 	d.ApprovalHandoff = WorkloadApprovalHandoff{Kind: HandoffNone, ApprovalIDs: []string{}}
-	if len(d.HumanApprovals) > 0 {
+	if len(d.HumanApprovals) == 0 {
+		d.DiagnosisID = string(id[:])
+	} else {
+		var stack [256]byte
+		url := string(append(append(append(stack[:0], siteURL...), WorkloadReviewPath+"#"...), id[:]...))
+		d.DiagnosisID = url[len(url)-len(id):]
 		d.ApprovalHandoff.Kind = HandoffBrowserReview
-		d.ApprovalHandoff.URL = WorkloadReviewPath + "#" + d.DiagnosisID
+		d.ApprovalHandoff.URL = url
 		d.ApprovalHandoff.ApprovalIDs = make([]string, 0, len(d.HumanApprovals))
 		for _, a := range d.HumanApprovals {
 			d.ApprovalHandoff.ApprovalIDs = append(d.ApprovalHandoff.ApprovalIDs, a.ID)
@@ -1044,6 +1053,13 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 // by the enumeration's first (least) value: only a request Validate refused has one, and
 // its diagnosis, unspecified, still names only known values and keeps its bounds.
 func workloadKnownSystems(systems []WorkloadSystem) []WorkloadSystem {
+	known := func(s WorkloadSystem) bool {
+		return slices.Contains(workloadCategories, s.Category) && slices.Contains(workloadAccesses, s.Access) &&
+			slices.Contains(workloadSideEffects, s.SideEffect) && slices.Contains(workloadDataClasses, s.DataClass)
+	}
+	if !slices.ContainsFunc(systems, func(s WorkloadSystem) bool { return !known(s) }) {
+		return systems // a valid request's: read, never written, so not copied
+	}
 	out := make([]WorkloadSystem, len(systems))
 	for i, s := range systems {
 		out[i] = WorkloadSystem{
@@ -1235,8 +1251,8 @@ var workloadTriggers = []struct{ id, phrase string }{
 	{"V5", "the accountability boundary is critical"},
 }
 
-// verdict is V1-V7; triggers are the V1-V5 that hold.
-func (f *workloadFacts) verdict() (WorkloadVerdict, WorkloadMode, []int) {
+// verdict is V1-V7; triggers are whether each of V1-V5 holds.
+func (f *workloadFacts) verdict() (v WorkloadVerdict, m WorkloadMode, triggers [5]bool) {
 	holds := [5]bool{
 		f.writes,
 		f.sideEffects,
@@ -1244,19 +1260,13 @@ func (f *workloadFacts) verdict() (WorkloadVerdict, WorkloadMode, []int) {
 		f.active(wbAuthority),
 		f.states[wbAccountability] == BoundaryCritical,
 	}
-	var triggers []int
-	for i, h := range holds {
-		if h {
-			triggers = append(triggers, i)
-		}
-	}
 	switch {
-	case len(triggers) > 0:
-		return VerdictNeeded, ModeGovernedWorkspace, triggers
+	case holds != [5]bool{}:
+		return VerdictNeeded, ModeGovernedWorkspace, holds
 	case f.activeCount() > 0:
-		return VerdictConditional, ModeReceiptOnly, nil
+		return VerdictConditional, ModeReceiptOnly, holds
 	}
-	return VerdictNotNeeded, ModeNone, nil
+	return VerdictNotNeeded, ModeNone, holds
 }
 
 func (f *workloadFacts) activeCount() int {
@@ -1282,7 +1292,7 @@ func (f *workloadFacts) writeActiveNames() {
 
 // recommendation is the verdict and mode; its summary and rationale are written to the
 // text (f.summary, f.rationale), and Rationale is made to hold them.
-func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers []int) WorkloadRecommendation {
+func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers [5]bool) WorkloadRecommendation {
 	rec := WorkloadRecommendation{Verdict: v, Mode: m, ActiveBoundaryCount: f.activeCount()}
 	f.rationale = make([]workloadSpan, 1, 1+rec.ActiveBoundaryCount)
 	start := len(f.text)
@@ -1293,19 +1303,19 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 		f.write(").")
 		f.summary = f.since(start)
 		start = len(f.text)
-		f.write("Needed (")
-		for i, t := range triggers {
-			if i > 0 {
-				f.write(", ")
+		sep := "Needed ("
+		for t, holds := range triggers {
+			if holds {
+				f.write(sep, workloadTriggers[t].id)
+				sep = ", "
 			}
-			f.write(workloadTriggers[t].id)
 		}
-		f.write("): ")
-		for i, t := range triggers {
-			if i > 0 {
-				f.write("; ")
+		sep = "): "
+		for t, holds := range triggers {
+			if holds {
+				f.write(sep, workloadTriggers[t].phrase)
+				sep = "; "
 			}
-			f.write(workloadTriggers[t].phrase)
 		}
 		f.write(".")
 		f.rationale[0] = f.since(start)
@@ -1337,6 +1347,8 @@ func (f *workloadFacts) propose() {
 	f.resources = make([]WorkloadProposedResource, 0, min(len(systems), WorkloadProposedResourcesMax))
 	f.resourceSystem = make([]WorkloadSystem, 0, cap(f.resources))
 	f.purposes = make([]workloadSpan, 0, cap(f.resources))
+	// Each resource's scope intents are a piece of one array, capped at f.declared.
+	intentsOfAll := make([]string, cap(f.resources)*f.declared)
 	for i, s := range systems {
 		if i == WorkloadProposedResourcesMax {
 			break
@@ -1352,7 +1364,7 @@ func (f *workloadFacts) propose() {
 			name += "#" + strconv.Itoa(n)
 		}
 		needed := WorkloadAccess("")
-		intents := make([]string, 0, f.declared)
+		intents := intentsOfAll[i*f.declared : i*f.declared : (i+1)*f.declared]
 		reach := workloadReachByCategory[s.Category] // nil: no action touches it
 		for i, act := range workloadActions {
 			if !f.actions[i] || reach == nil {
@@ -1440,8 +1452,9 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 
 // remainsLocal is L1-L8.
 func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
-	out := []WorkloadLocalItem{{Item: "workload_description",
-		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}}
+	out := make([]WorkloadLocalItem, 1, WorkloadLocalItemsMax) // L1-L8, each at most once
+	out[0] = WorkloadLocalItem{Item: "workload_description",
+		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}
 	credentials := false
 	for _, r := range f.resources {
 		credentials = credentials || r.CredentialInputRequired
@@ -1548,47 +1561,56 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 }
 
 // approvals is H1-H8, only when something is to be installed.
-func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadHumanApproval {
-	out := []WorkloadHumanApproval{}
+func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []WorkloadHumanApproval {
 	if v == VerdictNotNeeded {
-		return out
+		return []WorkloadHumanApproval{}
 	}
 	w := f.r.Workload
-	all := make([]string, 0, len(f.resources)) // empty or not, an empty scope is "workload"
-	var writing, regulated []string
-	for i, r := range f.resources {
-		all = append(all, r.Resource)
-		if r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin {
-			writing = append(writing, r.Resource)
-		}
-		if f.resourceSystem[i].DataClass == DataRegulated {
-			regulated = append(regulated, r.Resource)
-		}
-	}
-	declared := func(acts ...WorkloadAction) []string {
-		var s []string
-		for _, a := range acts {
-			if f.actions.has(a) {
-				s = append(s, string(a))
+	out := make([]WorkloadHumanApproval, 0, 8) // H1-H8, each at most once
+	// Every scope is a piece of one array (the resources at most three times, the
+	// actions and the "workload" of an empty scope at most once each), capped at its
+	// end so that no scope grows into the next.
+	scopes := make([]string, 0, 3*len(f.resources)+len(workloadActions)+8)
+	since := func(start int) []string { return scopes[start:len(scopes):len(scopes)] }
+	resources := func(keep func(i int, r *WorkloadProposedResource) bool) []string {
+		start := len(scopes)
+		for i := range f.resources {
+			if keep(i, &f.resources[i]) {
+				scopes = append(scopes, f.resources[i].Resource)
 			}
 		}
-		return s
+		return since(start)
+	}
+	all := resources(func(int, *WorkloadProposedResource) bool { return true })
+	writing := resources(func(_ int, r *WorkloadProposedResource) bool {
+		return r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin
+	})
+	regulated := resources(func(i int, _ *WorkloadProposedResource) bool { return f.resourceSystem[i].DataClass == DataRegulated })
+	declared := func(acts ...WorkloadAction) []string {
+		start := len(scopes)
+		for _, a := range acts {
+			if f.actions.has(a) {
+				scopes = append(scopes, string(a))
+			}
+		}
+		return since(start)
 	}
 	add := func(cond bool, id string, role WorkloadOwnerRole, timing WorkloadApprovalTiming, decision string, scope []string) {
 		if !cond {
 			return
 		}
-		if len(scope) == 0 {
-			scope = []string{"workload"}
+		if len(scope) == 0 { // empty or not, an empty scope is "workload"
+			start := len(scopes)
+			scopes = append(scopes, "workload")
+			scope = since(start)
 		}
 		out = append(out, WorkloadHumanApproval{ID: id, OwnerRole: role, Timing: timing, Decision: decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
 	}
-	mode := "receipts"
+	installation := "Approve installing receipts for this workload with the proposed resources (H1)."
 	if v == VerdictNeeded {
-		mode = "a governed workspace"
+		installation = "Approve installing a governed workspace for this workload with the proposed resources (H1)."
 	}
-	add(true, "installation", OwnerWorkload, TimingBeforeInstallation,
-		"Approve installing "+mode+" for this workload with the proposed resources (H1).", all)
+	add(true, "installation", OwnerWorkload, TimingBeforeInstallation, installation, all)
 	add(len(writing) > 0, "system_access", OwnerSystem, TimingBeforeFirstUse,
 		"Grant the proposed write or admin access to these systems (H2).", writing)
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
@@ -1610,7 +1632,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
 	add(f.actions.has(ActionDeleteData), "data_deletion", OwnerData, TimingPerAction,
 		"Approve each deletion of data (H7).", declared(ActionDeleteData))
-	add(slices.Contains(triggers, 2), "regulated_data", OwnerData, TimingBeforeFirstUse,
+	add(triggers[2], "regulated_data", OwnerData, TimingBeforeFirstUse,
 		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
 	return out
 }
@@ -1633,12 +1655,36 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 		}
 	}
 	for _, r := range f.resources {
-		out = append(out, "resource:"+r.Resource)
+		out = append(out, workloadCapability("resource:", r.Resource))
 	}
 	for _, a := range approvals {
-		out = append(out, "approval:"+a.ID)
+		out = append(out, workloadCapability("approval:", a.ID))
 	}
 	return out[:min(len(out), WorkloadCapabilitiesMax)]
+}
+
+// workloadCapabilities are the capabilities of the resources named after a category and
+// of the approvals, made once: a diagnosis names several, and each concatenation was an
+// allocation.
+var workloadCapabilities = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range workloadCategories {
+		m["resource:"+string(c)] = "resource:" + string(c)
+	}
+	for _, id := range []string{"installation", "system_access", "code_changes", "external_messages", "spending",
+		"identity_changes", "data_deletion", "regulated_data"} {
+		m["approval:"+id] = "approval:" + id
+	}
+	return m
+}()
+
+// workloadCapability is kind+name, from workloadCapabilities when it is there (the map
+// lookup of a concatenation does not allocate it).
+func workloadCapability(kind, name string) string {
+	if c, ok := workloadCapabilities[kind+name]; ok {
+		return c
+	}
+	return kind + name
 }
 
 // workloadClip bounds a sentence of the result to WorkloadTextMaxLength characters (the rules
