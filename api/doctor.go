@@ -71,11 +71,7 @@ func (s *Server) getWorkloadDiagnosisInfo(c *call, _ *struct{}) (workload.Worklo
 // diagnoseWorkload: POST /doctor/workload (account-free). The review URL of the approval
 // handoff is made absolute under the service's site URL.
 func (s *Server) diagnoseWorkload(c *call, in *workload.WorkloadRequest) (workload.WorkloadDiagnosis, error) {
-	d := workload.Diagnose(*in)
-	if d.ApprovalHandoff.URL != "" {
-		d.ApprovalHandoff.URL = s.cfg.SiteURL + d.ApprovalHandoff.URL
-	}
-	return d, nil
+	return workload.DiagnoseUnder(*in, s.cfg.SiteURL), nil
 }
 
 // workloadFailure is the failure body of e: its code and message, and its issues with

@@ -83,10 +83,16 @@ func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
 // WorkloadDiagnosisID returns the diagnosis id of r: "wdg_" and the first 24 hex digits of
 // the SHA-256 of its canonical JSON.
 func WorkloadDiagnosisID(r WorkloadRequest) string {
+	id := workloadDiagnosisID(&r)
+	return string(id[:])
+}
+
+// workloadDiagnosisID is the diagnosis id of r, as bytes for Diagnose to make the
+// handoff URL with it.
+func workloadDiagnosisID(r *WorkloadRequest) (id [len("wdg_") + 24]byte) {
 	var stack [1024]byte // most requests' canonical JSON fits: no allocation for it
-	sum := sha256.Sum256(appendCanonicalRequest(stack[:0], &r))
-	var id [len("wdg_") + 24]byte
+	sum := sha256.Sum256(appendCanonicalRequest(stack[:0], r))
 	copy(id[:], "wdg_")
 	hex.Encode(id[len("wdg_"):], sum[:12])
-	return string(id[:])
+	return id
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/accountablework/accountable"
@@ -901,18 +902,25 @@ func workloadActionIndex(a WorkloadAction) int {
 
 // workloadFacts are what the rules read of a valid request, computed once.
 type workloadFacts struct {
-	r              WorkloadRequest
-	actions        workloadActionSet
-	declared       int // distinct known actions declared
-	consequential  int // declared actions of at least the consequential points
-	writes         bool
-	admin          bool
-	sideEffects    bool // a system with an external or irreversible side effect
-	regulatedData  bool // a system with regulated data
-	sensitiveData  bool // a system with confidential or regulated data
-	scores         [5]int
-	states         [5]WorkloadBoundaryState
-	reasons        [5]string
+	r             WorkloadRequest
+	actions       workloadActionSet
+	declared      int // distinct known actions declared
+	consequential int // declared actions of at least the consequential points
+	writes        bool
+	admin         bool
+	sideEffects   bool // a system with an external or irreversible side effect
+	regulatedData bool // a system with regulated data
+	sensitiveData bool // a system with confidential or regulated data
+	scores        [5]int
+	states        [5]WorkloadBoundaryState
+	reasons       [5]workloadSpan // unclipped: the rationale quotes them whole
+	// text holds the sentences the rules write (reasons, summary, rationale, purposes)
+	// until Diagnose makes them strings, all with one allocation (concatenating each
+	// was a third of Diagnose's time); the spans above and below are in it.
+	text           []byte
+	summary        workloadSpan
+	rationale      []workloadSpan
+	purposes       []workloadSpan
 	resources      []WorkloadProposedResource
 	resourceSystem []WorkloadSystem // the declared system of each resource
 	accessGap      bool             // an action needs more than a system declares (M8)
@@ -931,13 +939,42 @@ const (
 
 var workloadBoundaryNames = [5]string{"time", "agents", "systems", "authority", "accountability"}
 
+// workloadTextPool holds the buffers of workloadFacts.text: a diagnosis writes a few
+// KB of sentences, then copies them into one string.
+var workloadTextPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// workloadSpan is a sentence in workloadFacts.text: its start and end.
+type workloadSpan struct{ start, end int }
+
+// write appends parts to the text.
+func (f *workloadFacts) write(parts ...string) {
+	for _, p := range parts {
+		f.text = append(f.text, p...)
+	}
+}
+
+// since is the span of what was written from start on.
+func (f *workloadFacts) since(start int) workloadSpan { return workloadSpan{start, len(f.text)} }
+
+// sentence is the span of parts written as one sentence.
+func (f *workloadFacts) sentence(parts ...string) workloadSpan {
+	start := len(f.text)
+	f.write(parts...)
+	return f.since(start)
+}
+
 // Diagnose scores a valid request (Validate returned nil); the result is a pure function
 // of it. Diagnose does not validate: a request that breaks the rules gives an unspecified
 // diagnosis, but never a panic nor a result beyond the bounds.
-func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
-	id := WorkloadDiagnosisID(r)
+func Diagnose(r WorkloadRequest) WorkloadDiagnosis { return DiagnoseUnder(r, "") }
+
+// DiagnoseUnder is Diagnose with the approval handoff's URL under siteURL (the service's
+// site URL); "" leaves it a path. The URL and the diagnosis id are one string.
+func DiagnoseUnder(r WorkloadRequest, siteURL string) WorkloadDiagnosis {
+	id := workloadDiagnosisID(&r)
 	r.Workload.Systems = workloadKnownSystems(r.Workload.Systems)
-	f := &workloadFacts{r: r}
+	sentences := workloadTextPool.Get().(*[]byte)
+	f := &workloadFacts{r: r, text: (*sentences)[:0]}
 	w := r.Workload
 	for _, a := range w.Authority.Actions {
 		if i := workloadActionIndex(a); i >= 0 && !f.actions[i] {
@@ -965,14 +1002,27 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 		f.states[i] = workloadState(f.scores[i])
 	}
 
-	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion, DiagnosisID: id}
-	for i, b := range []*WorkloadBoundary{&d.Boundaries.Time, &d.Boundaries.Agents, &d.Boundaries.Systems,
-		&d.Boundaries.Authority, &d.Boundaries.Accountability} {
-		*b = WorkloadBoundary{State: f.states[i], Score: f.scores[i], Reason: workloadClip(f.reasons[i])}
-	}
+	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion}
 	verdict, mode, triggers := f.verdict()
 	d.Recommendation = f.recommendation(verdict, mode, triggers)
 	f.propose()
+
+	// The sentences, one string; each clipped to the bound.
+	text := string(f.text)
+	*sentences = f.text
+	workloadTextPool.Put(sentences)
+	say := func(s workloadSpan) string { return workloadClip(text[s.start:s.end]) }
+	for i, b := range []*WorkloadBoundary{&d.Boundaries.Time, &d.Boundaries.Agents, &d.Boundaries.Systems,
+		&d.Boundaries.Authority, &d.Boundaries.Accountability} {
+		*b = WorkloadBoundary{State: f.states[i], Score: f.scores[i], Reason: say(f.reasons[i])}
+	}
+	d.Recommendation.Summary = say(f.summary)
+	for i, s := range f.rationale {
+		d.Recommendation.Rationale[i] = say(s)
+	}
+	for i, s := range f.purposes {
+		f.resources[i].Purpose = say(s)
+	}
 	if verdict == VerdictNotNeeded { // nothing to install: no resource is proposed
 		f.resources, f.resourceSystem = []WorkloadProposedResource{}, nil
 	}
@@ -983,9 +1033,14 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 	d.HumanApprovals = f.approvals(verdict, triggers)
 	d.CapabilitiesAfterInstallation = f.capabilities(mode, d.HumanApprovals)
 	d.ApprovalHandoff = WorkloadApprovalHandoff{Kind: HandoffNone, ApprovalIDs: []string{}}
-	if len(d.HumanApprovals) > 0 {
+	if len(d.HumanApprovals) == 0 {
+		d.DiagnosisID = string(id[:])
+	} else {
+		var stack [256]byte
+		url := string(append(append(append(stack[:0], siteURL...), WorkloadReviewPath+"#"...), id[:]...))
+		d.DiagnosisID = url[len(url)-len(id):]
 		d.ApprovalHandoff.Kind = HandoffBrowserReview
-		d.ApprovalHandoff.URL = WorkloadReviewPath + "#" + d.DiagnosisID
+		d.ApprovalHandoff.URL = url
 		d.ApprovalHandoff.ApprovalIDs = make([]string, 0, len(d.HumanApprovals))
 		for _, a := range d.HumanApprovals {
 			d.ApprovalHandoff.ApprovalIDs = append(d.ApprovalHandoff.ApprovalIDs, a.ID)
@@ -998,6 +1053,13 @@ func Diagnose(r WorkloadRequest) WorkloadDiagnosis {
 // by the enumeration's first (least) value: only a request Validate refused has one, and
 // its diagnosis, unspecified, still names only known values and keeps its bounds.
 func workloadKnownSystems(systems []WorkloadSystem) []WorkloadSystem {
+	known := func(s WorkloadSystem) bool {
+		return slices.Contains(workloadCategories, s.Category) && slices.Contains(workloadAccesses, s.Access) &&
+			slices.Contains(workloadSideEffects, s.SideEffect) && slices.Contains(workloadDataClasses, s.DataClass)
+	}
+	if !slices.ContainsFunc(systems, func(s WorkloadSystem) bool { return !known(s) }) {
+		return systems // a valid request's: read, never written, so not copied
+	}
 	out := make([]WorkloadSystem, len(systems))
 	for i, s := range systems {
 		out[i] = WorkloadSystem{
@@ -1036,7 +1098,7 @@ func (f *workloadFacts) scoreTime() {
 	th := f.r.Workload.TimeHorizon
 	p := workloadTimePoints[th]
 	f.scores[wbTime] = p.points
-	f.reasons[wbTime] = "time_horizon " + string(th) + ": " + strconv.Itoa(p.points) + " points (" + p.id + ")."
+	f.reasons[wbTime] = f.sentence("time_horizon ", string(th), ": ", strconv.Itoa(p.points), " points (", p.id, ").")
 }
 
 // scoreAgents is A1-A9.
@@ -1050,9 +1112,9 @@ func (f *workloadFacts) scoreAgents() {
 	}
 	co := workloadCoordinationPoints[w.Coordination]
 	f.scores[wbAgents] = count.points + co.points
-	f.reasons[wbAgents] = "agent_count " + strconv.FormatInt(w.AgentCount, 10) + ": " + strconv.Itoa(count.points) + " points (" + count.id +
-		"); coordination " + string(w.Coordination) + ": +" + strconv.Itoa(co.points) + " (" + co.id + "); total " +
-		strconv.Itoa(f.scores[wbAgents]) + " (A9)."
+	f.reasons[wbAgents] = f.sentence("agent_count ", strconv.FormatInt(w.AgentCount, 10), ": ", strconv.Itoa(count.points), " points (", count.id,
+		"); coordination ", string(w.Coordination), ": +", strconv.Itoa(co.points), " (", co.id, "); total ",
+		strconv.Itoa(f.scores[wbAgents]), " (A9).")
 }
 
 // workloadSystemPoints is S2-S12 of one system.
@@ -1064,7 +1126,7 @@ func workloadSystemPoints(s WorkloadSystem) int {
 func (f *workloadFacts) scoreSystems() {
 	systems := f.r.Workload.Systems
 	if len(systems) == 0 {
-		f.reasons[wbSystems] = "No system declared: 0 points (S1)."
+		f.reasons[wbSystems] = f.sentence("No system declared: 0 points (S1).")
 		return
 	}
 	top := 0
@@ -1078,13 +1140,16 @@ func (f *workloadFacts) scoreSystems() {
 	raw := workloadSystemPoints(s) + breadth
 	f.scores[wbSystems] = raw
 	access, effect, data := workloadAccessPoints[s.Access], workloadSideEffectPoints[s.SideEffect], workloadDataClassPoints[s.DataClass]
-	reason := "Highest system /workload/systems/" + strconv.Itoa(top) + " (" + string(s.Category) + "): access " + string(s.Access) +
-		" " + strconv.Itoa(access.points) + " (" + access.id + "), side_effect " + string(s.SideEffect) + " +" + strconv.Itoa(effect.points) +
-		" (" + effect.id + "), data_class " + string(s.DataClass) + " +" + strconv.Itoa(data.points) + " (" + data.id + ")"
+	start := len(f.text)
+	f.write("Highest system /workload/systems/", strconv.Itoa(top), " (", string(s.Category), "): access ", string(s.Access),
+		" ", strconv.Itoa(access.points), " (", access.id, "), side_effect ", string(s.SideEffect), " +", strconv.Itoa(effect.points),
+		" (", effect.id, "), data_class ", string(s.DataClass), " +", strconv.Itoa(data.points), " (", data.id, ")")
 	if len(systems) > 1 {
-		reason += "; " + strconv.Itoa(len(systems)-1) + " further " + workloadPlural(len(systems)-1, "system") + " +" + strconv.Itoa(breadth) + " (S13)"
+		f.write("; ", strconv.Itoa(len(systems)-1), " further ", workloadPlural(len(systems)-1, "system"), " +", strconv.Itoa(breadth), " (S13)")
 	}
-	f.reasons[wbSystems] = reason + workloadCapped(raw) + "."
+	f.writeCapped(raw)
+	f.write(".")
+	f.reasons[wbSystems] = f.since(start)
 }
 
 func workloadPlural(n int, noun string) string {
@@ -1094,11 +1159,11 @@ func workloadPlural(n int, noun string) string {
 	return noun + "s"
 }
 
-func workloadCapped(raw int) string {
+// writeCapped writes that raw points are capped, when they are.
+func (f *workloadFacts) writeCapped(raw int) {
 	if raw > WorkloadMaxPoints {
-		return "; " + strconv.Itoa(raw) + " capped at " + strconv.Itoa(WorkloadMaxPoints)
+		f.write("; ", strconv.Itoa(raw), " capped at ", strconv.Itoa(WorkloadMaxPoints))
 	}
-	return ""
 }
 
 // scoreAuthority is U1-U21.
@@ -1111,11 +1176,12 @@ func (f *workloadFacts) scoreAuthority() {
 		}
 	}
 	if top == "" {
-		f.reasons[wbAuthority] = "No action declared: 0 points."
+		f.reasons[wbAuthority] = f.sentence("No action declared: 0 points.")
 		return
 	}
 	raw := workloadActionPoints[top].points
-	reason := "Highest action " + string(top) + ": " + strconv.Itoa(raw) + " points (" + workloadActionPoints[top].id + ")"
+	start := len(f.text)
+	f.write("Highest action ", string(top), ": ", strconv.Itoa(raw), " points (", workloadActionPoints[top].id, ")")
 	further := f.consequential
 	if workloadActionPoints[top].points >= workloadConsequentialActionPoints {
 		further--
@@ -1123,32 +1189,38 @@ func (f *workloadFacts) scoreAuthority() {
 	if further > 0 {
 		b := min(workloadActionBreadthPoints*further, workloadActionBreadthMax)
 		raw += b
-		reason += "; " + strconv.Itoa(further) + " further consequential " + workloadPlural(further, "action") + " +" + strconv.Itoa(b) + " (U12)"
+		f.write("; ", strconv.Itoa(further), " further consequential ", workloadPlural(further, "action"), " +", strconv.Itoa(b), " (U12)")
 	}
 	if f.consequential > 0 {
 		p := workloadApprovalPoints[a.ApprovalPolicy]
 		raw += p.points
-		reason += "; approval_policy " + string(a.ApprovalPolicy) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
+		f.write("; approval_policy ", string(a.ApprovalPolicy), " +", strconv.Itoa(p.points), " (", p.id, ")")
 	}
 	if f.actions.has(ActionSpendFunds) {
 		p := workloadBudgetPoints[a.BudgetControl]
 		raw += p.points
-		reason += "; budget_control " + string(a.BudgetControl) + " +" + strconv.Itoa(p.points) + " (" + p.id + ")"
+		f.write("; budget_control ", string(a.BudgetControl), " +", strconv.Itoa(p.points), " (", p.id, ")")
 	}
 	f.scores[wbAuthority] = raw
-	f.reasons[wbAuthority] = reason + workloadCapped(raw) + " (U21)."
+	f.writeCapped(raw)
+	f.write(" (U21).")
+	f.reasons[wbAuthority] = f.since(start)
 }
 
-// workloadRetentionGaps is C13 and C14: the points and the rules that apply.
-func workloadRetentionGaps(c WorkloadAccountability) (int, []string) {
-	var ids []string
-	if c.Retention == RetentionNone && (c.Consequence == ConsequenceHigh || c.Consequence == ConsequenceRegulated) {
-		ids = append(ids, "C13")
+// workloadRetentionGaps is C13 and C14: the points and the rules that apply ("C13",
+// "C14", "C13, C14" or "").
+func workloadRetentionGaps(c WorkloadAccountability) (int, string) {
+	c13 := c.Retention == RetentionNone && (c.Consequence == ConsequenceHigh || c.Consequence == ConsequenceRegulated)
+	c14 := c.Consequence == ConsequenceRegulated && c.Retention != RetentionRegulated
+	switch {
+	case c13 && c14:
+		return 2 * workloadRetentionGapPoints, "C13, C14"
+	case c13:
+		return workloadRetentionGapPoints, "C13"
+	case c14:
+		return workloadRetentionGapPoints, "C14"
 	}
-	if c.Consequence == ConsequenceRegulated && c.Retention != RetentionRegulated {
-		ids = append(ids, "C14")
-	}
-	return workloadRetentionGapPoints * len(ids), ids
+	return 0, ""
 }
 
 // scoreAccountability is C1-C15.
@@ -1158,13 +1230,16 @@ func (f *workloadFacts) scoreAccountability() {
 	gap, ids := workloadRetentionGaps(c)
 	raw := co.points + ev.points + ac.points + gap
 	f.scores[wbAccountability] = raw
-	reason := "consequence " + string(c.Consequence) + ": " + strconv.Itoa(co.points) + " points (" + co.id + "); evidence " +
-		string(c.Evidence) + " +" + strconv.Itoa(ev.points) + " (" + ev.id + "); acceptance " + string(c.Acceptance) + " +" +
-		strconv.Itoa(ac.points) + " (" + ac.id + "); retention " + string(c.Retention) + " +" + strconv.Itoa(gap)
-	if len(ids) > 0 {
-		reason += " (" + strings.Join(ids, ", ") + ")"
+	start := len(f.text)
+	f.write("consequence ", string(c.Consequence), ": ", strconv.Itoa(co.points), " points (", co.id, "); evidence ",
+		string(c.Evidence), " +", strconv.Itoa(ev.points), " (", ev.id, "); acceptance ", string(c.Acceptance), " +",
+		strconv.Itoa(ac.points), " (", ac.id, "); retention ", string(c.Retention), " +", strconv.Itoa(gap))
+	if ids != "" {
+		f.write(" (", ids, ")")
 	}
-	f.reasons[wbAccountability] = reason + workloadCapped(raw) + " (C15)."
+	f.writeCapped(raw)
+	f.write(" (C15).")
+	f.reasons[wbAccountability] = f.since(start)
 }
 
 // workloadTriggers are the rules V1-V5 (needed), in order, with their phrases.
@@ -1176,8 +1251,8 @@ var workloadTriggers = []struct{ id, phrase string }{
 	{"V5", "the accountability boundary is critical"},
 }
 
-// verdict is V1-V7; triggers are the V1-V5 that hold.
-func (f *workloadFacts) verdict() (WorkloadVerdict, WorkloadMode, []int) {
+// verdict is V1-V7; triggers are whether each of V1-V5 holds.
+func (f *workloadFacts) verdict() (v WorkloadVerdict, m WorkloadMode, triggers [5]bool) {
 	holds := [5]bool{
 		f.writes,
 		f.sideEffects,
@@ -1185,19 +1260,13 @@ func (f *workloadFacts) verdict() (WorkloadVerdict, WorkloadMode, []int) {
 		f.active(wbAuthority),
 		f.states[wbAccountability] == BoundaryCritical,
 	}
-	var triggers []int
-	for i, h := range holds {
-		if h {
-			triggers = append(triggers, i)
-		}
-	}
 	switch {
-	case len(triggers) > 0:
-		return VerdictNeeded, ModeGovernedWorkspace, triggers
+	case holds != [5]bool{}:
+		return VerdictNeeded, ModeGovernedWorkspace, holds
 	case f.activeCount() > 0:
-		return VerdictConditional, ModeReceiptOnly, nil
+		return VerdictConditional, ModeReceiptOnly, holds
 	}
-	return VerdictNotNeeded, ModeNone, nil
+	return VerdictNotNeeded, ModeNone, holds
 }
 
 func (f *workloadFacts) activeCount() int {
@@ -1210,43 +1279,65 @@ func (f *workloadFacts) activeCount() int {
 	return n
 }
 
-func (f *workloadFacts) activeNames() string {
-	var parts []string
+// writeActiveNames writes the active boundaries with their states, comma-separated.
+func (f *workloadFacts) writeActiveNames() {
+	sep := ""
 	for b, name := range workloadBoundaryNames {
 		if f.active(b) {
-			parts = append(parts, name+" "+string(f.states[b]))
+			f.write(sep, name, " ", string(f.states[b]))
+			sep = ", "
 		}
 	}
-	return strings.Join(parts, ", ")
 }
 
-func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers []int) WorkloadRecommendation {
+// recommendation is the verdict and mode; its summary and rationale are written to the
+// text (f.summary, f.rationale), and Rationale is made to hold them.
+func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers [5]bool) WorkloadRecommendation {
 	rec := WorkloadRecommendation{Verdict: v, Mode: m, ActiveBoundaryCount: f.activeCount()}
-	var first string
+	f.rationale = make([]workloadSpan, 1, 1+rec.ActiveBoundaryCount)
+	start := len(f.text)
 	switch v {
 	case VerdictNeeded:
-		ids, phrases := make([]string, len(triggers)), make([]string, len(triggers))
-		for i, t := range triggers {
-			ids[i], phrases[i] = workloadTriggers[t].id, workloadTriggers[t].phrase
+		f.write("A governed workspace is needed: ", strconv.Itoa(rec.ActiveBoundaryCount), " of 5 boundaries active (")
+		f.writeActiveNames()
+		f.write(").")
+		f.summary = f.since(start)
+		start = len(f.text)
+		sep := "Needed ("
+		for t, holds := range triggers {
+			if holds {
+				f.write(sep, workloadTriggers[t].id)
+				sep = ", "
+			}
 		}
-		rec.Summary = "A governed workspace is needed: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() + ")."
-		first = "Needed (" + strings.Join(ids, ", ") + "): " + strings.Join(phrases, "; ") + "."
+		sep = "): "
+		for t, holds := range triggers {
+			if holds {
+				f.write(sep, workloadTriggers[t].phrase)
+				sep = "; "
+			}
+		}
+		f.write(".")
+		f.rationale[0] = f.since(start)
 	case VerdictConditional:
-		rec.Summary = "Receipts are enough: " + strconv.Itoa(rec.ActiveBoundaryCount) + " of 5 boundaries active (" + f.activeNames() +
-			"), none calling for a governed workspace."
-		first = "Conditional (V6): boundaries are active, but no system writes, no side effect leaves a system, no data is regulated, authority is absent and accountability is not critical."
+		f.write("Receipts are enough: ", strconv.Itoa(rec.ActiveBoundaryCount), " of 5 boundaries active (")
+		f.writeActiveNames()
+		f.write("), none calling for a governed workspace.")
+		f.summary = f.since(start)
+		f.rationale[0] = f.sentence("Conditional (V6): boundaries are active, but no system writes, no side effect leaves a system, no data is regulated, authority is absent and accountability is not critical.")
 	default:
-		rec.Summary = "No installation is needed: no boundary is active."
-		first = "Not needed (V7): every boundary scores below 35 points."
+		f.summary = f.sentence("No installation is needed: no boundary is active.")
+		f.rationale[0] = f.sentence("Not needed (V7): every boundary scores below 35 points.")
 	}
-	rec.Summary = workloadClip(rec.Summary)
-	rec.Rationale = make([]string, 1, 1+rec.ActiveBoundaryCount)
-	rec.Rationale[0] = workloadClip(first)
 	for b, name := range workloadBoundaryNames {
 		if f.active(b) {
-			rec.Rationale = append(rec.Rationale, workloadClip(name+" "+string(f.states[b])+" ("+strconv.Itoa(f.scores[b])+" points): "+f.reasons[b]))
+			start := len(f.text)
+			f.write(name, " ", string(f.states[b]), " (", strconv.Itoa(f.scores[b]), " points): ")
+			f.text = append(f.text, f.text[f.reasons[b].start:f.reasons[b].end]...)
+			f.rationale = append(f.rationale, f.since(start))
 		}
 	}
+	rec.Rationale = make([]string, len(f.rationale))
 	return rec
 }
 
@@ -1255,6 +1346,9 @@ func (f *workloadFacts) propose() {
 	systems := f.r.Workload.Systems
 	f.resources = make([]WorkloadProposedResource, 0, min(len(systems), WorkloadProposedResourcesMax))
 	f.resourceSystem = make([]WorkloadSystem, 0, cap(f.resources))
+	f.purposes = make([]workloadSpan, 0, cap(f.resources))
+	// Each resource's scope intents are a piece of one array, capped at f.declared.
+	intentsOfAll := make([]string, cap(f.resources)*f.declared)
 	for i, s := range systems {
 		if i == WorkloadProposedResourcesMax {
 			break
@@ -1270,7 +1364,7 @@ func (f *workloadFacts) propose() {
 			name += "#" + strconv.Itoa(n)
 		}
 		needed := WorkloadAccess("")
-		intents := make([]string, 0, f.declared)
+		intents := intentsOfAll[i*f.declared : i*f.declared : (i+1)*f.declared]
 		reach := workloadReachByCategory[s.Category] // nil: no action touches it
 		for i, act := range workloadActions {
 			if !f.actions[i] || reach == nil {
@@ -1295,18 +1389,19 @@ func (f *workloadFacts) propose() {
 			f.excess = true
 			f.excessAdmin = f.excessAdmin || s.Access == AccessAdmin
 		}
-		var purpose string
+		var purpose workloadSpan // Purpose is set from it with the other sentences
 		switch {
 		case len(intents) == 0:
-			purpose = "Context from the declared " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + "): no declared action uses it, so read access only."
+			purpose = f.sentence("Context from the declared ", string(s.Category), " (/workload/systems/", strconv.Itoa(i), "): no declared action uses it, so read access only.")
 		case requested != needed:
-			purpose = "The declared actions need " + string(needed) + " on the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) +
-				"); capped at its declared " + string(s.Access) + " access."
+			purpose = f.sentence("The declared actions need ", string(needed), " on the ", string(s.Category), " (/workload/systems/", strconv.Itoa(i),
+				"); capped at its declared ", string(s.Access), " access.")
 		default:
-			purpose = string(requested) + " access to the " + string(s.Category) + " (/workload/systems/" + strconv.Itoa(i) + ") for the declared actions that touch it, and no more."
+			purpose = f.sentence(string(requested), " access to the ", string(s.Category), " (/workload/systems/", strconv.Itoa(i), ") for the declared actions that touch it, and no more.")
 		}
+		f.purposes = append(f.purposes, purpose)
 		f.resources = append(f.resources, WorkloadProposedResource{
-			Resource: name, RequestedAccess: requested, ScopeIntents: intents, Purpose: workloadClip(purpose),
+			Resource: name, RequestedAccess: requested, ScopeIntents: intents,
 			CredentialInputRequired: !(s.Category == CategoryLocalFiles || requested == AccessRead && s.DataClass == DataPublic),
 		})
 		f.resourceSystem = append(f.resourceSystem, s)
@@ -1357,8 +1452,9 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 
 // remainsLocal is L1-L8.
 func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
-	out := []WorkloadLocalItem{{Item: "workload_description",
-		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}}
+	out := make([]WorkloadLocalItem, 1, WorkloadLocalItemsMax) // L1-L8, each at most once
+	out[0] = WorkloadLocalItem{Item: "workload_description",
+		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}
 	credentials := false
 	for _, r := range f.resources {
 		credentials = credentials || r.CredentialInputRequired
@@ -1465,47 +1561,56 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 }
 
 // approvals is H1-H8, only when something is to be installed.
-func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadHumanApproval {
-	out := []WorkloadHumanApproval{}
+func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []WorkloadHumanApproval {
 	if v == VerdictNotNeeded {
-		return out
+		return []WorkloadHumanApproval{}
 	}
 	w := f.r.Workload
-	all := make([]string, 0, len(f.resources)) // empty or not, an empty scope is "workload"
-	var writing, regulated []string
-	for i, r := range f.resources {
-		all = append(all, r.Resource)
-		if r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin {
-			writing = append(writing, r.Resource)
-		}
-		if f.resourceSystem[i].DataClass == DataRegulated {
-			regulated = append(regulated, r.Resource)
-		}
-	}
-	declared := func(acts ...WorkloadAction) []string {
-		var s []string
-		for _, a := range acts {
-			if f.actions.has(a) {
-				s = append(s, string(a))
+	out := make([]WorkloadHumanApproval, 0, 8) // H1-H8, each at most once
+	// Every scope is a piece of one array (the resources at most three times, the
+	// actions and the "workload" of an empty scope at most once each), capped at its
+	// end so that no scope grows into the next.
+	scopes := make([]string, 0, 3*len(f.resources)+len(workloadActions)+8)
+	since := func(start int) []string { return scopes[start:len(scopes):len(scopes)] }
+	resources := func(keep func(i int, r *WorkloadProposedResource) bool) []string {
+		start := len(scopes)
+		for i := range f.resources {
+			if keep(i, &f.resources[i]) {
+				scopes = append(scopes, f.resources[i].Resource)
 			}
 		}
-		return s
+		return since(start)
+	}
+	all := resources(func(int, *WorkloadProposedResource) bool { return true })
+	writing := resources(func(_ int, r *WorkloadProposedResource) bool {
+		return r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin
+	})
+	regulated := resources(func(i int, _ *WorkloadProposedResource) bool { return f.resourceSystem[i].DataClass == DataRegulated })
+	declared := func(acts ...WorkloadAction) []string {
+		start := len(scopes)
+		for _, a := range acts {
+			if f.actions.has(a) {
+				scopes = append(scopes, string(a))
+			}
+		}
+		return since(start)
 	}
 	add := func(cond bool, id string, role WorkloadOwnerRole, timing WorkloadApprovalTiming, decision string, scope []string) {
 		if !cond {
 			return
 		}
-		if len(scope) == 0 {
-			scope = []string{"workload"}
+		if len(scope) == 0 { // empty or not, an empty scope is "workload"
+			start := len(scopes)
+			scopes = append(scopes, "workload")
+			scope = since(start)
 		}
 		out = append(out, WorkloadHumanApproval{ID: id, OwnerRole: role, Timing: timing, Decision: decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
 	}
-	mode := "receipts"
+	installation := "Approve installing receipts for this workload with the proposed resources (H1)."
 	if v == VerdictNeeded {
-		mode = "a governed workspace"
+		installation = "Approve installing a governed workspace for this workload with the proposed resources (H1)."
 	}
-	add(true, "installation", OwnerWorkload, TimingBeforeInstallation,
-		"Approve installing "+mode+" for this workload with the proposed resources (H1).", all)
+	add(true, "installation", OwnerWorkload, TimingBeforeInstallation, installation, all)
 	add(len(writing) > 0, "system_access", OwnerSystem, TimingBeforeFirstUse,
 		"Grant the proposed write or admin access to these systems (H2).", writing)
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
@@ -1527,7 +1632,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers []int) []WorkloadH
 		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
 	add(f.actions.has(ActionDeleteData), "data_deletion", OwnerData, TimingPerAction,
 		"Approve each deletion of data (H7).", declared(ActionDeleteData))
-	add(slices.Contains(triggers, 2), "regulated_data", OwnerData, TimingBeforeFirstUse,
+	add(triggers[2], "regulated_data", OwnerData, TimingBeforeFirstUse,
 		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
 	return out
 }
@@ -1550,12 +1655,36 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 		}
 	}
 	for _, r := range f.resources {
-		out = append(out, "resource:"+r.Resource)
+		out = append(out, workloadCapability("resource:", r.Resource))
 	}
 	for _, a := range approvals {
-		out = append(out, "approval:"+a.ID)
+		out = append(out, workloadCapability("approval:", a.ID))
 	}
 	return out[:min(len(out), WorkloadCapabilitiesMax)]
+}
+
+// workloadCapabilities are the capabilities of the resources named after a category and
+// of the approvals, made once: a diagnosis names several, and each concatenation was an
+// allocation.
+var workloadCapabilities = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range workloadCategories {
+		m["resource:"+string(c)] = "resource:" + string(c)
+	}
+	for _, id := range []string{"installation", "system_access", "code_changes", "external_messages", "spending",
+		"identity_changes", "data_deletion", "regulated_data"} {
+		m["approval:"+id] = "approval:" + id
+	}
+	return m
+}()
+
+// workloadCapability is kind+name, from workloadCapabilities when it is there (the map
+// lookup of a concatenation does not allocate it).
+func workloadCapability(kind, name string) string {
+	if c, ok := workloadCapabilities[kind+name]; ok {
+		return c
+	}
+	return kind + name
 }
 
 // workloadClip bounds a sentence of the result to WorkloadTextMaxLength characters (the rules
