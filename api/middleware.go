@@ -79,6 +79,13 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 	if c.Locals(localInProcess) != nil { // a tool call's request: its /mcp request's line says what it did
 		return nil
 	}
+	s.logRequest(c, id, status, start)
+	return nil
+}
+
+// logRequest writes the request's line: who asked what, the answer's status and how long
+// it took (never the Authorization header).
+func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time) {
 	level := slog.LevelInfo
 	if serverFault(status) {
 		level = slog.LevelError
@@ -96,7 +103,6 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		}
 	}
 	s.log.Log(c.UserContext(), level, "request", attrs...)
-	return nil
 }
 
 // safeNext runs the rest of the chain, turning a panic into an internal error.
