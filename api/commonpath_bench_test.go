@@ -166,3 +166,7 @@ func (k *heldKeyStore) KnownKeyHash(prefix string) ([]byte, bool) {
 
 func (k *heldKeyStore) KnownPrefix(prefix string) bool   { return prefix == k.key.Prefix }
 func (k *heldKeyStore) UnknownPrefix(prefix string) bool { return false }
+
+func (k *heldKeyStore) HeldKey(prefix string) (accountable.APIKey, []byte, bool) {
+	return k.key, k.hash, prefix == k.key.Prefix
+}

@@ -132,6 +132,13 @@ type KeyMemory interface {
 	UnknownPrefix(prefix string) bool
 }
 
+// KeyHolder is implemented by a KeyMemory that can hand over a key it holds fresh
+// (store.KeyCache): HeldKey returns it and its stored hash, as KeyByPrefix would return
+// them, without a query. Authentication then needs no lookup, and no deadline for one.
+type KeyHolder interface {
+	HeldKey(prefix string) (accountable.APIKey, []byte, bool)
+}
+
 // Pinger reports whether a dependency is reachable.
 type Pinger interface {
 	Ping(ctx context.Context) error
