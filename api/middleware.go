@@ -90,10 +90,13 @@ func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time
 	if serverFault(status) {
 		level = slog.LevelError
 	}
-	attrs := []any{"request_id", id, "method", c.Method(), "path", c.Path(), "status", status,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+	// Typed attributes, in an array of the line's size: the line costs no boxing of its
+	// values and no growing slice (written for every request; the bytes are Log's).
+	var buf [10]slog.Attr
+	attrs := append(buf[:0], slog.String("request_id", id), slog.String("method", c.Method()), slog.String("path", c.Path()),
+		slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
-		attrs = append(attrs, "workspace_id", p.WorkspaceID, "key_prefix", p.KeyPrefix)
+		attrs = append(attrs, slog.String("workspace_id", p.WorkspaceID), slog.String("key_prefix", p.KeyPrefix))
 	}
 	if m, ok := c.Locals(localMCPRequest).(*mcpRequest); ok {
 		more, failed := m.logAttrs()
@@ -102,7 +105,7 @@ func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time
 			level = slog.LevelError
 		}
 	}
-	s.log.Log(c.UserContext(), level, "request", attrs...)
+	s.log.LogAttrs(c.UserContext(), level, "request", attrs...)
 }
 
 // safeNext runs the rest of the chain, turning a panic into an internal error.
