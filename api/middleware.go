@@ -75,7 +75,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		}
 	}
 	status := c.Response().StatusCode()
-	s.metrics.request(c.Route().Path, c.Method(), status, time.Since(start))
+	s.metrics.request(c, status, time.Since(start))
 	if c.Locals(localInProcess) != nil { // a tool call's request: its /mcp request's line says what it did
 		return nil
 	}
