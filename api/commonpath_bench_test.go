@@ -24,8 +24,8 @@ import (
 //
 // getWork is the whole request through the Fiber app (every middleware, the handler, the
 // envelope, the log line into io.Discard); the others are its stages alone: auth the
-// bearer key's verification (a key held in memory), log the request's line, encodeTask the
-// answer's envelope.
+// bearer key's verification (a key held in memory), log the request's line, bind the
+// binding of its path parameter, encodeTask the answer's envelope.
 func BenchmarkCommonPath(b *testing.B) {
 	key, prefix := tokens.NewAPIKey()
 	task := benchTask()
@@ -62,6 +62,9 @@ func BenchmarkCommonPath(b *testing.B) {
 			rc.Response.Reset()
 			handler(rc)
 		}
+		if rc.Response.StatusCode() != fiber.StatusOK {
+			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
+		}
 	})
 
 	b.Run("auth", func(b *testing.B) {
@@ -93,6 +96,34 @@ func BenchmarkCommonPath(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			s.logRequest(fc, "0190c7a2-1b2c-7d3e-8f40-123456789abf", fiber.StatusOK, start)
+		}
+	})
+
+	b.Run("bind", func(b *testing.B) {
+		var d *operation
+		for i := range s.ops {
+			if s.ops[i].ID == "getWork" {
+				d = &s.ops[i]
+			}
+		}
+		// The parameters are the route's: bind runs in a handler of the operation's path.
+		app := fiber.New(fiber.Config{Immutable: true})
+		app.Get(d.route(), func(fc *fiber.Ctx) error {
+			c := &call{fiber: fc}
+			b.ReportAllocs()
+			for b.Loop() {
+				var in workRef
+				if err := s.bind(c, d, &in); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		rc := newRequest()
+		rc.Request.SetRequestURI("/work/" + task.ID)
+		app.Handler()(rc)
+		if rc.Response.StatusCode() != fiber.StatusOK {
+			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
 		}
 	})
 

@@ -101,7 +101,7 @@ func respond(c *fiber.Ctx, status int, data any, m meta) error {
 		body = append(append(body, `{"data":`...), text...)
 	} else if a, ok := data.(jsonAppenderErr); ok {
 		var err error
-		if body, err = a.AppendJSON(append(make([]byte, 0, 2<<10), `{"data":`...)); err != nil {
+		if body, err = a.AppendJSON(append(make([]byte, 0, 1<<10), `{"data":`...)); err != nil {
 			return err
 		}
 	} else {
