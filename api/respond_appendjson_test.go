@@ -92,3 +92,19 @@ func TestRespondWritesATaskAsTheEnvelopeWould(t *testing.T) {
 		t.Fatalf("metadata that is not JSON: respond %v, c.JSON %v", got, want)
 	}
 }
+
+// An answer that has a task's encoder only by embedding a task would be answered as the
+// task alone: op refuses to declare it.
+func TestAnEncoderHadByEmbeddingIsRefused(t *testing.T) {
+	type taskAndMore struct {
+		accountable.Task
+		More string `json:"more"`
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("declared")
+		}
+	}()
+	op(Operation{ID: "embedding", Method: fiber.MethodGet, Path: "/embedding"},
+		func(*call, *struct{}) (taskAndMore, error) { return taskAndMore{}, nil })
+}
