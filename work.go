@@ -88,6 +88,53 @@ type Task struct {
 	Concurrency        TaskConcurrency `json:"concurrency,omitzero"`
 }
 
+// AppendJSON appends t as json.Marshal encodes it (jsonappend.go): GET /work/{taskId}
+// answers it without encoding/json's reflective pass. The error is json.Marshal's, of
+// metadata that is not JSON.
+func (t Task) AppendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, `{"id":`...)
+	buf = AppendJSONString(buf, t.ID)
+	buf = append(buf, `,"title":`...)
+	buf = AppendJSONString(buf, t.Title)
+	buf = append(buf, `,"description":`...)
+	buf = appendJSONStringPtr(buf, t.Description)
+	buf = append(buf, `,"status":`...)
+	buf = AppendJSONString(buf, string(t.Status))
+	buf = append(buf, `,"priority":`...)
+	buf = AppendJSONString(buf, string(t.Priority))
+	buf = append(buf, `,"due_date":`...)
+	buf = appendJSONTimePtr(buf, t.DueDate)
+	buf = append(buf, `,"initiative_id":`...)
+	buf = appendJSONStringPtr(buf, t.InitiativeID)
+	buf = append(buf, `,"workstream_id":`...)
+	buf = appendJSONStringPtr(buf, t.WorkstreamID)
+	buf = append(buf, `,"milestone_id":`...)
+	buf = appendJSONStringPtr(buf, t.MilestoneID)
+	buf = append(buf, `,"metadata":`...)
+	buf, err := t.Metadata.appendJSON(buf)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, `,"estimated_cost_cents":`...)
+	buf = appendJSONIntPtr(buf, t.EstimatedCostCents)
+	buf = append(buf, `,"created_at":`...)
+	buf = t.CreatedAt.appendJSON(buf)
+	buf = append(buf, `,"updated_at":`...)
+	buf = t.UpdatedAt.appendJSON(buf)
+	buf = append(buf, `,"aggregate_version":`...)
+	buf = strconv.AppendInt(buf, t.AggregateVersion, 10)
+	if c := t.Concurrency; c != (TaskConcurrency{}) { // omitzero: the zero value, field by field
+		buf = append(buf, `,"concurrency":{"version_token":`...)
+		buf = AppendJSONString(buf, c.VersionToken)
+		buf = append(buf, `,"expected_updated_at":`...)
+		buf = c.ExpectedUpdatedAt.appendJSON(buf)
+		buf = append(buf, `,"expected_aggregate_version":`...)
+		buf = strconv.AppendInt(buf, c.ExpectedAggregateVersion, 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, '}'), nil
+}
+
 // TaskConcurrency is what a client copies from a read into a completion: the opaque
 // version token, or the pair it encodes.
 type TaskConcurrency struct {

@@ -43,11 +43,11 @@ type mcpRequest struct {
 
 // logAttrs are the attributes the /mcp access line adds for a tool call, and whether the
 // call failed on the server's side (which makes the line an error).
-func (m *mcpRequest) logAttrs() (attrs []any, failed bool) {
+func (m *mcpRequest) logAttrs() (attrs []slog.Attr, failed bool) {
 	if m.tool == "" { // initialize, tools/list, a notification, or a call refused before dispatch
 		return nil, false
 	}
-	return []any{"tool", m.tool, "tool_path", m.path, "tool_status", m.status}, serverFault(m.status)
+	return []slog.Attr{slog.String("tool", m.tool), slog.String("tool_path", m.path), slog.Int("tool_status", m.status)}, serverFault(m.status)
 }
 
 // mcpAgent names the agent a person's API key acts as over MCP (OAuth tokens name their

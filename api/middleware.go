@@ -75,18 +75,28 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 		}
 	}
 	status := c.Response().StatusCode()
-	s.metrics.request(c.Route().Path, c.Method(), status, time.Since(start))
+	s.metrics.request(c, status, time.Since(start))
 	if c.Locals(localInProcess) != nil { // a tool call's request: its /mcp request's line says what it did
 		return nil
 	}
+	s.logRequest(c, id, status, start)
+	return nil
+}
+
+// logRequest writes the request's line: who asked what, the answer's status and how long
+// it took (never the Authorization header).
+func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time) {
 	level := slog.LevelInfo
 	if serverFault(status) {
 		level = slog.LevelError
 	}
-	attrs := []any{"request_id", id, "method", c.Method(), "path", c.Path(), "status", status,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+	// Typed attributes, in an array of the line's size: the line costs no boxing of its
+	// values and no growing slice (written for every request; the bytes are Log's).
+	var buf [10]slog.Attr
+	attrs := append(buf[:0], slog.String("request_id", id), slog.String("method", c.Method()), slog.String("path", c.Path()),
+		slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
-		attrs = append(attrs, "workspace_id", p.WorkspaceID, "key_prefix", p.KeyPrefix)
+		attrs = append(attrs, slog.String("workspace_id", p.WorkspaceID), slog.String("key_prefix", p.KeyPrefix))
 	}
 	if m, ok := c.Locals(localMCPRequest).(*mcpRequest); ok {
 		more, failed := m.logAttrs()
@@ -95,8 +105,7 @@ func (s *Server) requestContext(c *fiber.Ctx) error {
 			level = slog.LevelError
 		}
 	}
-	s.log.Log(c.UserContext(), level, "request", attrs...)
-	return nil
+	s.log.LogAttrs(c.UserContext(), level, "request", attrs...)
 }
 
 // safeNext runs the rest of the chain, turning a panic into an internal error.
@@ -148,10 +157,11 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 // verifyBearer returns the principal of the request's bearer credential: an OAuth access
 // token (accountable.AccessTokenPrefix) or an API key.
 func (s *Server) verifyBearer(c *fiber.Ctx) (accountable.Principal, error) {
-	if token, ok := bearerAccessToken(c.Get(fiber.HeaderAuthorization)); ok && s.deps.OAuth != nil {
+	auth := c.Get(fiber.HeaderAuthorization) // a copy (Immutable): read once
+	if token, ok := bearerAccessToken(auth); ok && s.deps.OAuth != nil {
 		return s.verifyAccessToken(c, token)
 	}
-	k, err := s.verifyKey(c)
+	k, err := s.verifyKey(c, auth)
 	if err != nil {
 		return accountable.Principal{}, err
 	}
@@ -256,16 +266,29 @@ func bearerKey(auth string) (key, prefix, refused string) {
 //     a token, and spends one when no key has it: past the budget the address gets 429
 //     rate_limited and nothing is looked up.
 //
-// Successes spend nothing.
-func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
-	key, prefix, refused := bearerKey(c.Get(fiber.HeaderAuthorization))
+// Successes spend nothing. A key the memory holds fresh (KeyHolder) is answered without a
+// lookup, so without the lookup's deadline either: most requests' keys are.
+func (s *Server) verifyKey(c *fiber.Ctx, auth string) (accountable.APIKey, error) {
+	key, prefix, refused := bearerKey(auth)
 	if refused != "" {
 		return accountable.APIKey{}, errUnauthorized{refused}
+	}
+	var sum []byte // the secret's hash, computed once (hashed), compared with the stored one
+	hashed := func() []byte {
+		if sum == nil {
+			sum = tokens.HashAPIKey(key)
+		}
+		return sum
+	}
+	if h, ok := s.deps.Keys.(KeyHolder); ok {
+		if k, hash, ok := h.HeldKey(prefix); ok { // a known key: its failures spend nothing
+			return k, checkKey(k, hash, hashed())
+		}
 	}
 	known := false // a key the store has found whose secret this is, or a known key's prefix
 	if m, ok := s.deps.Keys.(KeyMemory); ok {
 		if hash, ok := m.KnownKeyHash(prefix); ok {
-			if subtle.ConstantTimeCompare(hash, tokens.HashAPIKey(key)) != 1 {
+			if subtle.ConstantTimeCompare(hash, hashed()) != 1 {
 				return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 			}
 			known = true
@@ -275,8 +298,9 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 			return accountable.APIKey{}, errUnauthorized{msgInvalidKey}
 		}
 	}
-	budget := s.clientOf(c)
+	var budget string
 	if !known {
+		budget = s.clientOf(c)
 		if ok, wait := s.authFailures.available(budget, time.Now()); !ok {
 			return accountable.APIKey{}, RateLimited(accountable.ECodeRateLimited, msgTooManyFailures, wait)
 		}
@@ -284,28 +308,35 @@ func (s *Server) verifyKey(c *fiber.Ctx) (accountable.APIKey, error) {
 	ctx, cancel := s.lookupContext(c)
 	defer cancel()
 	k, hash, err := s.deps.Keys.KeyByPrefix(ctx, prefix)
+	if err == nil {
+		err = checkKey(k, hash, hashed())
+	}
+	var refusal errUnauthorized
+	switch {
+	case accountable.ErrorCode(err) == accountable.ECodeNotFound:
+		refusal.message = msgInvalidKey
+	case !errors.As(err, &refusal):
+		return k, err // nil, or the store failed, not the client
+	}
 	// A failure under a known prefix spends nothing: the memory holds the key from now on,
 	// and refuses a wrong secret without a query. Any other spends a token of the budget
 	// it was admitted by.
-	failed := func(message string) error {
-		if known {
-			return errUnauthorized{message}
-		}
-		return s.authFailed(budget, message)
+	if known {
+		return k, refusal
 	}
-	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-		return k, failed(msgInvalidKey)
-	}
-	if err != nil {
-		return k, err // the store failed, not the client
-	}
-	if subtle.ConstantTimeCompare(hash, tokens.HashAPIKey(key)) != 1 {
-		return k, failed(msgInvalidKey)
+	return k, s.authFailed(budget, refusal.message)
+}
+
+// checkKey refuses the stored key k, whose secret's hash is hash, when sum (the hash of the
+// secret sent) is not it, or when k is revoked.
+func checkKey(k accountable.APIKey, hash, sum []byte) error {
+	if subtle.ConstantTimeCompare(hash, sum) != 1 {
+		return errUnauthorized{msgInvalidKey}
 	}
 	if k.RevokedAt != nil {
-		return k, failed(msgRevokedKey)
+		return errUnauthorized{msgRevokedKey}
 	}
-	return k, nil
+	return nil
 }
 
 // authFailed spends a token of budget on a failed lookup it admitted and returns the 401.

@@ -283,6 +283,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	d.scoped = scopedBody(bodyType)
 	d.checkAlternates()
+	d.checkEncoder()
 	d.serve = func(s *Server, fc *fiber.Ctx) error {
 		c := &call{fiber: fc, meta: newMeta(fc)}
 		if len(o.Alternates) > 0 {
@@ -368,6 +369,24 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 // as c.JSON would, without the encoder's reflective pass.
 type jsonAppender interface {
 	AppendJSON(buf []byte) []byte
+}
+
+// checkEncoder panics at start-up when Out has a hand-written encoder (jsonAppender,
+// jsonAppenderErr) only because it embeds a type that has one: the encoder would write the
+// embedded value alone, and the answer would lose Out's other members.
+func (d *operation) checkEncoder() {
+	encoders := []reflect.Type{reflect.TypeFor[jsonAppender](), reflect.TypeFor[jsonAppenderErr]()}
+	for _, enc := range encoders {
+		if d.out.Kind() != reflect.Struct || !d.out.Implements(enc) {
+			continue
+		}
+		for i := range d.out.NumField() {
+			if f := d.out.Field(i); f.Anonymous && (f.Type.Implements(enc) || reflect.PointerTo(f.Type).Implements(enc)) {
+				panic("api: " + d.ID + " answers " + d.out.String() + ", which has " + f.Type.String() +
+					"'s AppendJSON by embedding it: write an AppendJSON of its own, or name the field")
+			}
+		}
+	}
 }
 
 // markTail marks the parameter that ends the path of a PathTail operation as the tail,

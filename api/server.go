@@ -12,6 +12,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,6 +133,13 @@ type KeyMemory interface {
 	UnknownPrefix(prefix string) bool
 }
 
+// KeyHolder is implemented by a KeyMemory that can hand over a key it holds fresh
+// (store.KeyCache): HeldKey returns it and its stored hash, as KeyByPrefix would return
+// them, without a query. Authentication then needs no lookup, and no deadline for one.
+type KeyHolder interface {
+	HeldKey(prefix string) (accountable.APIKey, []byte, bool)
+}
+
 // Pinger reports whether a dependency is reachable.
 type Pinger interface {
 	Ping(ctx context.Context) error
@@ -142,24 +150,49 @@ type WorkflowEngine interface {
 	CheckHealth(ctx context.Context, request *client.CheckHealthRequest) (*client.CheckHealthResponse, error)
 }
 
-// Metrics receives the API's measurements (bound to Prometheus in cmd).
+// Metrics receives the API's measurements (bound to Prometheus in cmd). RequestSeries
+// returns the series of the requests of a route (the path template) and method: the API
+// asks once per route, and observes every request of it there, so a request costs no
+// lookup of its labels.
 type Metrics interface {
-	Request(route, method string, status int, duration time.Duration)
+	RequestSeries(route, method string) RequestSeries
 	IdempotentReplay(operation string)
 }
 
-type metrics struct{ m Metrics }
+// RequestSeries counts and times the requests of one route and method, by status.
+type RequestSeries interface {
+	Observe(status int, duration time.Duration)
+}
 
-func (m metrics) replayed(op string) {
+type metrics struct {
+	m      Metrics
+	series sync.Map // *fiber.Route: the RequestSeries of its path and method
+}
+
+func (m *metrics) replayed(op string) {
 	if m.m != nil {
 		m.m.IdempotentReplay(op)
 	}
 }
 
-func (m metrics) request(route, method string, status int, d time.Duration) {
-	if m.m != nil {
-		m.m.Request(route, method, status, d)
+// request observes the request c answered with status after d, in the series of its
+// route, resolved on the route's first request. Fiber's routes are made once, each with
+// its method (a middleware's once per method); a route Fiber makes up for a request that
+// reached none (it has no handlers) is observed without being kept.
+func (m *metrics) request(c *fiber.Ctx, status int, d time.Duration) {
+	if m.m == nil {
+		return
 	}
+	r, method := c.Route(), c.Method()
+	if r.Method != method || len(r.Handlers) == 0 {
+		m.m.RequestSeries(r.Path, method).Observe(status, d)
+		return
+	}
+	series, ok := m.series.Load(r)
+	if !ok {
+		series, _ = m.series.LoadOrStore(r, m.m.RequestSeries(r.Path, method))
+	}
+	series.(RequestSeries).Observe(status, d)
 }
 
 // Deps are the server's collaborators.
@@ -249,7 +282,7 @@ type Server struct {
 	registrations        *buckets      // OAuth client registrations per client address
 	tiles                tileCache     // full tiles of the workspaces' logs, immutable
 	contextBases         *contextBases // the capsule texts served, bases of the next deltas
-	metrics              metrics
+	metrics              *metrics
 	publicClients        *buckets // account-free requests per client address (nil: no limit)
 	publicRefusals       *buckets // their prompt refusals (refuse; nil without RateLimitHold)
 	// streams is the context of live event streams and held refusals: Shutdown cancels
@@ -309,7 +342,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 		registrations: newBuckets(10.0/60, 20, cfg.MaxLimiterBuckets),
 		tiles:         newTileCache(),
 		contextBases:  newContextBases(),
-		metrics:       metrics{deps.Metrics},
+		metrics:       &metrics{m: deps.Metrics},
 		publicClients: newBuckets(cfg.PublicRateLimit, cfg.PublicRateBurst, cfg.MaxLimiterBuckets),
 		leases:        newStreamLeases(cfg.MaxSSELeasesPerKey, cfg.MaxSSELeasesPerWorkspace),
 	}

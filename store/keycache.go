@@ -113,6 +113,14 @@ func (c *KeyCache) KnownKeyHash(prefix string) ([]byte, bool) {
 	return e.hash, true
 }
 
+// HeldKey returns the key with prefix and its hash when the cache holds it fresh, as
+// KeyByPrefix would answer from memory (api.KeyHolder): authentication then makes no
+// deadline for a lookup that does not happen.
+func (c *KeyCache) HeldKey(prefix string) (accountable.APIKey, []byte, bool) {
+	e, state, _ := c.lookupMemory(prefix, time.Now())
+	return e.key, e.hash, state == keyInMemory
+}
+
 // KnownPrefix reports whether prefix is a key's (revoked or not) this process knows
 // exists: only such a prefix's key is worth a lookup whatever its client's failures
 // (api.KeyMemory). A key created a moment ago, whose announcement has not arrived, is not

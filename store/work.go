@@ -22,15 +22,25 @@ func init() {
 const taskColumns = `id, workspace_id, title, description, status, priority, due_date, initiative_id,
 	workstream_id, milestone_id, metadata::text, estimated_cost_cents, created_at, updated_at, aggregate_version`
 
+// scanTask reads a row of taskColumns (and extra). Its instants are scanned as time.Time,
+// a type pgx scans natively, and then made accountable.Time as Time.Scan makes them (UTC):
+// pgx plans every column's scan anew for each row, and a sql.Scanner's plan is the
+// longest to find and boxes the value on the way (a tenth of GET /work/{taskId}'s scan).
 func scanTask(row pgx.Row, extra ...any) (accountable.Task, error) {
 	var t accountable.Task
 	var status, priority, metadata string
-	dest := append([]any{&t.ID, &t.WorkspaceID, &t.Title, &t.Description, &status, &priority, &t.DueDate,
-		&t.InitiativeID, &t.WorkstreamID, &t.MilestoneID, &metadata, &t.EstimatedCostCents, &t.CreatedAt,
-		&t.UpdatedAt, &t.AggregateVersion}, extra...)
+	var due *time.Time
+	var created, updated time.Time
+	dest := append([]any{&t.ID, &t.WorkspaceID, &t.Title, &t.Description, &status, &priority, &due,
+		&t.InitiativeID, &t.WorkstreamID, &t.MilestoneID, &metadata, &t.EstimatedCostCents, &created,
+		&updated, &t.AggregateVersion}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return t, err
 	}
+	if due != nil {
+		t.DueDate = &accountable.Time{Time: due.UTC()}
+	}
+	t.CreatedAt, t.UpdatedAt = accountable.Time{Time: created.UTC()}, accountable.Time{Time: updated.UTC()}
 	t.Status, t.Priority, t.Metadata = accountable.TaskStatus(status), accountable.Priority(priority), accountable.Object(metadata)
 	return t.WithConcurrency(), nil
 }

@@ -1,0 +1,147 @@
+package accountable_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/accountablework/accountable"
+)
+
+// randomJSONText is a string of the bytes encoding/json treats specially (every ASCII
+// byte, < > &, U+2028 and U+2029, invalid UTF-8, multi-byte runes) among plain ones.
+func randomJSONText(r *rand.Rand) string {
+	pieces := []string{"a", "Z", " ", "\u2028", "\u2029", "\u00e9", "\U0001F600", "\ufffd", "\xff", "\xe2\x80", "\xe2\x80\xa8",
+		"<", ">", "&", `"`, `\`, "/", "\x7f", "plain text ", "0190c7a2-1b2c-7d3e-8f40-123456789abc"}
+	var b strings.Builder
+	for range r.IntN(24) {
+		if r.IntN(3) == 0 {
+			b.WriteByte(byte(r.IntN(256)))
+		} else {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+	}
+	return b.String()
+}
+
+// TestAppendJSONString: every byte alone, and random strings, quoted as json.Marshal
+// quotes them.
+func TestAppendJSONString(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := accountable.AppendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+		}
+	}
+	for b := range 256 {
+		check(string([]byte{byte(b)}))
+		check("x" + string([]byte{byte(b)}) + "y")
+	}
+	for _, s := range []string{"", "\u2028\u2029", "\xe2\x80\xa9", "\xe2\x80", "\xed\xa0\x80", "\U0010FFFF", "\xf4\x90\x80\x80"} {
+		check(s)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		check(randomJSONText(r))
+	}
+}
+
+// objectTexts are metadata texts as the store and requests give them (jsonb's text, with
+// its spaces; canonical JSON) and odd ones: whitespace of every kind, escapes, < > & and
+// U+2028 in strings and names, invalid UTF-8, and text that is not JSON at all.
+var objectTexts = []string{
+	"", "{}", `{"a": 1, "b": [1, 2, {"c": null}]}`, "{\n\t\"a\" :\r\n true }", `{"html":"<b>&amp;</b>","<k>":">"}`,
+	"{\"sep\":\"\u2028\u2029\",\"\u2028\":1}", `{"esc":"\"\\\/\b\f\n\r\t\u0000\u2028 \\"}`, "{\"bad\":\"\xff\xfe\"}",
+	`{"n":-1.5e+300,"s":"  spaced  ","e":{}, "l":[ ]}`, `{"a":"\u00e9\ud83d\ude00"}`,
+	`{"a":`, `not json`, `{"a":1}{}`, `[1,2]`,
+}
+
+// randomTask fills every field of a Task by reflection, so that a field AppendJSON does
+// not write fails the comparison (and a field of a type not filled here fails at once).
+func randomTask(t *testing.T, r *rand.Rand) accountable.Task {
+	var task accountable.Task
+	var fill func(v reflect.Value, path string)
+	fill = func(v reflect.Value, path string) {
+		switch v.Interface().(type) {
+		case accountable.Object:
+			v.Set(reflect.ValueOf(accountable.Object(objectTexts[r.IntN(len(objectTexts))])))
+			if r.IntN(8) == 0 {
+				v.Set(reflect.Zero(v.Type()))
+			}
+			return
+		case accountable.Time:
+			sec := r.Int64N(400*365*86400) - 100*365*86400 // 1870 to 2270
+			if r.IntN(20) == 0 {
+				sec = r.Int64N(1<<40) - 1<<39 // years beyond 0000-9999
+			}
+			v.Set(reflect.ValueOf(accountable.Time{Time: time.Unix(sec, r.Int64N(1e9)).UTC()}))
+			if r.IntN(10) == 0 {
+				v.Set(reflect.Zero(v.Type()))
+			}
+			return
+		}
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(randomJSONText(r))
+		case reflect.Int64:
+			v.SetInt(r.Int64() - r.Int64())
+		case reflect.Pointer:
+			if r.IntN(3) == 0 {
+				v.Set(reflect.Zero(v.Type()))
+				return
+			}
+			v.Set(reflect.New(v.Type().Elem()))
+			fill(v.Elem(), path)
+		case reflect.Struct:
+			if r.IntN(4) == 0 {
+				v.Set(reflect.Zero(v.Type())) // a zero struct (omitzero)
+				return
+			}
+			for i := range v.NumField() {
+				fill(v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		default:
+			t.Fatalf("randomTask: %s is a %s: fill it here (and write it in AppendJSON)", path, v.Type())
+		}
+	}
+	v := reflect.ValueOf(&task).Elem()
+	for i := range v.NumField() {
+		fill(v.Field(i), v.Type().Field(i).Name)
+	}
+	return task
+}
+
+// TestTaskAppendJSON: AppendJSON writes json.Marshal's bytes for tasks with every field
+// random (escape-worthy strings, null and set pointers, zero and set concurrency, every
+// shape of metadata), and fails where json.Marshal fails (metadata that is not JSON).
+func TestTaskAppendJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 20000 {
+		task := randomTask(t, r)
+		if i == 0 {
+			task = accountable.Task{}
+		}
+		want, werr := json.Marshal(task)
+		got, gerr := task.AppendJSON([]byte("prefix"))
+		if (werr != nil) != (gerr != nil) {
+			t.Fatalf("%+v:\n json.Marshal: %v\n AppendJSON: %v", task, werr, gerr)
+		}
+		if werr != nil {
+			if werr.Error() != gerr.Error() {
+				t.Fatalf("errors differ:\n got %v\nwant %v", gerr, werr)
+			}
+			continue
+		}
+		if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+			t.Fatalf("%+v:\n got %s\nwant %s", task, got, want)
+		}
+	}
+}
