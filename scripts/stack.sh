@@ -82,6 +82,25 @@ ensure_pg_binaries() {
   die "PostgreSQL 15+ binaries not found. Install them (Debian: sudo apt-get install postgresql) or set DATABASE_URL."
 }
 
+# remove_orphan_clusters removes the /var/tmp clusters of clones that are gone (a CI run's
+# clean clone, a deleted worktree), which nothing else would: each holds a database of
+# hundreds of MB. A cluster says which clone it serves in its clone file; one whose server
+# still runs is kept.
+remove_orphan_clusters() {
+  local dir clone pid
+  for dir in /var/tmp/accountable-*; do
+    [ -f "$dir/clone" ] || continue
+    clone=$(cat "$dir/clone")
+    [ -d "$clone" ] && continue
+    pid=$(head -1 "$dir/postgres/postmaster.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      continue
+    fi
+    log "removing the PostgreSQL cluster of $clone, which is gone ($dir)"
+    rm -rf "$dir"
+  done
+}
+
 start_postgres() {
   ensure_pg_binaries
   local pgdata="$data/postgres"
@@ -93,10 +112,12 @@ start_postgres() {
     # and its log live under /var/tmp instead.
     mkdir -p "$pgdata"
     if ! runuser -u postgres -- test -x "$pgdata" 2>/dev/null; then
+      remove_orphan_clusters
       local base
       base="/var/tmp/accountable-$(printf '%s' "$root" | sha256sum | cut -c1-12)"
       mkdir -p "$base/postgres"
       chmod 755 "$base"
+      printf '%s\n' "$root" > "$base/clone"
       pgdata="$base/postgres"
       pg_log="$base/postgres.log"
     fi

@@ -104,6 +104,7 @@ func startWorkerProcess(t *testing.T, bin, queue string, env ...string) *process
 }
 
 var (
+	binaryDir  string // made and removed by TestMain
 	binaryOnce sync.Once
 	binaryPath string
 	binaryErr  error
@@ -113,12 +114,7 @@ var (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "accountable-e2e-")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "accountable")
+		binaryPath = filepath.Join(binaryDir, "accountable")
 		if out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput(); err != nil {
 			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

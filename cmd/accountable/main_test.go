@@ -21,5 +21,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv("LEDGER_SIGNING_KEY", key)
 	}
-	storetest.Main(m)
+	// The binary the end-to-end tests run (buildBinary) is built into a directory of this
+	// run's, removed at its end: 126 MB left in the temporary directory by every run
+	// filled a CI machine's disk.
+	dir, err := os.MkdirTemp("", "accountable-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binaryDir = dir
+	storetest.Main(m, func() { os.RemoveAll(dir) })
 }

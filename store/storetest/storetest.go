@@ -84,10 +84,10 @@ func Open(tb testing.TB) *store.DB {
 	return db
 }
 
-// Main runs the package's tests and drops its database afterwards. Use from TestMain.
-// When logs are kept (logs.go), the secrets of every response read through
+// Main runs the package's tests, drops its database and runs cleanups afterwards. Use
+// from TestMain. When logs are kept (logs.go), the secrets of every response read through
 // http.DefaultTransport are noted.
-func Main(m *testing.M) {
+func Main(m *testing.M, cleanups ...func()) {
 	if logDir() != "" {
 		http.DefaultTransport = secretNoter{http.DefaultTransport}
 	}
@@ -96,6 +96,9 @@ func Main(m *testing.M) {
 		if err := drop(context.Background(), dbName); err != nil {
 			fmt.Fprintf(os.Stderr, "storetest: drop %s: %v\n", dbName, err)
 		}
+	}
+	for _, cleanup := range cleanups { // os.Exit runs no deferred calls
+		cleanup()
 	}
 	os.Exit(code)
 }
