@@ -2,6 +2,7 @@ package accountable
 
 import (
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -14,20 +15,59 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// jsonPlainByte marks the bytes encoding/json writes as they are whatever follows them
+// (its htmlSafeSet, ASCII only): all but control characters, " \\ < > & and the bytes
+// of non-ASCII characters, which AppendJSONString looks at rune by rune.
+var jsonPlainByte = func() (plain [256]bool) {
+	for b := range utf8.RuneSelf {
+		plain[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return plain
+}()
+
+// jsonPlainPrefix returns the length of the longest prefix of s made of jsonPlainByte
+// bytes. It reads eight bytes at a time (most of the answer is plain ASCII), with the
+// bit tricks that find a zero byte or a byte below n in a word: each flags the lowest
+// such byte exactly (a borrow only runs upwards, past a byte already flagged), so the
+// lowest flag of them all is the first byte to escape. < and > differ in one bit, and
+// so do " and &: one comparison finds either of a pair.
+func jsonPlainPrefix(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		angle := (x | ones*0x02) ^ ones*'>' // zero at < and >
+		quote := (x | ones*0x04) ^ ones*'&' // zero at " and &
+		slash := x ^ ones*'\\'
+		special := (x | // non-ASCII
+			(x-ones*0x20)&^x | // a control character
+			(angle-ones)&^angle | (quote-ones)&^quote | (slash-ones)&^slash) & highs
+		if special != 0 {
+			return i + bits.TrailingZeros64(special)/8
+		}
+	}
+	for i < len(s) && jsonPlainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
 // AppendJSONString appends s quoted as encoding/json quotes it with HTML escaping (the
 // default of json.Marshal): \" \\ \b \f \n \r \t, other control characters and < > & as
 // \u00xx, U+2028 and U+2029 as \u2028 and \u2029, invalid UTF-8 as \ufffd, everything
-// else literally.
+// else literally. Runs of plain bytes are copied in one append each.
 func AppendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonPlainASCII[b] {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
+	for {
+		n := jsonPlainPrefix(s)
+		buf = append(buf, s[:n]...)
+		s = s[n:]
+		if s == "" {
+			return append(buf, '"')
+		}
+		if b := s[0]; b < utf8.RuneSelf {
 			switch b {
 			case '\\', '"':
 				buf = append(buf, '\\', b)
@@ -44,39 +84,21 @@ func AppendJSONString(buf []byte, s string) []byte {
 			default:
 				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}
-			i++
-			start = i
+			s = s[1:]
 			continue
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
+		c, size := utf8.DecodeRuneInString(s)
+		switch {
+		case c == utf8.RuneError && size == 1:
 			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			buf = append(buf, s[start:i]...)
+		case c == '\u2028' || c == '\u2029':
 			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
+		default:
+			buf = append(buf, s[:size]...)
 		}
-		i += size
+		s = s[size:]
 	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
-
-// jsonPlainASCII marks the ASCII bytes encoding/json writes as they are (its htmlSafeSet):
-// all but control characters, " \\ < > and &.
-var jsonPlainASCII = func() (plain [utf8.RuneSelf]bool) {
-	for b := range plain {
-		plain[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return plain
-}()
 
 // appendJSONStringPtr appends *s, or null for nil.
 func appendJSONStringPtr(buf []byte, s *string) []byte {
