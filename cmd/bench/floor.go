@@ -230,19 +230,11 @@ func (b *bench) floorRun(c int) (sample, error) {
 		return sample{}, errors.New("floor plan: " + strconv.Itoa(resp.StatusCode()) + " " + string(resp.Body()))
 	}
 	body := []byte(`{"title":"Prepare the quarterly report floor","description":"Collect the figures, check them against the ledger and write the summary for the board.","priority":"high","metadata":{"source":"bench","batch":"floor"}}`)
-	uri := "http://" + b.baseAddr + "/floor/create"
 	var created atomic.Int64
-	s := runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration, workload{
-		prepare: func(_ int, req *fasthttp.Request) bool {
-			req.Header.SetMethod(fasthttp.MethodPost)
-			req.SetRequestURI(uri)
-			req.Header.SetContentType("application/json")
-			req.SetBodyRaw(body)
-			return true
-		},
-		ok:         func(status int) bool { return status == fasthttp.StatusCreated },
-		onResponse: func(int, []byte) { created.Add(1) },
-	})
+	w := postJSON("http://"+b.baseAddr+"/floor/create", body)
+	w.ok = func(status int) bool { return status == fasthttp.StatusCreated }
+	w.onResponse = func(int, []byte) { created.Add(1) }
+	s := runLoad(b.ctx, b.baseAddr, c, b.s.Warmup, b.s.Duration, w)
 	b.pgbCreateBase += int64(s.Issued) + 1
 	// The floor's tasks are pgbench's (its ids and keys): the next pgbench run's check
 	// counts them too, so a floor that wrote nothing cannot pass for fast.
