@@ -225,8 +225,14 @@ ensure_litewitness() {
   mkdir -p "$cache_bin"
   local tmp
   tmp=$(mktemp -d)
-  (cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp" go install "filippo.io/torchwood/cmd/litewitness@$TORCHWOOD_VERSION" \
-    "filippo.io/torchwood/cmd/witnessctl@$TORCHWOOD_VERSION") || die "could not build litewitness"
+  # witnessctl imports sigsum.org/sigsum-go, whose source the module proxy here refuses
+  # (403): it is built in a module of its own that replaces sigsum-go with the two
+  # functions witnessctl calls (scripts/witnessctl/sigsum-go, the same SHA-256 values).
+  cp -r "$root/scripts/witnessctl/sigsum-go" "$tmp/sigsum-go"
+  printf 'module witnessbuild\n\ngo 1.24\n\nrequire filippo.io/torchwood %s\n\nreplace sigsum.org/sigsum-go => ./sigsum-go\n' \
+    "$TORCHWOOD_VERSION" > "$tmp/go.mod"
+  (cd "$tmp" && GOFLAGS=-mod=mod go build -o "$tmp/litewitness" filippo.io/torchwood/cmd/litewitness &&
+    GOFLAGS=-mod=mod go build -o "$tmp/witnessctl" filippo.io/torchwood/cmd/witnessctl) || die "could not build litewitness"
   mv "$tmp/litewitness" "$litewitness_bin"
   mv "$tmp/witnessctl" "$witnessctl_bin"
   rm -rf "$tmp"
