@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -196,52 +197,102 @@ func (g appenderGen) metadata() accountable.Object {
 	}
 }
 
-func (g appenderGen) task() accountable.Task {
-	t := accountable.Task{ID: g.str(), WorkspaceID: g.str(), Title: g.str(), Description: g.optStr(),
-		Status: accountable.TaskStatus(g.str()), Priority: accountable.Priority(g.str()), DueDate: g.optTime(),
-		InitiativeID: g.optStr(), WorkstreamID: g.optStr(), MilestoneID: g.optStr(), Metadata: g.metadata(),
-		EstimatedCostCents: g.optInt(), CreatedAt: g.time(), UpdatedAt: g.time(), AggregateVersion: g.int()}
-	switch g.r.IntN(5) { // concurrency: omitted only when every field is zero
-	case 0:
-		t.Concurrency = accountable.TaskConcurrency{VersionToken: g.str(), ExpectedUpdatedAt: g.time(), ExpectedAggregateVersion: g.int()}
-	case 1:
-		t.Concurrency.VersionToken = []string{"", "v"}[g.r.IntN(2)]
-	case 2:
-		t.Concurrency.ExpectedAggregateVersion = g.int()
-	case 3:
-		t.Concurrency.ExpectedUpdatedAt = g.time()
+var (
+	timeType   = reflect.TypeFor[accountable.Time]()
+	objectType = reflect.TypeFor[accountable.Object]()
+)
+
+// fill sets v to a random value of its type, field by field (a field added to a type is
+// generated too): times and objects as above, any pointer, slice or struct zero now and
+// then (omitempty, omitzero), and one number in ten NaN or an infinity.
+func (g appenderGen) fill(v reflect.Value) {
+	switch v.Type() {
+	case timeType:
+		v.Set(reflect.ValueOf(g.time()))
+		return
+	case objectType:
+		v.Set(reflect.ValueOf(g.metadata()))
+		return
 	}
-	return t
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(g.str())
+	case reflect.Int, reflect.Int64:
+		v.SetInt(g.int())
+	case reflect.Float64:
+		if g.r.IntN(10) == 0 {
+			v.SetFloat([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}[g.r.IntN(3)])
+		} else {
+			v.SetFloat(g.float())
+		}
+	case reflect.Bool:
+		v.SetBool(g.r.IntN(2) == 0)
+	case reflect.Pointer:
+		if g.r.IntN(3) > 0 {
+			p := reflect.New(v.Type().Elem())
+			g.fill(p.Elem())
+			v.Set(p)
+		}
+	case reflect.Slice:
+		if g.r.IntN(3) > 0 {
+			n := g.r.IntN(4)
+			s := reflect.MakeSlice(v.Type(), n, n)
+			for i := range n {
+				g.fill(s.Index(i))
+			}
+			v.Set(s)
+		}
+	case reflect.Struct:
+		if g.r.IntN(6) > 0 {
+			g.fillFields(v)
+		}
+	default:
+		panic(fmt.Sprintf("fill: no values of %s", v.Type()))
+	}
 }
 
-func (g appenderGen) receipt() accountable.Receipt {
-	r := accountable.Receipt{ID: g.str(), TaskID: g.str(), Status: g.str(), Summary: g.str(), CostCents: g.optInt(),
-		Evidence: g.metadata(), CreatedAt: g.time()}
-	switch g.r.IntN(8) {
-	case 0:
-	case 1:
-		f := []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[g.r.IntN(3)]
-		r.MeasuredDurationHours = &f
-	default:
-		f := g.float()
-		r.MeasuredDurationHours = &f
+// fillFields fills the exported fields of the struct v, each left zero now and then.
+func (g appenderGen) fillFields(v reflect.Value) {
+	for i := range v.NumField() {
+		if v.Type().Field(i).IsExported() && g.r.IntN(6) > 0 {
+			g.fill(v.Field(i))
+		}
 	}
-	return r
 }
+
+// appenderValues are the types that write their own canonical JSON, and
+// appenderRefusals those whose values have none now and then (a NaN, metadata that is
+// not JSON).
+var (
+	appenderValues = []canonical.Appender{accountable.Task{}, accountable.Receipt{}, accountable.Object{},
+		payload.WorkCreated{}, payload.WorkCompleted{}, payload.HandoffChanged{}, payload.LaunchJobChanged{}, payload.RunChanged{}}
+	appenderRefusals = []string{"accountable.Task", "accountable.Receipt", "accountable.Object", "payload.WorkCreated",
+		"payload.WorkCompleted", "payload.HandoffChanged"}
+)
 
 // value is a random value of a type with its own canonical form.
 func (g appenderGen) value() canonical.Appender {
-	switch g.r.IntN(5) {
-	case 0:
-		return g.task()
-	case 1:
-		return g.receipt()
-	case 2:
-		return g.metadata()
-	case 3:
-		return payload.WorkCompleted{TaskID: g.str(), Status: accountable.TaskStatus(g.str()), Receipt: g.receipt(), CommandID: g.optStr()}
-	default:
-		return payload.WorkCreated{Task: g.task(), CommandID: g.optStr()}
+	v := reflect.New(reflect.TypeOf(appenderValues[g.r.IntN(len(appenderValues))])).Elem()
+	if v.Kind() == reflect.Struct {
+		g.fillFields(v)
+	} else {
+		g.fill(v)
+	}
+	return v.Interface().(canonical.Appender)
+}
+
+// Every payload type that writes its own canonical form is compared with the reflective
+// encoding below.
+func TestEveryAppenderIsCompared(t *testing.T) {
+	compared := map[reflect.Type]bool{}
+	for _, v := range appenderValues {
+		compared[reflect.TypeOf(v)] = true
+	}
+	appender := reflect.TypeFor[canonical.Appender]()
+	for event, typ := range payload.Types {
+		if typ.Implements(appender) && !compared[typ] {
+			t.Errorf("%s: %s writes its own canonical JSON, and appenderValues does not list it", event, typ)
+		}
 	}
 }
 
@@ -262,7 +313,7 @@ func sameResult(t *testing.T, what string, got []byte, gotErr error, want []byte
 func TestAppendersWriteTheReflectiveEncoding(t *testing.T) {
 	g := appenderGen{rand.New(rand.NewPCG(30, 8785))}
 	kinds := map[string]int{}
-	for i := range 20000 {
+	for i := range 40000 {
 		v := g.value()
 		what := fmt.Sprintf("value %d %T %+v", i, v, v)
 		want, wantErr := canonical.ReflectiveJSON(v)
@@ -308,9 +359,14 @@ func TestAppendersWriteTheReflectiveEncoding(t *testing.T) {
 		}
 	}
 	// The generator reaches both outcomes of every type (the counts above).
-	for _, name := range []string{"accountable.Task", "accountable.Receipt", "accountable.Object", "payload.WorkCreated", "payload.WorkCompleted"} {
-		if kinds[name+" ok=true"] < 500 || kinds[name+" ok=false"] < 50 {
-			t.Errorf("%s: %d canonicalised, %d refused: too few to compare", name, kinds[name+" ok=true"], kinds[name+" ok=false"])
+	for _, v := range appenderValues {
+		if name := fmt.Sprintf("%T", v); kinds[name+" ok=true"] < 500 {
+			t.Errorf("%s: %d canonicalised: too few to compare", name, kinds[name+" ok=true"])
+		}
+	}
+	for _, name := range appenderRefusals {
+		if kinds[name+" ok=false"] < 50 {
+			t.Errorf("%s: %d refused: too few to compare", name, kinds[name+" ok=false"])
 		}
 	}
 }
@@ -323,13 +379,30 @@ func TestAppendersKeepTheNestingBound(t *testing.T) {
 	for _, outer := range []int{0, 1, limit - 40, limit - canonical.MaxAppenderNesting - 2, limit - canonical.MaxAppenderNesting, limit - 3, limit - 2, limit} {
 		for _, inner := range []int{0, 1, 10, 30, 37, 38, 39, 40} {
 			meta := accountable.Object(`{"n":` + nestedJSON(inner, false, `1`) + `}`)
-			var v any = payload.WorkCreated{Task: accountable.Task{Metadata: meta}}
-			for range outer {
-				v = []any{v}
+			for _, v := range []any{meta, accountable.Task{Metadata: meta}, accountable.Receipt{Evidence: meta},
+				payload.WorkCreated{Task: accountable.Task{Metadata: meta}}, payload.WorkCompleted{Receipt: accountable.Receipt{Evidence: meta}},
+				payload.HandoffChanged{Result: meta}} {
+				what := fmt.Sprintf("%T in %d arrays, its free-form JSON %d deep", v, outer, inner)
+				if outer+canonical.MaxAppenderNesting <= limit { // where the encoder would use it
+					// Directly: a depth passed on too deep fails where the encoder would not
+					// (which would only cost it the reflective pass), too shallow succeeds
+					// where it would fail.
+					_, err := v.(canonical.Appender).AppendCanonicalJSON(nil, outer, canonical.AppendFreeForm)
+					var arrays any = v
+					for range outer {
+						arrays = []any{arrays}
+					}
+					if _, want := canonical.ReflectiveJSON(arrays); (err == nil) != (want == nil) {
+						t.Fatalf("%s, called directly: error %v, the reflective encoding's %v", what, err, want)
+					}
+				}
+				for range outer {
+					v = []any{v}
+				}
+				want, wantErr := canonical.ReflectiveJSON(v)
+				got, gotErr := canonical.JSON(v)
+				sameResult(t, what, got, gotErr, want, wantErr)
 			}
-			want, wantErr := canonical.ReflectiveJSON(v)
-			got, gotErr := canonical.JSON(v)
-			sameResult(t, fmt.Sprintf("payload in %d arrays, metadata %d deep", outer, inner), got, gotErr, want, wantErr)
 		}
 	}
 }

@@ -29,3 +29,32 @@ func BenchmarkCanonicalJSONWorkCreated(b *testing.B) {
 		}
 	}
 }
+
+// The canonical forms of a handoff's transition and of a launch job's step, as the
+// ledger computes their digests on each.
+func BenchmarkCanonicalJSONTransitions(b *testing.B) {
+	reason, cmd, run, blocked := "Waiting for the security review", "cmd-1", "01a20eb2-8b0f-77a5-8e99-d935ffff8580", accountable.BlockCode("budget")
+	result, err := canonical.Transform([]byte(`{"links":["https://example.com/pr/1"],"notes":"reviewed"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+	}{
+		{"handoff", payload.HandoffChanged{HandoffID: "01a20eb2-8b0f-77a5-8e99-d935ffff857a", Action: "fulfill", From: "claimed", To: "fulfilled",
+			CurrentActor: accountable.Actor{Type: accountable.ActorHuman, ID: "01a20eb2-7486-758e-a1b1-0aa0f7f07708"}, Reason: &reason,
+			Result: accountable.Object(result), MissingProofs: []accountable.ProofKind{"link"}, CommandID: &cmd}},
+		{"launch-job", payload.LaunchJobChanged{JobID: "01a20eb2-8b0f-77a5-8e99-d935ffff857b", Status: "blocked", BlockCode: &blocked,
+			RunID: &run, ReservedCents: 1500, SettledCents: 0}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := canonical.JSON(c.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
