@@ -7,7 +7,9 @@
 //
 // Go values are canonicalised directly (one reflective pass with per-type encoders
 // cached), with encoding/json's rules for which fields appear: json tag names, "-",
-// omitempty, omitzero and promoted embedded structs. JSON text is canonicalised through
+// omitempty, omitzero and promoted embedded structs; a type that writes its own canonical
+// form (Appender: the ledger payloads every command digests) is written by it, which its
+// tests compare with that reflective pass. JSON text is canonicalised through
 // encoding/json's decoder.
 package canonical
 
@@ -216,8 +218,8 @@ func (e *canonEncoder) value(v reflect.Value) error {
 		if err := e.appender(v.Interface().(Appender)); err == nil {
 			return nil
 		}
-		// Its error is not the encoder's: the reflective pass below returns the one
-		// encoding the value this way returns (or the same bytes after all).
+		// An Appender's error is not returned: the reflective pass below makes the same
+		// bytes, or fails with the encoder's own error for the value.
 	}
 	if kind == kindAddrMarshaler {
 		if v.CanAddr() {
