@@ -265,7 +265,8 @@ func (g appenderGen) fillFields(v reflect.Value) {
 // not JSON).
 var (
 	appenderValues = []canonical.Appender{accountable.Task{}, accountable.Receipt{}, accountable.Object{},
-		payload.WorkCreated{}, payload.WorkCompleted{}, payload.HandoffChanged{}, payload.LaunchJobChanged{}, payload.RunChanged{}}
+		payload.WorkCreated{}, payload.WorkCompleted{}, payload.HandoffChanged{}, payload.LaunchJobChanged{}, payload.RunChanged{},
+		payload.InitiativeCreated{}, payload.MilestoneCreated{}}
 	appenderRefusals = []string{"accountable.Task", "accountable.Receipt", "accountable.Object", "payload.WorkCreated",
 		"payload.WorkCompleted", "payload.HandoffChanged"}
 )
