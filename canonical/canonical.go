@@ -7,7 +7,9 @@
 //
 // Go values are canonicalised directly (one reflective pass with per-type encoders
 // cached), with encoding/json's rules for which fields appear: json tag names, "-",
-// omitempty, omitzero and promoted embedded structs. JSON text is canonicalised through
+// omitempty, omitzero and promoted embedded structs; a type that writes its own canonical
+// form (Appender: the ledger payloads every command digests) is written by it, which its
+// tests compare with that reflective pass. JSON text is canonicalised through
 // encoding/json's decoder.
 package canonical
 
@@ -90,6 +92,8 @@ type canonEncoder struct {
 	depth int // objects and arrays around the value being encoded
 	limit int // the most depth may reach
 	hops  int // pointers and interfaces followed, which nest nothing in JSON
+	// reflective: Appenders' own forms are not used (the tests' reference encoding)
+	reflective bool
 }
 
 // maxCanonDepth bounds the nesting of objects and arrays in a canonical form, as a guard
@@ -209,7 +213,14 @@ func (e *canonEncoder) value(v reflect.Value) error {
 		return nil
 	}
 	t := v.Type()
-	kind := canonKindOf(t)
+	kind, appender := canonKindOf(t)
+	if appender && e.useAppender() && v.CanInterface() {
+		if err := e.appender(v.Interface().(Appender)); err == nil {
+			return nil
+		}
+		// An Appender's error is not returned: the reflective pass below makes the same
+		// bytes, or fails with the encoder's own error for the value.
+	}
 	if kind == kindAddrMarshaler {
 		if v.CanAddr() {
 			return e.marshaler(v.Addr())
@@ -294,16 +305,26 @@ const (
 	kindTextMarshaler           // implements encoding.TextMarshaler: a string
 )
 
+// canonType is what canonKindOf finds out about a type.
+type canonType struct {
+	kind     canonKind
+	appender bool // implements Appender (with a value receiver)
+}
+
 // canonKinds caches canonKindOf: asking a type what it implements costs more than the
 // rest of encoding a small value.
-var canonKinds sync.Map // reflect.Type -> canonKind
+var canonKinds sync.Map // reflect.Type -> canonType
 
-func canonKindOf(t reflect.Type) canonKind {
-	if k, ok := canonKinds.Load(t); ok {
-		return k.(canonKind)
+// canonKindOf returns how values of t are encoded reflectively, and whether t writes its
+// own canonical form (an Appender), which is used instead when it can be.
+func canonKindOf(t reflect.Type) (canonKind, bool) {
+	if c, ok := canonKinds.Load(t); ok {
+		c := c.(canonType)
+		return c.kind, c.appender
 	}
 	k := kindPlain
 	direct := t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface
+	appender := isAppender(t)
 	switch {
 	case t == rawMessageType:
 		k = kindRaw
@@ -316,8 +337,8 @@ func canonKindOf(t reflect.Type) canonKind {
 	case direct && t.Implements(textMarshalerType):
 		k = kindTextMarshaler
 	}
-	canonKinds.Store(t, k)
-	return k
+	canonKinds.Store(t, canonType{kind: k, appender: appender})
+	return k, appender
 }
 
 // indirect encodes the value a pointer or interface holds. Following one nests nothing in
@@ -340,6 +361,11 @@ func (e *canonEncoder) marshaler(v reflect.Value) error {
 	if err != nil {
 		return err
 	}
+	return e.marshaled(raw)
+}
+
+// marshaled appends the canonical form of raw, the text a MarshalJSON returned.
+func (e *canonEncoder) marshaled(raw []byte) error {
 	if plainJSONString(raw) { // e.g. a Time: already canonical
 		e.buf = append(e.buf, raw...)
 		return nil
@@ -612,6 +638,36 @@ func CompareUTF16(a, b string) int {
 	return len(a) - len(b)
 }
 
+// compareUTF16Bytes is CompareUTF16 of text in byte slices.
+func compareUTF16Bytes(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf { // ASCII: one unit each
+			if a[0] != b[0] {
+				return int(a[0]) - int(b[0])
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
+		if ra != rb {
+			ua, ub := utf16Unit(ra), utf16Unit(rb)
+			if ua != ub {
+				if ua < ub {
+					return -1
+				}
+				return 1
+			}
+			if ra < rb {
+				return -1
+			}
+			return 1
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
 // utf16Unit returns the first UTF-16 code unit of r.
 func utf16Unit(r rune) rune {
 	if r >= 0x10000 {
@@ -850,22 +906,23 @@ func (c *canonChecker) integer() bool {
 }
 
 // string scans a string escaped as canonical JSON escapes it and returns its text, which
-// is the string itself when it has no escapes (member names are compared by it).
-func (c *canonChecker) string() (text string, escaped, ok bool) {
+// is the string itself when it has no escapes (member names are compared by it), as a
+// slice of the scanned text (no copy: every member name of every object is one).
+func (c *canonChecker) string() (text []byte, escaped, ok bool) {
 	c.i++ // the opening quote
 	start := c.i
 	for c.i < len(c.b) {
 		b := c.b[c.i]
 		switch {
 		case b == '"':
-			text = string(c.b[start:c.i])
+			text = c.b[start:c.i]
 			c.i++
 			return text, escaped, true
 		case b < 0x20:
-			return "", false, false
+			return nil, false, false
 		case b == '\\':
 			if c.i+1 >= len(c.b) {
-				return "", false, false
+				return nil, false, false
 			}
 			escaped = true
 			switch c.b[c.i+1] {
@@ -874,31 +931,31 @@ func (c *canonChecker) string() (text string, escaped, ok bool) {
 			case 'u':
 				// Only control characters without a short escape are written \u00xx.
 				if c.i+6 > len(c.b) || string(c.b[c.i+2:c.i+4]) != "00" {
-					return "", false, false
+					return nil, false, false
 				}
 				hi, lo := c.b[c.i+4], c.b[c.i+5]
 				if (hi != '0' && hi != '1') || !(lo >= '0' && lo <= '9' || lo >= 'a' && lo <= 'f') {
-					return "", false, false
+					return nil, false, false
 				}
 				switch r := rune(hi-'0')<<4 | rune(hexValue(lo)); r {
 				case '\b', '\f', '\n', '\r', '\t':
-					return "", false, false
+					return nil, false, false
 				}
 				c.i += 6
 			default:
-				return "", false, false
+				return nil, false, false
 			}
 		case b < utf8.RuneSelf:
 			c.i++
 		default:
 			r, size := utf8.DecodeRune(c.b[c.i:])
 			if r == utf8.RuneError && size == 1 {
-				return "", false, false
+				return nil, false, false
 			}
 			c.i += size
 		}
 	}
-	return "", false, false
+	return nil, false, false
 }
 
 func hexValue(b byte) byte {
@@ -915,7 +972,8 @@ func (c *canonChecker) object(depth int) bool {
 		c.i++
 		return true
 	}
-	prev, first := "", true
+	var prev []byte
+	first := true
 	for {
 		if c.i >= len(c.b) || c.b[c.i] != '"' {
 			return false
@@ -924,7 +982,7 @@ func (c *canonChecker) object(depth int) bool {
 		if !ok || escaped { // an escaped name: compare decoded names the long way
 			return false
 		}
-		if !first && CompareUTF16(prev, name) >= 0 {
+		if !first && compareUTF16Bytes(prev, name) >= 0 {
 			return false
 		}
 		prev, first = name, false

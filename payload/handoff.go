@@ -35,3 +35,43 @@ type HandoffSLABreached struct {
 	DecisionID string                    `json:"decision_id"`
 	Status     accountable.HandoffStatus `json:"status"`
 }
+
+// AppendCanonicalJSON appends p's canonical JSON (canonical.Appender: every transition of
+// a handoff digests it), as the canonical encoder writes it by reflection: result and
+// missing_proofs only when not nil (omitzero).
+func (p HandoffChanged) AppendCanonicalJSON(buf []byte, depth int, freeForm accountable.CanonicalFreeForm) ([]byte, error) {
+	buf = append(buf, `{"action":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.Action))
+	buf = append(buf, `,"command_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.CommandID)
+	buf = append(buf, `,"current_actor":{"id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.CurrentActor.ID)
+	buf = append(buf, `,"type":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.CurrentActor.Type))
+	buf = append(buf, `},"from":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.From))
+	buf = append(buf, `,"handoff_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.HandoffID)
+	if p.MissingProofs != nil {
+		buf = append(buf, `,"missing_proofs":[`...)
+		for i, k := range p.MissingProofs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = accountable.AppendCanonicalString(buf, string(k))
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, `,"reason":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.Reason)
+	if p.Result != nil {
+		buf = append(buf, `,"result":`...)
+		var err error
+		if buf, err = p.Result.AppendCanonicalJSON(buf, depth+1, freeForm); err != nil {
+			return buf, err
+		}
+	}
+	buf = append(buf, `,"to":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.To))
+	return append(buf, '}'), nil
+}

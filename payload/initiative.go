@@ -60,3 +60,40 @@ type (
 		InitiativeID string `json:"initiative_id"`
 	}
 )
+
+// AppendCanonicalJSON appends p's canonical JSON (canonical.Appender: committing a plan
+// digests one), as the canonical encoder writes it by reflection.
+func (p InitiativeCreated) AppendCanonicalJSON(buf []byte, _ int, _ accountable.CanonicalFreeForm) ([]byte, error) {
+	buf = append(buf, `{"command_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.CommandID)
+	buf = append(buf, `,"initiative_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.InitiativeID)
+	buf = append(buf, `,"proposal_digest":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.ProposalDigest)
+	buf = append(buf, `,"proposal_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.ProposalID)
+	buf = append(buf, `,"receipt_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.ReceiptID)
+	buf = append(buf, `,"summary":`...)
+	buf = accountable.AppendCanonicalString(buf, p.Summary)
+	buf = append(buf, `,"title":`...)
+	buf = accountable.AppendCanonicalString(buf, p.Title)
+	return append(buf, '}'), nil
+}
+
+// AppendCanonicalJSON appends p's canonical JSON (canonical.Appender: committing a plan
+// digests one for each of its milestones), as the canonical encoder writes it by
+// reflection.
+func (p MilestoneCreated) AppendCanonicalJSON(buf []byte, _ int, _ accountable.CanonicalFreeForm) ([]byte, error) {
+	buf = append(buf, `{"initiative_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.InitiativeID)
+	buf = append(buf, `,"milestone_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.MilestoneID)
+	buf = append(buf, `,"position":`...)
+	buf = accountable.AppendCanonicalInt(buf, int64(p.Position))
+	buf = append(buf, `,"title":`...)
+	buf = accountable.AppendCanonicalString(buf, p.Title)
+	buf = append(buf, `,"workstream_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.WorkstreamID)
+	return append(buf, '}'), nil
+}

@@ -58,3 +58,47 @@ type (
 		CommandID *string               `json:"command_id"`
 	}
 )
+
+// AppendCanonicalJSON appends p's canonical JSON (canonical.Appender: every step of a
+// launch's job digests it), as the canonical encoder writes it by reflection.
+func (p LaunchJobChanged) AppendCanonicalJSON(buf []byte, _ int, _ accountable.CanonicalFreeForm) ([]byte, error) {
+	buf = append(buf, `{"block_code":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, (*string)(p.BlockCode))
+	buf = append(buf, `,"decision_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.DecisionID)
+	buf = append(buf, `,"job_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.JobID)
+	buf = append(buf, `,"reservation_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.ReservationID)
+	buf = append(buf, `,"reserved_cents":`...)
+	buf = accountable.AppendCanonicalInt(buf, p.ReservedCents)
+	buf = append(buf, `,"run_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.RunID)
+	buf = append(buf, `,"settled_cents":`...)
+	buf = accountable.AppendCanonicalInt(buf, p.SettledCents)
+	buf = append(buf, `,"settlement_status":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, (*string)(p.SettlementStatus))
+	buf = append(buf, `,"status":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.Status))
+	return append(buf, '}'), nil
+}
+
+// AppendCanonicalJSON appends p's canonical JSON (canonical.Appender: every dispatch and
+// settlement of a run digests it), as the canonical encoder writes it by reflection.
+func (p RunChanged) AppendCanonicalJSON(buf []byte, _ int, _ accountable.CanonicalFreeForm) ([]byte, error) {
+	buf = append(buf, `{"command_id":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, p.CommandID)
+	buf = append(buf, `,"cost_cents":`...)
+	buf = accountable.AppendCanonicalInt(buf, p.CostCents)
+	buf = append(buf, `,"job_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.JobID)
+	buf = append(buf, `,"launch_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.LaunchID)
+	buf = append(buf, `,"outcome_kind":`...)
+	buf = accountable.AppendCanonicalStringPtr(buf, (*string)(p.OutcomeKind))
+	buf = append(buf, `,"run_id":`...)
+	buf = accountable.AppendCanonicalString(buf, p.RunID)
+	buf = append(buf, `,"status":`...)
+	buf = accountable.AppendCanonicalString(buf, string(p.Status))
+	return append(buf, '}'), nil
+}
