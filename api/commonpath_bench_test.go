@@ -58,10 +58,12 @@ func BenchmarkCommonPath(b *testing.B) {
 			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
 		}
 		b.ReportAllocs()
+		cpu := processCPU()
 		for b.Loop() {
 			rc.Response.Reset()
 			handler(rc)
 		}
+		reportCPU(b, cpu)
 		if rc.Response.StatusCode() != fiber.StatusOK {
 			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
 		}

@@ -72,10 +72,12 @@ func BenchmarkWritePath(b *testing.B) {
 		}
 		b.ReportAllocs()
 		i := 0
+		cpu := processCPU()
 		for b.Loop() {
 			i++
 			send(i)
 		}
+		reportCPU(b, cpu)
 		if rc.Response.StatusCode() != status {
 			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
 		}
