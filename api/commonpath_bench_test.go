@@ -23,9 +23,10 @@ import (
 //	go test -run '^$' -bench CommonPath -benchmem ./api
 //
 // getWork is the whole request through the Fiber app (every middleware, the handler, the
-// envelope, the log line into io.Discard); the others are its stages alone: auth the
-// bearer key's verification (a key held in memory), log the request's line, bind the
-// binding of its path parameter, encodeTask the answer's envelope.
+// envelope, the log line written directly into io.Discard by a JSONLineHandler); the
+// others are its stages alone: auth the bearer key's verification (a key held in memory),
+// log the request's line, bind the binding of its path parameter, encodeTask the answer's
+// envelope.
 func BenchmarkCommonPath(b *testing.B) {
 	key, prefix := tokens.NewAPIKey()
 	task := benchTask()
@@ -34,7 +35,7 @@ func BenchmarkCommonPath(b *testing.B) {
 		MemberOf: []string{task.WorkspaceID}}, hash: tokens.HashAPIKey(key)}
 	stores := make([]any, len(storeTypes))
 	stores[workStore.index] = benchWorkStore{task: task}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(NewJSONLineHandler(io.Discard, nil)) // the request line written directly
 	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{Keys: keys, stores: stores}, log)
 	if err != nil {
 		b.Fatal(err)

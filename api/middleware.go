@@ -90,6 +90,19 @@ func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time
 	if serverFault(status) {
 		level = slog.LevelError
 	}
+	if s.lines != nil {
+		if _, mcp := c.Locals(localMCPRequest).(*mcpRequest); !mcp { // a /mcp line says more: slog's
+			now := time.Now()
+			l := requestLine{id: id, method: c.Method(), path: c.Path(), status: status,
+				durationMS: float64(now.Sub(start).Microseconds()) / 1000}
+			if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
+				l.principal, l.workspaceID, l.keyPrefix = true, p.WorkspaceID, p.KeyPrefix
+			}
+			if writeRequestLine(s.lines, c.UserContext(), level, now, &l) {
+				return
+			}
+		}
+	}
 	// Typed attributes, in an array of the line's size: the line costs no boxing of its
 	// values and no growing slice (written for every request; the bytes are Log's).
 	var buf [10]slog.Attr

@@ -43,7 +43,7 @@ func BenchmarkWritePath(b *testing.B) {
 	store.completion.RememberJSON(mustJSON(b, store.completion))
 	stores := make([]any, len(storeTypes))
 	stores[workStore.index] = store
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(NewJSONLineHandler(io.Discard, nil)) // the request line written directly
 	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{Keys: keys, stores: stores}, log)
 	if err != nil {
 		b.Fatal(err)
