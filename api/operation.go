@@ -538,7 +538,7 @@ func scopedBody(body reflect.Type) reflect.Type {
 func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 	fc := c.fiber
 	body := fc.Request().Body()
-	if len(body) > 0 && !isJSON(fc.Get(fiber.HeaderContentType)) {
+	if len(body) > 0 && !requestIsJSON(fc) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
 	}
 	if len(body) > 0 && contentEncoded(fc) {
@@ -572,7 +572,7 @@ func checkDocumentBody(fc *fiber.Ctx) error {
 	if len(fc.Request().Body()) == 0 {
 		return nil
 	}
-	if !isJSON(fc.Get(fiber.HeaderContentType)) {
+	if !requestIsJSON(fc) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
 	}
 	if contentEncoded(fc) {
