@@ -150,7 +150,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	} else {
 		var p accountable.Principal
 		var err error
-		if c.Get(fiber.HeaderAuthorization) == "" && s.deps.Settings != nil && s.sessionToken(fiberCookie(c)) != "" {
+		if len(c.Request().Header.Peek(fiber.HeaderAuthorization)) == 0 && s.deps.Settings != nil && s.sessionToken(fiberCookie(c)) != "" { // read without Get's copy
 			p, err = s.verifySession(c)
 		} else {
 			p, err = s.verifyBearer(c)
