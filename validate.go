@@ -21,8 +21,46 @@ import (
 // command's Validate method checks them with CheckFields, so REST, activities and the MCP
 // server enforce one set of rules. Rules that span fields live in the Validate methods.
 
-// Enumerated is a type with a closed set of values (its JSON Schema enum).
+// Enumerated is a type with a closed set of values (its JSON Schema enum). The values are
+// the type's, whatever the value Enum is called on: the rules read them once per type.
 type Enumerated interface{ Enum() []any }
+
+var enumeratedType = reflect.TypeFor[Enumerated]()
+
+// enumValues are the values of enumerated types, read once per type: checking a value
+// against them then costs no Enum call, whose list and boxed values are allocated anew.
+var enumValues sync.Map // reflect.Type -> []any
+
+// enumOf returns the values of v's type, which is Enumerated.
+func enumOf(v reflect.Value) []any {
+	if e, ok := enumValues.Load(v.Type()); ok {
+		return e.([]any)
+	}
+	e := v.Interface().(Enumerated).Enum()
+	enumValues.Store(v.Type(), e)
+	return e
+}
+
+// enumHas reports whether v, of an Enumerated type, is one of its type's values: a
+// string-based value is compared as its string (without boxing it), as enumContains
+// compares it: equal to a string-based value listed, whatever its type.
+func enumHas(v reflect.Value) bool {
+	values := enumOf(v)
+	if v.Kind() != reflect.String {
+		return enumContains(values, v.Interface())
+	}
+	s := v.String()
+	for _, x := range values {
+		if xs, ok := x.(string); ok {
+			if xs == s {
+				return true
+			}
+		} else if xv := reflect.ValueOf(x); xv.Kind() == reflect.String && xv.String() == s {
+			return true
+		}
+	}
+	return false
+}
 
 // CheckFields returns an Issue for every field of the struct v (or *v) that breaks the
 // rules of its tags, at the JSON Pointer of the value. Nested structs, and structs in
@@ -44,6 +82,7 @@ func CheckFields(v any) Issues {
 
 type fieldRule struct {
 	name      string
+	token     string // name as a JSON Pointer reference token
 	index     []int
 	required  bool
 	minLength int
@@ -66,7 +105,7 @@ func rulesOf(t reflect.Type) []fieldRule {
 	rules := make([]fieldRule, 0, len(fields))
 	for _, f := range fields {
 		sf := t.FieldByIndex(f.index)
-		r := fieldRule{name: f.name, index: f.index, required: !f.omitEmpty && !f.omitZero, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
+		r := fieldRule{name: f.name, token: escapePointerToken(f.name), index: f.index, required: !f.omitEmpty && !f.omitZero, minLength: -1, maxLength: -1, minItems: -1, maxItems: -1}
 		tag := sf.Tag
 		r.minLength = intTag(t, sf, "minLength")
 		r.maxLength = intTag(t, sf, "maxLength")
@@ -110,17 +149,24 @@ func floatTag(t reflect.Type, sf reflect.StructField, key string) *float64 {
 
 var timeType = reflect.TypeFor[Time]()
 
+// fieldPath is the JSON Pointer of a field, written out only when an issue or a nested
+// value needs it: most fields are checked without one (a request's every field would
+// otherwise cost a string).
+type fieldPath struct{ parent, token string }
+
+func (p fieldPath) String() string { return p.parent + "/" + p.token }
+
 func checkStruct(v reflect.Value, path string, is *Issues) {
 	for _, r := range rulesOf(v.Type()) {
 		fv, ok := fieldByIndex(v, r.index)
 		if !ok {
 			continue
 		}
-		checkValue(fv, r, path+"/"+escapePointerToken(r.name), is)
+		checkValue(fv, r, fieldPath{path, r.token}, is)
 	}
 }
 
-func checkValue(v reflect.Value, r fieldRule, path string, is *Issues) {
+func checkValue(v reflect.Value, r fieldRule, path fieldPath, is *Issues) {
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return
@@ -130,13 +176,13 @@ func checkValue(v reflect.Value, r fieldRule, path string, is *Issues) {
 	if v.Kind() == reflect.Interface {
 		return // free-form JSON
 	}
-	if e, ok := v.Interface().(Enumerated); ok && v.Kind() != reflect.Slice && v.Kind() != reflect.Map {
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Map && v.Type().Implements(enumeratedType) {
 		if r.required && v.IsZero() {
-			is.Add(path, "is required")
+			is.Add(path.String(), "is required")
 			return
 		}
-		if !enumContains(e.Enum(), v.Interface()) {
-			is.Add(path, "must be one of %s", enumList(e.Enum()))
+		if !enumHas(v) {
+			is.Add(path.String(), "must be one of %s", enumList(enumOf(v)))
 		}
 		return
 	}
@@ -144,21 +190,20 @@ func checkValue(v reflect.Value, r fieldRule, path string, is *Issues) {
 	case reflect.String:
 		s := v.String()
 		if s == "" && r.required {
-			is.Add(path, "is required")
+			is.Add(path.String(), "is required")
 			return
 		}
-		n := utf8.RuneCountInString(s)
 		switch {
 		case strings.IndexByte(s, 0) >= 0: // PostgreSQL text cannot hold NUL: refused before any work
-			is.Add(path, "must not contain NUL characters")
-		case r.minLength >= 0 && n < r.minLength:
-			is.Add(path, "must be at least %d characters long", r.minLength)
-		case r.maxLength >= 0 && n > r.maxLength:
-			is.Add(path, "must be at most %d characters long", r.maxLength)
+			is.Add(path.String(), "must not contain NUL characters")
+		case r.minLength >= 0 && utf8.RuneCountInString(s) < r.minLength:
+			is.Add(path.String(), "must be at least %d characters long", r.minLength)
+		case r.maxLength >= 0 && (len(s) > r.maxLength && utf8.RuneCountInString(s) > r.maxLength):
+			is.Add(path.String(), "must be at most %d characters long", r.maxLength)
 		case r.format == "uuid" && !ValidUUID(s):
-			is.Add(path, "must be a UUID")
+			is.Add(path.String(), "must be a UUID")
 		case r.pattern != nil && !r.pattern.MatchString(s):
-			is.Add(path, "must match %s", r.pattern)
+			is.Add(path.String(), "must match %s", r.pattern)
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		checkNumber(float64(v.Int()), r, path, is)
@@ -173,22 +218,28 @@ func checkValue(v reflect.Value, r fieldRule, path string, is *Issues) {
 		n := v.Len()
 		switch {
 		case r.minItems >= 0 && n < r.minItems:
-			is.Add(path, "must have at least %d items", r.minItems)
+			is.Add(path.String(), "must have at least %d items", r.minItems)
 		case r.maxItems >= 0 && n > r.maxItems:
-			is.Add(path, "must have at most %d items", r.maxItems)
+			is.Add(path.String(), "must have at most %d items", r.maxItems)
 		}
-		for i := range n {
-			checkElement(v.Index(i), path+"/"+strconv.Itoa(i), is)
+		if n > 0 {
+			p := path.String()
+			for i := range n {
+				checkElement(v.Index(i), p+"/"+strconv.Itoa(i), is)
+			}
 		}
 	case reflect.Map:
-		for _, k := range v.MapKeys() {
-			if k.Kind() == reflect.String {
-				checkElement(v.MapIndex(k), path+"/"+escapePointerToken(k.String()), is)
+		if v.Len() > 0 {
+			p := path.String()
+			for _, k := range v.MapKeys() {
+				if k.Kind() == reflect.String {
+					checkElement(v.MapIndex(k), p+"/"+escapePointerToken(k.String()), is)
+				}
 			}
 		}
 	case reflect.Struct:
 		if v.Type() != timeType && v.Type().Kind() == reflect.Struct {
-			checkStruct(v, path, is)
+			checkStruct(v, path.String(), is)
 		}
 	}
 }
@@ -202,9 +253,9 @@ func checkElement(v reflect.Value, path string, is *Issues) {
 		}
 		v = v.Elem()
 	}
-	if e, ok := v.Interface().(Enumerated); ok {
-		if !enumContains(e.Enum(), v.Interface()) {
-			is.Add(path, "must be one of %s", enumList(e.Enum()))
+	if v.Type().Implements(enumeratedType) {
+		if !enumHas(v) {
+			is.Add(path, "must be one of %s", enumList(enumOf(v)))
 		}
 		return
 	}
@@ -213,12 +264,12 @@ func checkElement(v reflect.Value, path string, is *Issues) {
 	}
 }
 
-func checkNumber(f float64, r fieldRule, path string, is *Issues) {
+func checkNumber(f float64, r fieldRule, path fieldPath, is *Issues) {
 	switch {
 	case r.minimum != nil && f < *r.minimum:
-		is.Add(path, "must be at least %s", strconv.FormatFloat(*r.minimum, 'f', -1, 64))
+		is.Add(path.String(), "must be at least %s", strconv.FormatFloat(*r.minimum, 'f', -1, 64))
 	case r.maximum != nil && f > *r.maximum:
-		is.Add(path, "must be at most %s", strconv.FormatFloat(*r.maximum, 'f', -1, 64))
+		is.Add(path.String(), "must be at most %s", strconv.FormatFloat(*r.maximum, 'f', -1, 64))
 	}
 }
 
@@ -259,4 +310,31 @@ func EnumStrings[T ~string](values ...T) []any {
 		out[i] = string(v)
 	}
 	return out
+}
+
+// ValueRules are the rules of a field's tags for a value of the field's type checked
+// alone (a path or query parameter's): built once, they check each value without the
+// struct CheckFields would need around it.
+type ValueRules struct{ rule fieldRule }
+
+// RulesOfField returns the rules of the tags of f, a field whose json tag is not its own
+// (a parameter's, json:"-"): those of a required member with f's other tags.
+func RulesOfField(f reflect.StructField) ValueRules {
+	elem := f.Type
+	if elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	probe := reflect.StructOf([]reflect.StructField{{Name: "V", Type: elem, Tag: reflect.StructTag(`json:"v" ` + string(f.Tag))}})
+	return ValueRules{rulesOf(probe)[0]}
+}
+
+// Check returns the message of the first rule v breaks, "" when it breaks none: what
+// CheckFields says of a struct whose one field has the rules' tags and the value v.
+func (r ValueRules) Check(v reflect.Value) string {
+	var is Issues
+	checkValue(v, r.rule, fieldPath{"", r.rule.token}, &is)
+	if len(is) > 0 {
+		return is[0].Message
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -90,6 +91,19 @@ func (s *Server) logRequest(c *fiber.Ctx, id string, status int, start time.Time
 	if serverFault(status) {
 		level = slog.LevelError
 	}
+	if s.lines != nil {
+		if _, mcp := c.Locals(localMCPRequest).(*mcpRequest); !mcp { // a /mcp line says more: slog's
+			now := time.Now()
+			l := requestLine{id: id, method: c.Method(), path: c.Path(), status: status,
+				durationMS: float64(now.Sub(start).Microseconds()) / 1000}
+			if p, ok := c.Locals(localPrincipal).(accountable.Principal); ok {
+				l.principal, l.workspaceID, l.keyPrefix = true, p.WorkspaceID, p.KeyPrefix
+			}
+			if writeRequestLine(s.lines, c.UserContext(), level, now, &l) {
+				return
+			}
+		}
+	}
 	// Typed attributes, in an array of the line's size: the line costs no boxing of its
 	// values and no growing slice (written for every request; the bytes are Log's).
 	var buf [10]slog.Attr
@@ -136,7 +150,7 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	} else {
 		var p accountable.Principal
 		var err error
-		if c.Get(fiber.HeaderAuthorization) == "" && s.deps.Settings != nil && s.sessionToken(fiberCookie(c)) != "" {
+		if len(c.Request().Header.Peek(fiber.HeaderAuthorization)) == 0 && s.deps.Settings != nil && s.sessionToken(fiberCookie(c)) != "" { // read without Get's copy
 			p, err = s.verifySession(c)
 		} else {
 			p, err = s.verifyBearer(c)
@@ -403,37 +417,57 @@ func apiKey(c *fiber.Ctx) accountable.APIKey {
 }
 
 // keyUsage batches last-used times of API keys in memory and writes them periodically, so
-// authentication costs no write per request.
+// authentication costs no write per request. Each key used has its own atomic last use
+// (in µs, 0 once written), so that a request's touch takes no lock and makes no garbage:
+// a key's entry stays for the life of the process (one per key used, as the key cache
+// holds them).
 type keyUsage struct {
 	store    KeyStore
 	interval time.Duration
 	log      *slog.Logger
 
-	mu      sync.Mutex
-	pending map[string]time.Time
+	last    sync.Map // key id -> *atomic.Int64: the last use not yet written, Unix µs; 0 when none
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
 }
 
 func newKeyUsage(store KeyStore, interval time.Duration, log *slog.Logger) *keyUsage {
-	return &keyUsage{store: store, interval: interval, log: log, pending: map[string]time.Time{},
-		done: make(chan struct{}), stopped: make(chan struct{})}
+	return &keyUsage{store: store, interval: interval, log: log, done: make(chan struct{}), stopped: make(chan struct{})}
 }
 
+// touch records a use of keyID now (accountable.Now's instant).
 func (u *keyUsage) touch(keyID string) {
-	now := accountable.Now()
-	u.mu.Lock()
-	u.pending[keyID] = now
-	u.mu.Unlock()
+	u.use(keyID, time.Now().UnixMicro())
 }
+
+// use records at (Unix µs) as the last use of keyID not yet written, unless a later one
+// is recorded already.
+func (u *keyUsage) use(keyID string, at int64) {
+	v, ok := u.last.Load(keyID)
+	if !ok {
+		v, _ = u.last.LoadOrStore(keyID, new(atomic.Int64))
+	}
+	last := v.(*atomic.Int64)
+	for {
+		cur := last.Load()
+		if cur >= at || last.CompareAndSwap(cur, at) {
+			return
+		}
+	}
+}
+
+// usedAt is the instant of a last use in Unix µs, as accountable.Now gives it.
+func usedAt(micros int64) time.Time { return time.UnixMicro(micros).UTC() }
 
 // pendingUse returns the last use of keyID not yet written.
 func (u *keyUsage) pendingUse(keyID string) (time.Time, bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	t, ok := u.pending[keyID]
-	return t, ok
+	v, ok := u.last.Load(keyID)
+	if !ok {
+		return time.Time{}, false
+	}
+	at := v.(*atomic.Int64).Load()
+	return usedAt(at), at != 0
 }
 
 func (u *keyUsage) start() {
@@ -463,24 +497,24 @@ func (u *keyUsage) stop(ctx context.Context) {
 	})
 }
 
-// flush writes the pending times; on failure they are kept for the next attempt.
+// flush writes the pending times; on failure they are kept for the next attempt (unless a
+// later use came meanwhile).
 func (u *keyUsage) flush(ctx context.Context) {
-	u.mu.Lock()
-	batch := u.pending
-	u.pending = map[string]time.Time{}
-	u.mu.Unlock()
+	batch := map[string]time.Time{}
+	u.last.Range(func(id, v any) bool {
+		if at := v.(*atomic.Int64).Swap(0); at != 0 {
+			batch[id.(string)] = usedAt(at)
+		}
+		return true
+	})
 	if len(batch) == 0 {
 		return
 	}
 	if err := u.store.TouchKeys(ctx, batch); err != nil {
 		u.log.Warn("recording API key use", "err", err)
-		u.mu.Lock()
 		for id, t := range batch {
-			if cur, ok := u.pending[id]; !ok || cur.Before(t) {
-				u.pending[id] = t
-			}
+			u.use(id, t.UnixMicro())
 		}
-		u.mu.Unlock()
 	}
 }
 

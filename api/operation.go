@@ -538,7 +538,7 @@ func scopedBody(body reflect.Type) reflect.Type {
 func (s *Server) decodeBody(c *call, d *operation, dst any) error {
 	fc := c.fiber
 	body := fc.Request().Body()
-	if len(body) > 0 && !isJSON(fc.Get(fiber.HeaderContentType)) {
+	if len(body) > 0 && !requestIsJSON(fc) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
 	}
 	if len(body) > 0 && contentEncoded(fc) {
@@ -572,7 +572,7 @@ func checkDocumentBody(fc *fiber.Ctx) error {
 	if len(fc.Request().Body()) == 0 {
 		return nil
 	}
-	if !isJSON(fc.Get(fiber.HeaderContentType)) {
+	if !requestIsJSON(fc) {
 		return accountable.Errorf(accountable.ECodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json.")
 	}
 	if contentEncoded(fc) {
@@ -787,9 +787,8 @@ type param struct {
 	required bool
 	// tail: the path parameter of a PathTail operation, read from Fiber's "+".
 	tail bool
-	// probe is a one-field struct carrying the parameter's tags, so CheckFields applies
-	// them to its value.
-	probe reflect.Type
+	// rules are the rules of the parameter's tags, checked on its value.
+	rules accountable.ValueRules
 }
 
 // paramsOf lists the parameters of input type t, including those of embedded structs.
@@ -809,13 +808,8 @@ func paramsOf(t reflect.Type) []param {
 				if !ok {
 					continue
 				}
-				elem := f.Type
-				if elem.Kind() == reflect.Pointer {
-					elem = elem.Elem()
-				}
-				probe := reflect.StructOf([]reflect.StructField{{Name: "V", Type: elem, Tag: reflect.StructTag(`json:"v" ` + string(f.Tag))}})
-				out = append(out, param{name: name, in: where, index: idx, field: f, description: f.Tag.Get("description"), probe: probe,
-					required: f.Tag.Get("required") == "true"})
+				out = append(out, param{name: name, in: where, index: idx, field: f, description: f.Tag.Get("description"),
+					rules: accountable.RulesOfField(f), required: f.Tag.Get("required") == "true"})
 			}
 		}
 	}
@@ -934,14 +928,7 @@ func setScalar(target reflect.Value, s string) error {
 }
 
 // check applies the tag rules of the parameter to its value.
-func (p param) check(v reflect.Value) string {
-	probe := reflect.New(p.probe).Elem()
-	probe.Field(0).Set(v)
-	if is := accountable.CheckFields(probe.Addr().Interface()); len(is) > 0 {
-		return is[0].Message
-	}
-	return ""
-}
+func (p param) check(v reflect.Value) string { return p.rules.Check(v) }
 
 // areaScopes are the scope families of the areas (accountable.Scopes): an operation needs
 // its family's read scope when it is a GET, its write scope otherwise. The Credential area

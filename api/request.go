@@ -16,6 +16,16 @@ func isJSON(contentType string) bool {
 	return mt == fiber.MIMEApplicationJSON || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
+// requestIsJSON reports whether the request's Content-Type is JSON (isJSON), read without
+// a copy: the plain application/json most clients send needs no parsing.
+func requestIsJSON(c *fiber.Ctx) bool {
+	ct := c.Request().Header.ContentType()
+	if string(ct) == fiber.MIMEApplicationJSON {
+		return true
+	}
+	return isJSON(string(ct))
+}
+
 // contentEncoded reports whether the request declares a Content-Encoding other than
 // identity (in any of its Content-Encoding headers).
 func contentEncoded(c *fiber.Ctx) bool {

@@ -249,6 +249,7 @@ type Server struct {
 	cfg        Config
 	deps       Deps
 	log        *slog.Logger
+	lines      jsonLineWriter // log's handler when it takes the request line as bytes (requestlog.go)
 	app        *fiber.App
 	ops        []operation
 	document   []byte
@@ -324,6 +325,7 @@ func NewServer(cfg Config, deps Deps, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, deps: deps, log: log,
+		lines:        jsonLinesOf(log),
 		usage:        newKeyUsage(deps.Keys, cfg.KeyTouchInterval, log),
 		limiter:      newBuckets(cfg.RateLimit, cfg.RateBurst, cfg.MaxLimiterBuckets),
 		workspaces:   newBuckets(cfg.WorkspaceRateLimit, cfg.WorkspaceRateBurst, cfg.MaxLimiterBuckets),
