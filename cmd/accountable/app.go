@@ -42,11 +42,11 @@ func newLogger(lc fx.Lifecycle, cfg Config) *slog.Logger {
 		out = cfg.LogOutput
 	}
 	if cfg.LogFlushInterval <= 0 {
-		return slog.New(slog.NewJSONHandler(out, opts))
+		return slog.New(api.NewJSONLineHandler(out, opts))
 	}
 	buf := newLogBuffer(out, cfg.LogFlushInterval)
 	lc.Append(fx.StopHook(buf.Close))
-	return slog.New(flushingHandler{slog.NewJSONHandler(buf, opts), buf})
+	return slog.New(flushingLineHandler{flushingHandler{api.NewJSONLineHandler(buf, opts), buf}})
 }
 
 // base provides configuration, logging and the database to every subcommand.

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/accountablework/accountable/api"
 )
 
 // The request log writes one line per request. Writing each line with its own write(2)
@@ -86,4 +88,18 @@ func (h flushingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h flushingHandler) WithGroup(name string) slog.Handler {
 	return flushingHandler{h.Handler.WithGroup(name), h.buf}
+}
+
+// flushingLineHandler is the service's own logger: the request log line is written into
+// the buffer directly (api.JSONLineHandler, the same bytes as slog's), and flushed as
+// flushingHandler flushes a record. Handlers derived from it (WithAttrs, WithGroup) are
+// plain flushingHandlers and go through slog.
+type flushingLineHandler struct{ flushingHandler }
+
+func (h flushingLineHandler) WriteJSONLine(level slog.Level, line []byte) error {
+	err := h.Handler.(*api.JSONLineHandler).WriteJSONLine(level, line)
+	if level >= slog.LevelWarn {
+		h.buf.Flush()
+	}
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/fx/fxtest"
+
 	"github.com/accountablework/accountable/store/storetest"
 )
 
@@ -56,4 +58,36 @@ func TestLogLinesAreGatheredAndWarningsWrittenAtOnce(t *testing.T) {
 	defer buf2.Close()
 	slog.New(flushingHandler{slog.NewJSONHandler(buf2, nil), buf2}).Info("periodic")
 	storetest.WaitFor(t, 5*time.Second, "the periodic flush to write the line", func() bool { return strings.Contains(out2.String(), "periodic") })
+}
+
+// The service's logger takes the request log line as bytes (api.JSONLineHandler) in both
+// of its forms, so the API writes it without slog's handler; through the buffer, a
+// request line at warning level (a 5xx) is written at once, as a warning record is.
+func TestServiceLoggerTakesTheRequestLine(t *testing.T) {
+	type lineWriter interface {
+		WriteJSONLine(level slog.Level, line []byte) error
+	}
+	for _, interval := range []time.Duration{0, time.Hour} {
+		out := &syncBuffer{}
+		lc := fxtest.NewLifecycle(t)
+		log := newLogger(lc, Config{LogLevel: slog.LevelInfo, LogOutput: out, LogFlushInterval: interval})
+		lc.RequireStart()
+		h, ok := log.Handler().(lineWriter)
+		if !ok {
+			t.Fatalf("flush interval %v: the logger's handler %T does not take request lines", interval, log.Handler())
+		}
+		if err := h.WriteJSONLine(slog.LevelInfo, []byte("{\"msg\":\"info line\"}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if interval > 0 && strings.Contains(out.String(), "info line") {
+			t.Fatalf("an info request line was written at once through the buffer: %q", out.String())
+		}
+		if err := h.WriteJSONLine(slog.LevelError, []byte("{\"msg\":\"error line\"}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != "{\"msg\":\"info line\"}\n{\"msg\":\"error line\"}\n" {
+			t.Fatalf("flush interval %v: after an error line the output is %q", interval, got)
+		}
+		lc.RequireStop()
+	}
 }
