@@ -56,30 +56,37 @@ type section struct {
 	more    bool
 	len     func() int
 	keep    func(n int)
-	item    func(i int) any
+	// appendItem appends item i as json.Marshal writes it.
+	appendItem func(buf []byte, i int) []byte
+	scratch    *[]byte // the sections' buffer for an item's JSON
 }
 
 // text is item i's share of the text: its lines, indented as they are there (plus the
-// separators around it, which its size counts).
+// separators around it, which its size counts). It is json.MarshalIndent's text of the
+// item (TestSectionText checks it), in its fields' order: the budget's first trims were
+// tuned on it.
 func (s *section) text(i int) string {
 	if s.texts == nil {
 		s.texts = make([]string, s.read)
 	}
 	if s.texts[i] == "" {
-		raw, _ := json.MarshalIndent(s.item(i), "   ", " ") // the items are plain data: no error
-		s.texts[i] = string(raw)
+		buf := s.appendItem((*s.scratch)[:0], i)
+		n := len(buf)
+		buf = indentJSON(buf, buf[:n], "   ", " ") // the indented text after the JSON
+		*s.scratch = buf[:0]
+		s.texts[i] = string(buf[n:])
 	}
 	return s.texts[i]
 }
 
-func sectionOf[T any](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
+func sectionOf[T interface{ AppendJSON([]byte) []byte }](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
 	if *items == nil {
 		*items = []T{}
 	}
 	return &section{name: name, weight: weight, read: len(*items), more: more > 0, omitted: omitted, status: status,
-		len:  func() int { return len(*items) },
-		keep: func(n int) { *items = (*items)[:n] },
-		item: func(i int) any { return (*items)[i] }}
+		len:        func() int { return len(*items) },
+		keep:       func(n int) { *items = (*items)[:n] },
+		appendItem: func(buf []byte, i int) []byte { return (*items)[i].AppendJSON(buf) }}
 }
 
 // scopeTextLimits are the lengths, in characters, the scope's long texts (a task's
@@ -120,6 +127,9 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		sectionOf("artifacts", 3, &c.Artifacts, m.Artifacts, &om.Artifacts, &sc.Artifacts),
 		sectionOf("recent_receipt_refs", 2, &c.RecentReceiptRefs, m.RecentReceiptRefs, &om.RecentReceiptRefs, &sc.RecentReceiptRefs),
 	}}
+	for _, s := range b.sections {
+		s.scratch = &b.scratch
+	}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	return b.fit()
 }
@@ -133,6 +143,8 @@ type builder struct {
 	cut      int // how many of scopeTextLimits were applied
 	d        accountable.ContextDelivery
 	tokens   int
+	buf      []byte // the text being written, kept from one render to the next
+	scratch  []byte // an item's JSON and its indented text
 }
 
 // bytesPerToken is what a first trim assumes of the text (JSON of English is 3 to 4 bytes
@@ -220,7 +232,7 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 		}
 		s := b.sections[i]
 		text := s.text(s.len() - 1)
-		overTokens -= b.count.count(text) + 1
+		overTokens -= b.count.countString(text) + 1
 		overBytes -= len(text) + 4
 		s.keep(s.len() - 1)
 		dropped = true
@@ -254,11 +266,12 @@ func (b *builder) render() (string, error) {
 		}
 		*s.omitted, *s.status = left, status
 	}
+	// The digest is of the capsule's canonical JSON without its id and digest.
 	c.CapsuleID, c.ContentDigest = "", ""
-	digest, err := canonical.DigestOf(c)
-	if err != nil {
-		return "", err
-	}
+	w := canonWriter{buf: b.buf[:0]}
+	w.capsule(c)
+	b.buf = w.buf
+	digest := canonical.Digest(w.buf)
 	c.ContentDigest = digest
 	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
 	rebootstrap := b.o.Rebootstrap
@@ -288,32 +301,30 @@ func (b *builder) render() (string, error) {
 	// again until its numbers are its own. The text is what Serialize makes of
 	// serializedData (members in canonical order: context_capsule, context_delivery), put
 	// together from its two members (TestTextIsTheSerializedData checks it).
-	capsule, err := serializeAt(c, 1)
-	if err != nil {
-		return "", err
-	}
-	head := "{\n \"context_capsule\": " + capsule + ",\n" // whole lines: counted apart from the tail's
-	headTokens := b.count.count(head)
+	w = canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1}
+	w.capsule(c)
+	text := append(w.buf, ",\n"...)
+	head := len(text)
+	headTokens := b.count.count(text) // whole lines: counted apart from the tail's
 	size, tokens := 0, 0
 	for range 8 {
 		b.d.Accounting.SerializedDataBytes = size
 		b.d.Accounting.SerializedDataTokens = &tokens
 		b.d.MeetsPreparedByteBound = size <= accountable.ContextPreparedMaxBytes
-		delivery, err := serializeAt(&b.d, 1)
-		if err != nil {
-			return "", err
-		}
-		tail := " \"context_delivery\": " + delivery + "\n}"
-		text := head + tail
-		n := headTokens + b.count.count(tail)
+		w = canonWriter{buf: append(text[:head], " \"context_delivery\": "...), indent: true, depth: 1}
+		w.delivery(&b.d)
+		text = append(w.buf, "\n}"...)
+		n := headTokens + b.count.count(text[head:])
 		if len(text) == size && n == tokens {
+			b.buf = text
 			b.tokens = n
 			counted := n
 			b.d.Accounting.SerializedDataTokens = &counted
-			return text, nil
+			return string(text), nil
 		}
 		size, tokens = len(text), n
 	}
+	b.buf = text
 	return "", errors.New("contextpack: the accounting did not settle")
 }
 

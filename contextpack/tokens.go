@@ -1,7 +1,9 @@
 package contextpack
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -65,18 +67,47 @@ func newLineCounter(t *Tokens) *lineCounter {
 	return &lineCounter{tokens: t, seen: make(map[string]int, 512)}
 }
 
-func (c *lineCounter) count(text string) int {
+func (c *lineCounter) count(text []byte) int {
 	n := 0
-	for _, l := range Lines(text) {
-		k, ok := c.seen[l]
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line = text[:i+1]
+		}
+		text = text[len(line):]
+		k, ok := c.seen[string(line)] // a lookup: no copy of the line
 		if !ok {
-			if k, ok = c.tokens.lines.Get(l); !ok {
-				k = c.tokens.Count(l)
-				c.tokens.lines.Add(l, k)
-			}
-			c.seen[l] = k
+			k = c.first(string(line))
 		}
 		n += k
 	}
 	return n
+}
+
+func (c *lineCounter) countString(text string) int {
+	n := 0
+	for len(text) > 0 {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line = text[:i+1]
+		}
+		text = text[len(line):]
+		k, ok := c.seen[line]
+		if !ok {
+			k = c.first(line)
+		}
+		n += k
+	}
+	return n
+}
+
+// first is the count of a line this counter has not seen.
+func (c *lineCounter) first(line string) int {
+	k, ok := c.tokens.lines.Get(line)
+	if !ok {
+		k = c.tokens.Count(line)
+		c.tokens.lines.Add(line, k)
+	}
+	c.seen[line] = k
+	return k
 }
