@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
@@ -118,7 +119,9 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		RecentReceiptRefs:      src.Receipts,
 	}
 	m, om, sc := src.MoreOfEach, &c.OmittedCounts, &c.SourceCompleteness
-	b := &builder{o: o, c: &c, count: newLineCounter(o.Tokens), sections: []*section{
+	space := spaces.Get().(*space)
+	defer space.release()
+	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.seen}, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -131,7 +134,31 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		s.scratch = &b.scratch
 	}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
+	defer func() { space.text, space.item = b.buf, b.scratch }()
 	return b.fit()
+}
+
+// space is what a build writes into and forgets: its text's buffer, an item's, and the
+// lines it counted. Builds reuse them (a capsule's text is tens of KB, grown anew each
+// time otherwise).
+type space struct {
+	text, item []byte
+	seen       map[string]int
+}
+
+var spaces = sync.Pool{New: func() any { return &space{seen: make(map[string]int, 1024)} }}
+
+// maxSpace is the most a space keeps between builds: a capsule of a large budget's
+// buffers are left to the collector.
+const maxSpace = 1 << 20
+
+func (s *space) release() {
+	if cap(s.text) > maxSpace || cap(s.item) > maxSpace || len(s.seen) > maxSpace/64 {
+		return
+	}
+	clear(s.seen)
+	s.text, s.item = s.text[:0], s.item[:0]
+	spaces.Put(s)
 }
 
 type builder struct {
@@ -165,7 +192,7 @@ func (b *builder) fit() (Pack, error) {
 			overBytes = len(text) - b.o.ByteBound
 		}
 		if overTokens <= 0 && overBytes <= 0 {
-			return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+			return b.pack(text), nil
 		}
 		if b.drop(overTokens, overBytes) {
 			continue
@@ -182,8 +209,13 @@ func (b *builder) fit() (Pack, error) {
 		if err != nil {
 			return Pack{}, err
 		}
-		return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+		return b.pack(text), nil
 	}
+}
+
+// pack is the capsule built, with text (the builder's buffer) as its text.
+func (b *builder) pack(text []byte) Pack {
+	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: canonical.Digest(text), Tokens: b.tokens}
 }
 
 // presize leaves out, by the byte size of their lines, the items that surely do not fit.
@@ -244,7 +276,7 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 // delivery's accounting counts the text it is part of, so the text is made again until
 // the numbers it holds are its own (a number's digits change its size: twice or three
 // times).
-func (b *builder) render() (string, error) {
+func (b *builder) render() ([]byte, error) {
 	c := b.c
 	partial := b.cut > 0
 	reasons := append([]string{}, b.reasons...)
@@ -320,12 +352,12 @@ func (b *builder) render() (string, error) {
 			b.tokens = n
 			counted := n
 			b.d.Accounting.SerializedDataTokens = &counted
-			return string(text), nil
+			return text, nil
 		}
 		size, tokens = len(text), n
 	}
 	b.buf = text
-	return "", errors.New("contextpack: the accounting did not settle")
+	return nil, errors.New("contextpack: the accounting did not settle")
 }
 
 // serializeAt is Serialize of v as a member's value at depth (its lines after the first

@@ -63,10 +63,6 @@ type lineCounter struct {
 	seen   map[string]int
 }
 
-func newLineCounter(t *Tokens) *lineCounter {
-	return &lineCounter{tokens: t, seen: make(map[string]int, 512)}
-}
-
 func (c *lineCounter) count(text []byte) int {
 	n := 0
 	for len(text) > 0 {
