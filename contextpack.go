@@ -1,6 +1,9 @@
 package accountable
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Context packs: one read that gives an agent the scope it works in (its task, workstream
 // and initiative; the decisions, handoffs and runs around them; the newest ledger events
@@ -661,6 +664,12 @@ func (t *ContextTransfer) AppendJSON(buf []byte) []byte {
 // AppendJSON appends p as json.Marshal encodes it (the data of POST /context-pack's
 // answer); it never fails.
 func (p ContextPreparation) AppendJSON(buf []byte) ([]byte, error) {
+	if t := p.ContextTransfer; t != nil && t.Serialized != nil {
+		// The text escaped, and the capsule it holds (its JSON is shorter than the
+		// indented text): grown once rather than doubling through both.
+		n := len(*t.Serialized)
+		buf = slices.Grow(buf, 2*n+n/4+1024)
+	}
 	buf = append(buf, '{')
 	if p.ContextCapsule != nil {
 		buf = append(p.ContextCapsule.AppendJSON(append(buf, `"context_capsule":`...)), ',')

@@ -53,6 +53,7 @@ type section struct {
 	omitted *int
 	status  *accountable.ContextSourceStatus
 	texts   []string // each item's lines as the text has them, made once (text)
+	sizes   []int    // their lengths, when only those were needed (size)
 	read    int      // items read
 	more    bool
 	len     func() int
@@ -78,6 +79,23 @@ func (s *section) text(i int) string {
 		s.texts[i] = string(buf[n:])
 	}
 	return s.texts[i]
+}
+
+// size is len(s.text(i)), without making the text: the items that surely do not fit
+// are left out by their sizes alone.
+func (s *section) size(i int) int {
+	if s.texts != nil && s.texts[i] != "" {
+		return len(s.texts[i])
+	}
+	if s.sizes == nil {
+		s.sizes = make([]int, s.read)
+	}
+	if s.sizes[i] == 0 {
+		buf := s.appendItem((*s.scratch)[:0], i)
+		*s.scratch = buf[:0]
+		s.sizes[i] = indentedLen(buf, len("   "), len(" "))
+	}
+	return s.sizes[i]
 }
 
 func sectionOf[T interface{ AppendJSON([]byte) []byte }](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
@@ -121,7 +139,12 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	m, om, sc := src.MoreOfEach, &c.OmittedCounts, &c.SourceCompleteness
 	space := spaces.Get().(*space)
 	defer space.release()
-	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.seen}, buf: space.text, scratch: space.item, sections: []*section{
+	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
+		clear(space.lines)
+		clear(space.items)
+		space.tokens = o.Tokens
+	}
+	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines}, items: space.items, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -138,25 +161,37 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	return b.fit()
 }
 
-// space is what a build writes into and forgets: its text's buffer, an item's, and the
-// lines it counted. Builds reuse them (a capsule's text is tens of KB, grown anew each
-// time otherwise).
+// space is what a build writes into and what it counted: its text's buffer, an item's,
+// and the token counts of the lines and items it saw. Builds reuse them (a capsule's text
+// is tens of KB, grown anew each time otherwise), and with them the counts: a scope's
+// capsules repeat most of their lines and items from one request to the next, and a
+// count found here costs one map read where the shared cache (Tokens.lines) takes a lock.
 type space struct {
 	text, item []byte
-	seen       map[string]int
+	tokens     *Tokens // whose counts lines and items hold
+	lines      map[string]int
+	items      map[string]int // an item's lines in the text, all but its closing one
 }
 
-var spaces = sync.Pool{New: func() any { return &space{seen: make(map[string]int, 1024)} }}
+var spaces = sync.Pool{New: func() any {
+	return &space{lines: make(map[string]int, 1024), items: make(map[string]int, 128)}
+}}
 
-// maxSpace is the most a space keeps between builds: a capsule of a large budget's
-// buffers are left to the collector.
-const maxSpace = 1 << 20
+// maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
+// budget's are left to the collector), and maxCounts the most counts its maps do.
+const (
+	maxSpace  = 1 << 20
+	maxCounts = 1 << 14
+)
 
 func (s *space) release() {
-	if cap(s.text) > maxSpace || cap(s.item) > maxSpace || len(s.seen) > maxSpace/64 {
+	if cap(s.text) > maxSpace || cap(s.item) > maxSpace {
 		return
 	}
-	clear(s.seen)
+	if len(s.lines) > maxCounts || len(s.items) > maxCounts {
+		clear(s.lines)
+		clear(s.items)
+	}
 	s.text, s.item = s.text[:0], s.item[:0]
 	spaces.Put(s)
 }
@@ -172,6 +207,8 @@ type builder struct {
 	tokens   int
 	buf      []byte // the text being written, kept from one render to the next
 	scratch  []byte // an item's JSON and its indented text
+	items    map[string]int
+	spans    []itemSpan
 }
 
 // bytesPerToken is what a first trim assumes of the text (JSON of English is 3 to 4 bytes
@@ -227,7 +264,7 @@ func (b *builder) presize() {
 	size := 0
 	for _, s := range b.sections {
 		for j := range s.len() {
-			size += len(s.text(j)) + 4
+			size += s.size(j) + 4
 		}
 	}
 	for size > limit {
@@ -236,7 +273,7 @@ func (b *builder) presize() {
 			return
 		}
 		s := b.sections[i]
-		size -= len(s.text(s.len()-1)) + 4
+		size -= s.size(s.len()-1) + 4
 		s.keep(s.len() - 1)
 	}
 }
@@ -333,11 +370,28 @@ func (b *builder) render() ([]byte, error) {
 	// again until its numbers are its own. The text is what Serialize makes of
 	// serializedData (members in canonical order: context_capsule, context_delivery), put
 	// together from its two members (TestTextIsTheSerializedData checks it).
-	w = canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1}
+	w = canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
+	if w.spans == nil {
+		w.spans = make([]itemSpan, 0, 128)
+	}
 	w.capsule(c)
 	text := append(w.buf, ",\n"...)
 	head := len(text)
-	headTokens := b.count.count(text) // whole lines: counted apart from the tail's
+	// Whole lines: the head is counted apart from the tail's, each item's lines but its
+	// closing one (which ends in a comma or not) at once.
+	headTokens, at := 0, 0
+	for _, s := range w.spans {
+		item := text[s.from:s.to]
+		k, ok := b.items[string(item)] // a lookup: no copy of the item
+		if !ok {
+			k = b.count.count(item)
+			b.items[string(item)] = k
+		}
+		headTokens += b.count.count(text[at:s.from]) + k
+		at = s.to
+	}
+	headTokens += b.count.count(text[at:])
+	b.spans = w.spans
 	size, tokens := 0, 0
 	for range 8 {
 		b.d.Accounting.SerializedDataBytes = size

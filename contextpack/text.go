@@ -23,7 +23,13 @@ type canonWriter struct {
 	depth  int
 	level  int  // containers open
 	empty  bool // the innermost container has nothing written yet
+	// spans, when not nil, gets where each object of a list is in buf when indented.
+	spans []itemSpan
 }
+
+// itemSpan is a list's object in the indented text: its lines but the closing one,
+// [from, to).
+type itemSpan struct{ from, to int }
 
 func (w *canonWriter) newline() {
 	if w.indent {
@@ -133,7 +139,16 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 	w.open('[')
 	for i := range items {
 		w.element()
+		if w.spans == nil || !w.indent {
+			each(w, &items[i])
+			continue
+		}
+		from := len(w.buf) - w.depth - w.level // after the newline element wrote
 		each(w, &items[i])
+		// An object's closing line is its indentation and "}".
+		if to := len(w.buf) - 1 - w.depth - w.level; to > from && w.buf[to-1] == '\n' && w.buf[len(w.buf)-1] == '}' {
+			w.spans = append(w.spans, itemSpan{from, to})
+		}
 	}
 	w.close(']')
 }
@@ -462,4 +477,49 @@ func indentJSON(dst, src []byte, prefix, indent string) []byte {
 		}
 	}
 	return dst
+}
+
+// indentedLen is len(indentJSON(nil, src, prefix, indent)) for a prefix and an indent of
+// those lengths, without writing it.
+func indentedLen(src []byte, prefix, indent int) int {
+	n, depth := 0, 0
+	needIndent := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if needIndent && c != '}' && c != ']' {
+			needIndent = false
+			depth++
+			n += 1 + prefix + depth*indent
+		}
+		switch c {
+		case '"':
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			n += j + 1 - i
+			i = j
+		case '{', '[':
+			needIndent = true
+			n++
+		case ',':
+			n += 2 + prefix + depth*indent
+		case ':':
+			n += 2
+		case '}', ']':
+			if needIndent {
+				needIndent = false
+			} else {
+				depth--
+				n += 1 + prefix + depth*indent
+			}
+			n++
+		default:
+			n++
+		}
+	}
+	return n
 }

@@ -133,6 +133,9 @@ func TestSectionText(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if n := s.size(j); n != len(want) {
+					t.Fatalf("case %d: section %s item %d: size %d, want %d", i, s.name, j, n, len(want))
+				}
 				if got := s.text(j); got != string(want) {
 					t.Fatalf("case %d: section %s item %d:\n got %s\nwant %s", i, s.name, j, got, want)
 				}
@@ -151,6 +154,9 @@ func TestSectionText(t *testing.T) {
 				}
 				if got := indentJSON([]byte("x"), raw, p, " "); string(got[1:]) != want.String() {
 					t.Fatalf("case %d: indentJSON\n got %s\nwant %s", i, got[1:], want.String())
+				}
+				if n := indentedLen(raw, len(p), 1); n != want.Len() {
+					t.Fatalf("case %d: indentedLen %d, want %d", i, n, want.Len())
 				}
 			}
 		}

@@ -35,6 +35,9 @@ var encodings sync.Map // accountable.ContextTokenizer -> func() (*Tokens, error
 // Tokenizer returns the counter of name, made on its first use (an encoding holds its
 // vocabulary, some tens of MB, for the life of the process).
 func Tokenizer(name accountable.ContextTokenizer) (*Tokens, error) {
+	if load, ok := encodings.Load(name); ok { // every request: no closure made to be dropped
+		return load.(func() (*Tokens, error))()
+	}
 	load, _ := encodings.LoadOrStore(name, sync.OnceValues(func() (*Tokens, error) {
 		enc, err := tiktoken.GetEncoding(string(name))
 		if err != nil {
