@@ -335,14 +335,20 @@ func (b *builder) render() ([]byte, error) {
 		}
 		*s.omitted, *s.status = left, status
 	}
-	// The digest is of the capsule's canonical JSON without its id and digest.
+	// The capsule is written once, indented as the text has it, without its id and digest:
+	// the digest is of its canonical JSON (the text without its indentation), and the two
+	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
-	w := canonWriter{buf: b.buf[:0]}
+	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
+	if w.spans == nil {
+		w.spans = make([]itemSpan, 0, 128)
+	}
 	w.capsule(c)
-	b.buf = w.buf
-	digest := canonical.Digest(w.buf)
+	b.scratch = dedent(b.scratch[:0], w.buf[len("{\n \"context_capsule\": "):])
+	digest := canonical.Digest(b.scratch)
 	c.ContentDigest = digest
 	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
+	w.fill(c.CapsuleID, c.ContentDigest)
 	rebootstrap := b.o.Rebootstrap
 	if a := b.o.AcknowledgedCapsuleID; a != nil {
 		if *a == c.CapsuleID {
@@ -370,11 +376,6 @@ func (b *builder) render() ([]byte, error) {
 	// again until its numbers are its own. The text is what Serialize makes of
 	// serializedData (members in canonical order: context_capsule, context_delivery), put
 	// together from its two members (TestTextIsTheSerializedData checks it).
-	w = canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
-	if w.spans == nil {
-		w.spans = make([]itemSpan, 0, 128)
-	}
-	w.capsule(c)
 	text := append(w.buf, ",\n"...)
 	head := len(text)
 	// Whole lines: the head is counted apart from the tail's, each item's lines but its

@@ -1,6 +1,7 @@
 package contextpack
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/accountablework/accountable"
@@ -25,6 +26,8 @@ type canonWriter struct {
 	empty  bool // the innermost container has nothing written yet
 	// spans, when not nil, gets where each object of a list is in buf when indented.
 	spans []itemSpan
+	// idAt and digestAt are where the capsule's capsule_id and content_digest values are.
+	idAt, digestAt int
 }
 
 // itemSpan is a list's object in the indented text: its lines but the closing one,
@@ -75,7 +78,39 @@ func (w *canonWriter) name(name string) {
 	}
 }
 
-func (w *canonWriter) str(s string) { w.buf = canonical.AppendString(w.buf, s) }
+func (w *canonWriter) str(s string) {
+	if canonPlain(s) { // most of a capsule's strings: ids, names, ASCII titles
+		w.buf = append(w.buf, '"')
+		w.buf = append(w.buf, s...)
+		w.buf = append(w.buf, '"')
+		return
+	}
+	w.buf = canonical.AppendString(w.buf, s)
+}
+
+// canonPlain reports whether s is its own canonical JSON string's content: ASCII without
+// control characters, quotes or backslashes. It reads eight bytes at a time, with the bit
+// tricks that flag a byte below n or equal to c in a word (a borrow only runs upwards,
+// past a byte already flagged, so a word has a flag exactly when one of its bytes is one).
+func canonPlain(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		quote, slash := x^(ones*'"'), x^(ones*'\\')
+		if (x|(x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
 
 func (w *canonWriter) strPtr(s *string) {
 	if s == nil {
@@ -164,8 +199,10 @@ func (w *canonWriter) capsule(c *accountable.ContextCapsule) {
 	w.name("authoritative_decisions")
 	list(w, c.AuthoritativeDecisions, (*canonWriter).decision)
 	w.name("capsule_id")
+	w.idAt = len(w.buf)
 	w.str(c.CapsuleID)
 	w.name("content_digest")
+	w.digestAt = len(w.buf)
 	w.str(c.ContentDigest)
 	w.name("current_intent")
 	if c.CurrentIntent == nil {
@@ -522,4 +559,51 @@ func indentedLen(src []byte, prefix, indent int) int {
 		}
 	}
 	return n
+}
+
+// fill puts the capsule's id and digest (plain ASCII: their own canonical strings) into
+// the empty values the capsule was written with, moving what follows them (and the spans
+// there) along.
+func (w *canonWriter) fill(id, digest string) {
+	if string(w.buf[w.idAt:w.idAt+2]) != `""` || string(w.buf[w.digestAt:w.digestAt+2]) != `""` || !canonPlain(id) || !canonPlain(digest) {
+		panic("contextpack: fill: the capsule was not written with an empty id and digest")
+	}
+	n1, n2, end := len(id), len(digest), len(w.buf)
+	w.buf = slices.Grow(w.buf, n1+n2)[:end+n1+n2]
+	copy(w.buf[w.digestAt+1+n1+n2:], w.buf[w.digestAt+1:end])
+	copy(w.buf[w.idAt+1+n1:], w.buf[w.idAt+1:w.digestAt+1])
+	copy(w.buf[w.idAt+1:], id)
+	copy(w.buf[w.digestAt+1+n1:], digest)
+	for i := range w.spans {
+		if w.spans[i].from > w.digestAt {
+			w.spans[i].from += n1 + n2
+			w.spans[i].to += n1 + n2
+		} else if w.spans[i].from > w.idAt {
+			w.spans[i].from += n1
+			w.spans[i].to += n1
+		}
+	}
+}
+
+// dedent appends src, JSON indented as canonWriter indents it, without the indentation:
+// the spaces and newlines outside strings.
+func dedent(dst, src []byte) []byte {
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case ' ', '\n':
+		case '"':
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			dst = append(dst, src[i:j+1]...)
+			i = j
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,11 @@ func TestCanonicalWriter(t *testing.T) {
 				if string(w.buf) != want {
 					t.Fatalf("case %d: indented at %d\n got %s\nwant %s", i, depth, w.buf, want)
 				}
+				compact := canonWriter{}
+				v.write(&compact)
+				if got := dedent(nil, w.buf); !bytes.Equal(got, compact.buf) {
+					t.Fatalf("case %d: dedent at %d\n got %s\nwant %s", i, depth, got, compact.buf)
+				}
 			}
 		}
 	}
@@ -160,5 +166,36 @@ func TestSectionText(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// canonPlain is true for the strings canonical.AppendString writes as they are: exactly
+// for ASCII ones (non-ASCII ones go to AppendString).
+func TestCanonPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(s string) {
+		t.Helper()
+		plain := string(canonical.AppendString(nil, s)) == `"`+s+`"`
+		ascii := !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 })
+		if got := canonPlain(s); (got && !plain) || (ascii && got != plain) {
+			t.Fatalf("canonPlain(%q) = %v", s, got)
+		}
+	}
+	for c := range 256 {
+		for _, at := range []int{0, 3, 7, 8, 15, 20} {
+			b := []byte("abcdefghijklmnopqrstuvwxyz")[:at+1]
+			b[at] = byte(c)
+			check(string(b))
+		}
+	}
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x60))
+			if r.IntN(30) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		check(string(b))
 	}
 }
