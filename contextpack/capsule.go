@@ -65,8 +65,9 @@ type section struct {
 
 // text is item i's share of the text: its lines, indented as they are there (plus the
 // separators around it, which its size counts). It is json.MarshalIndent's text of the
-// item (TestSectionText checks it), in its fields' order: the budget's first trims were
-// tuned on it.
+// item, as it always was (its size and tokens decide which items are left out, so the
+// same sources keep making the same capsule), written by the items' own encoders and
+// indentJSON (TestSectionText checks it).
 func (s *section) text(i int) string {
 	if s.texts == nil {
 		s.texts = make([]string, s.read)
@@ -142,9 +143,9 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
 		clear(space.lines)
 		clear(space.items)
-		space.tokens = o.Tokens
+		space.tokens, space.held = o.Tokens, 0
 	}
-	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines}, items: space.items, buf: space.text, scratch: space.item, sections: []*section{
+	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, items: space.items, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -171,6 +172,7 @@ type space struct {
 	tokens     *Tokens // whose counts lines and items hold
 	lines      map[string]int
 	items      map[string]int // an item's lines in the text, all but its closing one
+	held       int            // the bytes of the keys of lines and items
 }
 
 var spaces = sync.Pool{New: func() any {
@@ -178,19 +180,17 @@ var spaces = sync.Pool{New: func() any {
 }}
 
 // maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
-// budget's are left to the collector), and maxCounts the most counts its maps do.
-const (
-	maxSpace  = 1 << 20
-	maxCounts = 1 << 14
-)
+// budget's are left to the collector), and the most its counts hold in keys.
+const maxSpace = 1 << 20
 
 func (s *space) release() {
 	if cap(s.text) > maxSpace || cap(s.item) > maxSpace {
 		return
 	}
-	if len(s.lines) > maxCounts || len(s.items) > maxCounts {
+	if s.held > maxSpace {
 		clear(s.lines)
 		clear(s.items)
+		s.held = 0
 	}
 	s.text, s.item = s.text[:0], s.item[:0]
 	spaces.Put(s)
@@ -205,10 +205,10 @@ type builder struct {
 	cut      int // how many of scopeTextLimits were applied
 	d        accountable.ContextDelivery
 	tokens   int
-	buf      []byte // the text being written, kept from one render to the next
-	scratch  []byte // an item's JSON and its indented text
-	items    map[string]int
-	spans    []itemSpan
+	buf      []byte         // the text being written, kept from one render to the next
+	scratch  []byte         // an item's JSON, its indented text, the capsule's canonical JSON
+	items    map[string]int // the counts of items' lines (space.items)
+	spans    []itemSpan     // where the items are in the text
 }
 
 // bytesPerToken is what a first trim assumes of the text (JSON of English is 3 to 4 bytes
@@ -387,6 +387,7 @@ func (b *builder) render() ([]byte, error) {
 		if !ok {
 			k = b.count.count(item)
 			b.items[string(item)] = k
+			*b.count.held += len(item)
 		}
 		headTokens += b.count.count(text[at:s.from]) + k
 		at = s.to

@@ -64,6 +64,7 @@ func (t *Tokens) Count(text string) int { return len(t.enc.EncodeOrdinary(text))
 type lineCounter struct {
 	tokens *Tokens
 	seen   map[string]int
+	held   *int // the bytes of seen's keys
 }
 
 func (c *lineCounter) count(text []byte) int {
@@ -108,5 +109,6 @@ func (c *lineCounter) first(line string) int {
 		c.tokens.lines.Add(line, k)
 	}
 	c.seen[line] = k
+	*c.held += len(line)
 	return k
 }
