@@ -142,10 +142,10 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	defer space.release()
 	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
 		clear(space.lines)
-		clear(space.items)
+		clear(space.parts)
 		space.tokens, space.held = o.Tokens, 0
 	}
-	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, items: space.items, buf: space.text, scratch: space.item, sections: []*section{
+	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -163,20 +163,20 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 }
 
 // space is what a build writes into and what it counted: its text's buffer, an item's,
-// and the token counts of the lines and items it saw. Builds reuse them (a capsule's text
+// and the token counts of the lines and parts it saw. Builds reuse them (a capsule's text
 // is tens of KB, grown anew each time otherwise), and with them the counts: a scope's
-// capsules repeat most of their lines and items from one request to the next, and a
+// capsules repeat most of their lines and parts from one request to the next, and a
 // count found here costs one map read where the shared cache (Tokens.lines) takes a lock.
 type space struct {
 	text, item []byte
-	tokens     *Tokens // whose counts lines and items hold
+	tokens     *Tokens // whose counts lines and parts hold
 	lines      map[string]int
-	items      map[string]int // an item's lines in the text, all but its closing one
-	held       int            // the bytes of the keys of lines and items
+	parts      map[string]int // of the parts of texts countPart counts
+	held       int            // the bytes of the keys of lines and parts
 }
 
 var spaces = sync.Pool{New: func() any {
-	return &space{lines: make(map[string]int, 1024), items: make(map[string]int, 128)}
+	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256)}
 }}
 
 // maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
@@ -189,7 +189,7 @@ func (s *space) release() {
 	}
 	if s.held > maxSpace {
 		clear(s.lines)
-		clear(s.items)
+		clear(s.parts)
 		s.held = 0
 	}
 	s.text, s.item = s.text[:0], s.item[:0]
@@ -207,7 +207,7 @@ type builder struct {
 	tokens   int
 	buf      []byte         // the text being written, kept from one render to the next
 	scratch  []byte         // an item's JSON, its indented text, the capsule's canonical JSON
-	items    map[string]int // the counts of items' lines (space.items)
+	parts    map[string]int // the counts of parts of texts (space.parts)
 	spans    []itemSpan     // where the items are in the text
 }
 
@@ -301,7 +301,7 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 		}
 		s := b.sections[i]
 		text := s.text(s.len() - 1)
-		overTokens -= b.count.countString(text) + 1
+		overTokens -= b.countItem(text) + 1
 		overBytes -= len(text) + 4
 		s.keep(s.len() - 1)
 		dropped = true
@@ -382,17 +382,10 @@ func (b *builder) render() ([]byte, error) {
 	// closing one (which ends in a comma or not) at once.
 	headTokens, at := 0, 0
 	for _, s := range w.spans {
-		item := text[s.from:s.to]
-		k, ok := b.items[string(item)] // a lookup: no copy of the item
-		if !ok {
-			k = b.count.count(item)
-			b.items[string(item)] = k
-			*b.count.held += len(item)
-		}
-		headTokens += b.count.count(text[at:s.from]) + k
+		headTokens += b.countPart(text[at:s.from]) + b.countPart(text[s.from:s.to])
 		at = s.to
 	}
-	headTokens += b.count.count(text[at:])
+	headTokens += b.countPart(text[at:])
 	b.spans = w.spans
 	size, tokens := 0, 0
 	for range 8 {
@@ -402,7 +395,7 @@ func (b *builder) render() ([]byte, error) {
 		w = canonWriter{buf: append(text[:head], " \"context_delivery\": "...), indent: true, depth: 1}
 		w.delivery(&b.d)
 		text = append(w.buf, "\n}"...)
-		n := headTokens + b.count.count(text[head:])
+		n := headTokens + b.countPart(text[head:])
 		if len(text) == size && n == tokens {
 			b.buf = text
 			b.tokens = n
@@ -414,6 +407,34 @@ func (b *builder) render() ([]byte, error) {
 	}
 	b.buf = text
 	return nil, errors.New("contextpack: the accounting did not settle")
+}
+
+// countPart is the count of whole lines of the text: an item's, the lines between two,
+// the delivery. Parts are counted as one each (one map read where their lines take one
+// each), and their counts kept (in the pooled space) as their lines' are: a scope's
+// capsules repeat most of their parts from one request to the next.
+func (b *builder) countPart(part []byte) int {
+	if i := bytes.IndexByte(part, '\n'); i < 0 || i == len(part)-1 { // one line
+		return b.count.count(part)
+	}
+	k, ok := b.parts[string(part)] // a lookup: no copy of the part
+	if !ok {
+		k = b.count.count(part)
+		b.parts[string(part)] = k
+		*b.count.held += len(part)
+	}
+	return k
+}
+
+// countItem is countPart of an item's text (section.text).
+func (b *builder) countItem(text string) int {
+	k, ok := b.parts[text]
+	if !ok {
+		k = b.count.countString(text)
+		b.parts[text] = k
+		*b.count.held += len(text)
+	}
+	return k
 }
 
 // serializeAt is Serialize of v as a member's value at depth (its lines after the first
