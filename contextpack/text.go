@@ -1,6 +1,7 @@
 package contextpack
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 
@@ -484,13 +485,7 @@ func indentJSON(dst, src []byte, prefix, indent string) []byte {
 		}
 		switch c {
 		case '"':
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
+			j := stringEnd(src, i)
 			dst = append(dst, src[i:j+1]...)
 			i = j
 		case '{', '[':
@@ -530,13 +525,7 @@ func indentedLen(src []byte, prefix, indent int) int {
 		}
 		switch c {
 		case '"':
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
+			j := stringEnd(src, i)
 			n += j + 1 - i
 			i = j
 		case '{', '[':
@@ -592,13 +581,7 @@ func dedent(dst, src []byte) []byte {
 		switch c := src[i]; c {
 		case ' ', '\n':
 		case '"':
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
+			j := stringEnd(src, i)
 			dst = append(dst, src[i:j+1]...)
 			i = j
 		default:
@@ -606,4 +589,25 @@ func dedent(dst, src []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// stringEnd is the index of the quote that closes the JSON string opening at src[i] (the
+// last byte for a string cut short): the next quote after an even run of backslashes.
+func stringEnd(src []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(src[j:], '"')
+		if k < 0 {
+			return len(src) - 1
+		}
+		j += k
+		escaped := false
+		for p := j - 1; p > i && src[p] == '\\'; p-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return j
+		}
+		j++
+	}
 }
