@@ -1,5 +1,10 @@
 package accountable
 
+import (
+	"slices"
+	"strconv"
+)
+
 // Context packs: one read that gives an agent the scope it works in (its task, workstream
 // and initiative; the decisions, handoffs and runs around them; the newest ledger events
 // and the artifacts it can cite) as a capsule bounded in tokens, delivered whole or as a
@@ -368,4 +373,310 @@ type ContextPreparation struct {
 	ContextCapsule  *ContextCapsule  `json:"context_capsule,omitzero"`
 	ContextDelivery ContextDelivery  `json:"context_delivery"`
 	ContextTransfer *ContextTransfer `json:"context_transfer,omitzero"`
+}
+
+// Hand-written encoders of the answer of POST /context-pack and of a capsule's items:
+// encoding/json's reflective pass over the capsule was a large share of the request's CPU
+// (the capsule is in the answer, and each item's JSON sizes it against the budget). They
+// write exactly the bytes json.Marshal writes (HTML escaping on, as Fiber's c.JSON
+// encodes); TestContextAppendJSON compares the two on random values, and fails on a field
+// added to a type but not to its encoder.
+
+func appendContextStringPtr(buf []byte, s *string) []byte {
+	if s == nil {
+		return append(buf, "null"...)
+	}
+	return AppendJSONString(buf, *s)
+}
+
+func appendContextTime(buf []byte, t *Time) []byte {
+	if t == nil {
+		return append(buf, "null"...)
+	}
+	buf = append(buf, '"')
+	buf = appendTime(buf, t.Time)
+	return append(buf, '"')
+}
+
+func appendContextInt(buf []byte, n *int) []byte {
+	if n == nil {
+		return append(buf, "null"...)
+	}
+	return strconv.AppendInt(buf, int64(*n), 10)
+}
+
+// appendContextList appends items as a JSON array (null for a nil slice).
+func appendContextList[T interface{ AppendJSON([]byte) []byte }](buf []byte, items []T) []byte {
+	if items == nil {
+		return append(buf, "null"...)
+	}
+	buf = append(buf, '[')
+	for i := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = items[i].AppendJSON(buf)
+	}
+	return append(buf, ']')
+}
+
+// AppendJSON appends r as json.Marshal encodes it.
+func (r ContextRef) AppendJSON(buf []byte) []byte {
+	buf = append(buf, `{"system":`...)
+	buf = AppendJSONString(buf, r.System)
+	buf = append(buf, `,"type":`...)
+	buf = AppendJSONString(buf, r.Type)
+	buf = append(buf, `,"id":`...)
+	buf = AppendJSONString(buf, r.ID)
+	return append(buf, '}')
+}
+
+// AppendJSON appends d as json.Marshal encodes it.
+func (d ContextDecision) AppendJSON(buf []byte) []byte {
+	buf = d.Ref.AppendJSON(append(buf, `{"ref":`...))
+	buf = AppendJSONString(append(buf, `,"summary":`...), d.Summary)
+	buf = AppendJSONString(append(buf, `,"status":`...), d.Status)
+	buf = AppendJSONString(append(buf, `,"provenance":`...), d.Provenance)
+	buf = AppendJSONString(append(buf, `,"urgency":`...), d.Urgency)
+	buf = appendContextTime(append(buf, `,"due_at":`...), d.DueAt)
+	buf = appendContextStringPtr(append(buf, `,"selected_option":`...), d.SelectedOption)
+	return append(buf, '}')
+}
+
+// AppendJSON appends h as json.Marshal encodes it.
+func (h ContextHandoff) AppendJSON(buf []byte) []byte {
+	buf = h.Ref.AppendJSON(append(buf, `{"ref":`...))
+	buf = AppendJSONString(append(buf, `,"summary":`...), h.Summary)
+	buf = AppendJSONString(append(buf, `,"status":`...), h.Status)
+	buf = AppendJSONString(append(buf, `,"priority":`...), h.Priority)
+	buf = AppendJSONString(append(buf, `,"from_stage_key":`...), h.From)
+	buf = AppendJSONString(append(buf, `,"to_stage_key":`...), h.To)
+	buf = appendContextTime(append(buf, `,"due_at":`...), h.DueAt)
+	buf = strconv.AppendBool(append(buf, `,"sla_breached":`...), h.SLABreached)
+	return append(buf, '}')
+}
+
+// AppendJSON appends r as json.Marshal encodes it.
+func (r ContextRun) AppendJSON(buf []byte) []byte {
+	buf = r.Ref.AppendJSON(append(buf, `{"ref":`...))
+	buf = AppendJSONString(append(buf, `,"summary":`...), r.Summary)
+	buf = AppendJSONString(append(buf, `,"status":`...), r.Status)
+	buf = appendContextStringPtr(append(buf, `,"outcome_kind":`...), r.OutcomeKind)
+	buf = strconv.AppendInt(append(buf, `,"cost_cents":`...), r.CostCents, 10)
+	buf = AppendJSONString(append(buf, `,"workstream_id":`...), r.WorkstreamID)
+	return append(buf, '}')
+}
+
+// AppendJSON appends e as json.Marshal encodes it.
+func (e ContextEvent) AppendJSON(buf []byte) []byte {
+	buf = e.Ref.AppendJSON(append(buf, `{"ref":`...))
+	buf = AppendJSONString(append(buf, `,"event_type":`...), e.EventType)
+	buf = AppendJSONString(append(buf, `,"aggregate_type":`...), e.AggregateType)
+	buf = AppendJSONString(append(buf, `,"aggregate_id":`...), e.AggregateID)
+	buf = strconv.AppendInt(append(buf, `,"aggregate_version":`...), e.AggregateVersion, 10)
+	buf = appendContextTime(append(buf, `,"recorded_at":`...), &e.RecordedAt)
+	buf = AppendJSONString(append(buf, `,"event_hash":`...), e.EventHash)
+	return append(buf, '}')
+}
+
+// AppendJSON appends a as json.Marshal encodes it.
+func (a ContextArtifact) AppendJSON(buf []byte) []byte {
+	buf = a.Ref.AppendJSON(append(buf, `{"ref":`...))
+	buf = AppendJSONString(append(buf, `,"summary":`...), a.Summary)
+	buf = AppendJSONString(append(buf, `,"artifact_type":`...), a.ArtifactType)
+	buf = AppendJSONString(append(buf, `,"status":`...), a.Status)
+	buf = strconv.AppendInt(append(buf, `,"version":`...), a.Version, 10)
+	return append(buf, '}')
+}
+
+func (s ContextScope) appendJSON(buf []byte) []byte {
+	buf = AppendJSONString(append(buf, `{"kind":`...), string(s.Kind))
+	buf = append(buf, `,"initiative":`...)
+	if i := s.Initiative; i == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = i.Ref.AppendJSON(append(buf, `{"ref":`...))
+		buf = AppendJSONString(append(buf, `,"title":`...), i.Title)
+		buf = AppendJSONString(append(buf, `,"summary":`...), i.Summary)
+		buf = AppendJSONString(append(buf, `,"status":`...), i.Status)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `,"workstream":`...)
+	if w := s.Workstream; w == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = w.Ref.AppendJSON(append(buf, `{"ref":`...))
+		buf = AppendJSONString(append(buf, `,"name":`...), w.Name)
+		buf = AppendJSONString(append(buf, `,"goal":`...), w.Goal)
+		buf = AppendJSONString(append(buf, `,"domain":`...), w.Domain)
+		buf = appendContextStringPtr(append(buf, `,"agent_name":`...), w.AgentName)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `,"task":`...)
+	if t := s.Task; t == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = t.Ref.AppendJSON(append(buf, `{"ref":`...))
+		buf = AppendJSONString(append(buf, `,"title":`...), t.Title)
+		buf = appendContextStringPtr(append(buf, `,"description":`...), t.Description)
+		buf = AppendJSONString(append(buf, `,"status":`...), t.Status)
+		buf = AppendJSONString(append(buf, `,"priority":`...), t.Priority)
+		buf = appendContextTime(append(buf, `,"due_date":`...), t.DueDate)
+		buf = append(buf, `,"estimated_cost_cents":`...)
+		if t.EstimatedCostCents == nil {
+			buf = append(buf, "null"...)
+		} else {
+			buf = strconv.AppendInt(buf, *t.EstimatedCostCents, 10)
+		}
+		buf = strconv.AppendInt(append(buf, `,"aggregate_version":`...), t.AggregateVersion, 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, '}')
+}
+
+func (c ContextSectionCounts) appendJSON(buf []byte) []byte {
+	buf = strconv.AppendInt(append(buf, `{"active_constraints":`...), int64(c.ActiveConstraints), 10)
+	buf = strconv.AppendInt(append(buf, `,"authoritative_decisions":`...), int64(c.AuthoritativeDecisions), 10)
+	buf = strconv.AppendInt(append(buf, `,"open_risks":`...), int64(c.OpenRisks), 10)
+	buf = strconv.AppendInt(append(buf, `,"runs":`...), int64(c.Runs), 10)
+	buf = strconv.AppendInt(append(buf, `,"recent_events":`...), int64(c.RecentEvents), 10)
+	buf = strconv.AppendInt(append(buf, `,"artifacts":`...), int64(c.Artifacts), 10)
+	buf = strconv.AppendInt(append(buf, `,"recent_receipt_refs":`...), int64(c.RecentReceiptRefs), 10)
+	return append(buf, '}')
+}
+
+func (s ContextSourceStatus) appendJSON(buf []byte) []byte {
+	buf = AppendJSONString(append(buf, `{"status":`...), s.Status)
+	buf = strconv.AppendInt(append(buf, `,"returned":`...), int64(s.Returned), 10)
+	return append(buf, '}')
+}
+
+func (c ContextSourceCompleteness) appendJSON(buf []byte) []byte {
+	buf = c.ActiveConstraints.appendJSON(append(buf, `{"active_constraints":`...))
+	buf = c.AuthoritativeDecisions.appendJSON(append(buf, `,"authoritative_decisions":`...))
+	buf = c.OpenRisks.appendJSON(append(buf, `,"open_risks":`...))
+	buf = c.Runs.appendJSON(append(buf, `,"runs":`...))
+	buf = c.RecentEvents.appendJSON(append(buf, `,"recent_events":`...))
+	buf = c.Artifacts.appendJSON(append(buf, `,"artifacts":`...))
+	buf = c.RecentReceiptRefs.appendJSON(append(buf, `,"recent_receipt_refs":`...))
+	return append(buf, '}')
+}
+
+// AppendJSON appends c as json.Marshal encodes it.
+func (c *ContextCapsule) AppendJSON(buf []byte) []byte {
+	buf = AppendJSONString(append(buf, `{"schema_version":`...), c.SchemaVersion)
+	buf = AppendJSONString(append(buf, `,"capsule_id":`...), c.CapsuleID)
+	buf = AppendJSONString(append(buf, `,"workspace_id":`...), c.WorkspaceID)
+	buf = strconv.AppendInt(append(buf, `,"as_of_global_sequence":`...), c.AsOfGlobalSequence, 10)
+	buf = AppendJSONString(append(buf, `,"projection_consistency":`...), c.ProjectionConsistency)
+	buf = c.Scope.appendJSON(append(buf, `,"scope":`...))
+	buf = append(buf, `,"current_intent":`...)
+	if i := c.CurrentIntent; i == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = i.Ref.AppendJSON(append(buf, `{"ref":`...))
+		buf = AppendJSONString(append(buf, `,"summary":`...), i.Summary)
+		buf = AppendJSONString(append(buf, `,"status":`...), i.Status)
+		buf = append(buf, '}')
+	}
+	buf = appendContextList(append(buf, `,"active_constraints":`...), c.ActiveConstraints)
+	buf = appendContextList(append(buf, `,"authoritative_decisions":`...), c.AuthoritativeDecisions)
+	buf = appendContextList(append(buf, `,"open_risks":`...), c.OpenRisks)
+	buf = appendContextList(append(buf, `,"runs":`...), c.Runs)
+	buf = appendContextList(append(buf, `,"recent_events":`...), c.RecentEvents)
+	buf = appendContextList(append(buf, `,"artifacts":`...), c.Artifacts)
+	buf = appendContextList(append(buf, `,"recent_receipt_refs":`...), c.RecentReceiptRefs)
+	buf = c.OmittedCounts.appendJSON(append(buf, `,"omitted_counts":`...))
+	buf = c.SourceCompleteness.appendJSON(append(buf, `,"source_completeness":`...))
+	buf = AppendJSONString(append(buf, `,"content_digest":`...), c.ContentDigest)
+	return append(buf, '}')
+}
+
+// AppendJSON appends d as json.Marshal encodes it.
+func (d *ContextDelivery) AppendJSON(buf []byte) []byte {
+	buf = AppendJSONString(append(buf, `{"schema_version":`...), d.SchemaVersion)
+	buf = AppendJSONString(append(buf, `,"mode":`...), d.Mode)
+	buf = AppendJSONString(append(buf, `,"consistency":`...), d.Consistency)
+	buf = AppendJSONString(append(buf, `,"completeness":`...), d.Completeness)
+	buf = strconv.AppendBool(append(buf, `,"reusable_for_consequential_action":`...), d.ReusableForConsequentialAction)
+	buf = strconv.AppendBool(append(buf, `,"base_verified":`...), d.BaseVerified)
+	buf = strconv.AppendBool(append(buf, `,"rebootstrap_required":`...), d.RebootstrapRequired)
+	buf = append(buf, `,"reasons":`...)
+	if d.Reasons == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i, r := range d.Reasons {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = AppendJSONString(buf, r)
+		}
+		buf = append(buf, ']')
+	}
+	a := &d.Accounting
+	buf = strconv.AppendInt(append(buf, `,"accounting":{"serialized_data_bytes":`...), int64(a.SerializedDataBytes), 10)
+	buf = appendContextInt(append(buf, `,"model_input_tokens":`...), a.ModelInputTokens)
+	buf = appendContextStringPtr(append(buf, `,"tokenizer":`...), a.Tokenizer)
+	buf = appendContextInt(append(buf, `,"serialized_data_tokens":`...), a.SerializedDataTokens)
+	buf = appendContextInt(append(buf, `,"source_expansion_tokens":`...), a.SourceExpansionTokens)
+	buf = AppendJSONString(append(buf, `},"performance_profile":`...), d.PerformanceProfile)
+	buf = strconv.AppendBool(append(buf, `,"meets_prepared_byte_bound":`...), d.MeetsPreparedByteBound)
+	return append(buf, '}')
+}
+
+// AppendJSON appends t as json.Marshal encodes it.
+func (t *ContextTransfer) AppendJSON(buf []byte) []byte {
+	buf = AppendJSONString(append(buf, `{"schema_version":`...), t.SchemaVersion)
+	buf = AppendJSONString(append(buf, `,"mode":`...), t.Mode)
+	buf = AppendJSONString(append(buf, `,"version":`...), t.Version)
+	if t.Serialized != nil {
+		buf = AppendJSONString(append(buf, `,"serialized":`...), *t.Serialized)
+	}
+	if t.BaseVersion != nil {
+		buf = AppendJSONString(append(buf, `,"base_version":`...), *t.BaseVersion)
+	}
+	if t.Operations != nil {
+		buf = append(buf, `,"operations":[`...)
+		for i, op := range t.Operations {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, '{')
+			if op.Insert != nil {
+				buf = AppendJSONString(append(buf, `"insert":`...), *op.Insert)
+			}
+			if op.Copy != nil {
+				if op.Insert != nil {
+					buf = append(buf, ',')
+				}
+				buf = strconv.AppendInt(append(buf, `"copy":[`...), op.Copy[0], 10)
+				buf = strconv.AppendInt(append(buf, ','), op.Copy[1], 10)
+				buf = append(buf, ']')
+			}
+			buf = append(buf, '}')
+		}
+		buf = append(buf, ']')
+	}
+	return append(buf, '}')
+}
+
+// AppendJSON appends p as json.Marshal encodes it (the data of POST /context-pack's
+// answer); it never fails.
+func (p ContextPreparation) AppendJSON(buf []byte) ([]byte, error) {
+	if t := p.ContextTransfer; t != nil && t.Serialized != nil {
+		// The text escaped, and the capsule it holds (its JSON is shorter than the
+		// indented text): grown once rather than doubling through both.
+		n := len(*t.Serialized)
+		buf = slices.Grow(buf, 2*n+n/4+1024)
+	}
+	buf = append(buf, '{')
+	if p.ContextCapsule != nil {
+		buf = append(p.ContextCapsule.AppendJSON(append(buf, `"context_capsule":`...)), ',')
+	}
+	buf = p.ContextDelivery.AppendJSON(append(buf, `"context_delivery":`...))
+	if p.ContextTransfer != nil {
+		buf = p.ContextTransfer.AppendJSON(append(buf, `,"context_transfer":`...))
+	}
+	return append(buf, '}'), nil
 }

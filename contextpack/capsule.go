@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
@@ -52,34 +53,60 @@ type section struct {
 	omitted *int
 	status  *accountable.ContextSourceStatus
 	texts   []string // each item's lines as the text has them, made once (text)
+	sizes   []int    // their lengths, when only those were needed (size)
 	read    int      // items read
 	more    bool
 	len     func() int
 	keep    func(n int)
-	item    func(i int) any
+	// appendItem appends item i as json.Marshal writes it.
+	appendItem func(buf []byte, i int) []byte
+	scratch    *[]byte // the sections' buffer for an item's JSON
 }
 
 // text is item i's share of the text: its lines, indented as they are there (plus the
-// separators around it, which its size counts).
+// separators around it, which its size counts). It is json.MarshalIndent's text of the
+// item, as it always was (its size and tokens decide which items are left out, so the
+// same sources keep making the same capsule), written by the items' own encoders and
+// indentJSON (TestSectionText checks it).
 func (s *section) text(i int) string {
 	if s.texts == nil {
 		s.texts = make([]string, s.read)
 	}
 	if s.texts[i] == "" {
-		raw, _ := json.MarshalIndent(s.item(i), "   ", " ") // the items are plain data: no error
-		s.texts[i] = string(raw)
+		buf := s.appendItem((*s.scratch)[:0], i)
+		n := len(buf)
+		buf = indentJSON(buf, buf[:n], "   ", " ") // the indented text after the JSON
+		*s.scratch = buf[:0]
+		s.texts[i] = string(buf[n:])
 	}
 	return s.texts[i]
 }
 
-func sectionOf[T any](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
+// size is len(s.text(i)), without making the text: the items that surely do not fit
+// are left out by their sizes alone.
+func (s *section) size(i int) int {
+	if s.texts != nil && s.texts[i] != "" {
+		return len(s.texts[i])
+	}
+	if s.sizes == nil {
+		s.sizes = make([]int, s.read)
+	}
+	if s.sizes[i] == 0 {
+		buf := s.appendItem((*s.scratch)[:0], i)
+		*s.scratch = buf[:0]
+		s.sizes[i] = indentedLen(buf, len("   "), len(" "))
+	}
+	return s.sizes[i]
+}
+
+func sectionOf[T interface{ AppendJSON([]byte) []byte }](name string, weight int, items *[]T, more int, omitted *int, status *accountable.ContextSourceStatus) *section {
 	if *items == nil {
 		*items = []T{}
 	}
 	return &section{name: name, weight: weight, read: len(*items), more: more > 0, omitted: omitted, status: status,
-		len:  func() int { return len(*items) },
-		keep: func(n int) { *items = (*items)[:n] },
-		item: func(i int) any { return (*items)[i] }}
+		len:        func() int { return len(*items) },
+		keep:       func(n int) { *items = (*items)[:n] },
+		appendItem: func(buf []byte, i int) []byte { return (*items)[i].AppendJSON(buf) }}
 }
 
 // scopeTextLimits are the lengths, in characters, the scope's long texts (a task's
@@ -111,7 +138,14 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		RecentReceiptRefs:      src.Receipts,
 	}
 	m, om, sc := src.MoreOfEach, &c.OmittedCounts, &c.SourceCompleteness
-	b := &builder{o: o, c: &c, count: newLineCounter(o.Tokens), sections: []*section{
+	space := spaces.Get().(*space)
+	defer space.release()
+	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
+		clear(space.lines)
+		clear(space.parts)
+		space.tokens, space.held = o.Tokens, 0
+	}
+	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -120,8 +154,46 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		sectionOf("artifacts", 3, &c.Artifacts, m.Artifacts, &om.Artifacts, &sc.Artifacts),
 		sectionOf("recent_receipt_refs", 2, &c.RecentReceiptRefs, m.RecentReceiptRefs, &om.RecentReceiptRefs, &sc.RecentReceiptRefs),
 	}}
+	for _, s := range b.sections {
+		s.scratch = &b.scratch
+	}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
+	defer func() { space.text, space.item = b.buf, b.scratch }()
 	return b.fit()
+}
+
+// space is what a build writes into and what it counted: its text's buffer, an item's,
+// and the token counts of the lines and parts it saw. Builds reuse them (a capsule's text
+// is tens of KB, grown anew each time otherwise), and with them the counts: a scope's
+// capsules repeat most of their lines and parts from one request to the next, and a
+// count found here costs one map read where the shared cache (Tokens.lines) takes a lock.
+type space struct {
+	text, item []byte
+	tokens     *Tokens // whose counts lines and parts hold
+	lines      map[string]int
+	parts      map[string]int // of the parts of texts countPart counts
+	held       int            // the bytes of the keys of lines and parts
+}
+
+var spaces = sync.Pool{New: func() any {
+	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256)}
+}}
+
+// maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
+// budget's are left to the collector), and the most its counts hold in keys.
+const maxSpace = 1 << 20
+
+func (s *space) release() {
+	if cap(s.text) > maxSpace || cap(s.item) > maxSpace {
+		return
+	}
+	if s.held > maxSpace {
+		clear(s.lines)
+		clear(s.parts)
+		s.held = 0
+	}
+	s.text, s.item = s.text[:0], s.item[:0]
+	spaces.Put(s)
 }
 
 type builder struct {
@@ -133,6 +205,10 @@ type builder struct {
 	cut      int // how many of scopeTextLimits were applied
 	d        accountable.ContextDelivery
 	tokens   int
+	buf      []byte         // the text being written, kept from one render to the next
+	scratch  []byte         // an item's JSON, its indented text, the capsule's canonical JSON
+	parts    map[string]int // the counts of parts of texts (space.parts)
+	spans    []itemSpan     // where the items are in the text
 }
 
 // bytesPerToken is what a first trim assumes of the text (JSON of English is 3 to 4 bytes
@@ -153,7 +229,7 @@ func (b *builder) fit() (Pack, error) {
 			overBytes = len(text) - b.o.ByteBound
 		}
 		if overTokens <= 0 && overBytes <= 0 {
-			return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+			return b.pack(text), nil
 		}
 		if b.drop(overTokens, overBytes) {
 			continue
@@ -170,8 +246,13 @@ func (b *builder) fit() (Pack, error) {
 		if err != nil {
 			return Pack{}, err
 		}
-		return Pack{Capsule: *b.c, Delivery: b.d, Text: text, Version: Version(text), Tokens: b.tokens}, nil
+		return b.pack(text), nil
 	}
+}
+
+// pack is the capsule built, with text (the builder's buffer) as its text.
+func (b *builder) pack(text []byte) Pack {
+	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: canonical.Digest(text), Tokens: b.tokens}
 }
 
 // presize leaves out, by the byte size of their lines, the items that surely do not fit.
@@ -183,7 +264,7 @@ func (b *builder) presize() {
 	size := 0
 	for _, s := range b.sections {
 		for j := range s.len() {
-			size += len(s.text(j)) + 4
+			size += s.size(j) + 4
 		}
 	}
 	for size > limit {
@@ -192,7 +273,7 @@ func (b *builder) presize() {
 			return
 		}
 		s := b.sections[i]
-		size -= len(s.text(s.len()-1)) + 4
+		size -= s.size(s.len()-1) + 4
 		s.keep(s.len() - 1)
 	}
 }
@@ -220,7 +301,7 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 		}
 		s := b.sections[i]
 		text := s.text(s.len() - 1)
-		overTokens -= b.count.count(text) + 1
+		overTokens -= b.countItem(text) + 1
 		overBytes -= len(text) + 4
 		s.keep(s.len() - 1)
 		dropped = true
@@ -232,7 +313,7 @@ func (b *builder) drop(overTokens, overBytes int) bool {
 // delivery's accounting counts the text it is part of, so the text is made again until
 // the numbers it holds are its own (a number's digits change its size: twice or three
 // times).
-func (b *builder) render() (string, error) {
+func (b *builder) render() ([]byte, error) {
 	c := b.c
 	partial := b.cut > 0
 	reasons := append([]string{}, b.reasons...)
@@ -254,13 +335,20 @@ func (b *builder) render() (string, error) {
 		}
 		*s.omitted, *s.status = left, status
 	}
+	// The capsule is written once, indented as the text has it, without its id and digest:
+	// the digest is of its canonical JSON (the text without its indentation), and the two
+	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
-	digest, err := canonical.DigestOf(c)
-	if err != nil {
-		return "", err
+	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
+	if w.spans == nil {
+		w.spans = make([]itemSpan, 0, 128)
 	}
+	w.capsule(c)
+	b.scratch = dedent(b.scratch[:0], w.buf[len("{\n \"context_capsule\": "):])
+	digest := canonical.Digest(b.scratch)
 	c.ContentDigest = digest
 	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
+	w.fill(c.CapsuleID, c.ContentDigest)
 	rebootstrap := b.o.Rebootstrap
 	if a := b.o.AcknowledgedCapsuleID; a != nil {
 		if *a == c.CapsuleID {
@@ -288,25 +376,28 @@ func (b *builder) render() (string, error) {
 	// again until its numbers are its own. The text is what Serialize makes of
 	// serializedData (members in canonical order: context_capsule, context_delivery), put
 	// together from its two members (TestTextIsTheSerializedData checks it).
-	capsule, err := serializeAt(c, 1)
-	if err != nil {
-		return "", err
+	text := append(w.buf, ",\n"...)
+	head := len(text)
+	// Whole lines: the head is counted apart from the tail's, each item's lines but its
+	// closing one (which ends in a comma or not) at once.
+	headTokens, at := 0, 0
+	for _, s := range w.spans {
+		headTokens += b.countPart(text[at:s.from]) + b.countPart(text[s.from:s.to])
+		at = s.to
 	}
-	head := "{\n \"context_capsule\": " + capsule + ",\n" // whole lines: counted apart from the tail's
-	headTokens := b.count.count(head)
+	headTokens += b.countPart(text[at:])
+	b.spans = w.spans
 	size, tokens := 0, 0
 	for range 8 {
 		b.d.Accounting.SerializedDataBytes = size
 		b.d.Accounting.SerializedDataTokens = &tokens
 		b.d.MeetsPreparedByteBound = size <= accountable.ContextPreparedMaxBytes
-		delivery, err := serializeAt(&b.d, 1)
-		if err != nil {
-			return "", err
-		}
-		tail := " \"context_delivery\": " + delivery + "\n}"
-		text := head + tail
-		n := headTokens + b.count.count(tail)
+		w = canonWriter{buf: append(text[:head], " \"context_delivery\": "...), indent: true, depth: 1}
+		w.delivery(&b.d)
+		text = append(w.buf, "\n}"...)
+		n := headTokens + b.countPart(text[head:])
 		if len(text) == size && n == tokens {
+			b.buf = text
 			b.tokens = n
 			counted := n
 			b.d.Accounting.SerializedDataTokens = &counted
@@ -314,7 +405,36 @@ func (b *builder) render() (string, error) {
 		}
 		size, tokens = len(text), n
 	}
-	return "", errors.New("contextpack: the accounting did not settle")
+	b.buf = text
+	return nil, errors.New("contextpack: the accounting did not settle")
+}
+
+// countPart is the count of whole lines of the text: an item's, the lines between two,
+// the delivery. Parts are counted as one each (one map read where their lines take one
+// each), and their counts kept (in the pooled space) as their lines' are: a scope's
+// capsules repeat most of their parts from one request to the next.
+func (b *builder) countPart(part []byte) int {
+	if i := bytes.IndexByte(part, '\n'); i < 0 || i == len(part)-1 { // one line
+		return b.count.count(part)
+	}
+	k, ok := b.parts[string(part)] // a lookup: no copy of the part
+	if !ok {
+		k = b.count.count(part)
+		b.parts[string(part)] = k
+		*b.count.held += len(part)
+	}
+	return k
+}
+
+// countItem is countPart of an item's text (section.text).
+func (b *builder) countItem(text string) int {
+	k, ok := b.parts[text]
+	if !ok {
+		k = b.count.countString(text)
+		b.parts[text] = k
+		*b.count.held += len(text)
+	}
+	return k
 }
 
 // serializeAt is Serialize of v as a member's value at depth (its lines after the first

@@ -1,7 +1,9 @@
 package contextpack
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -33,6 +35,9 @@ var encodings sync.Map // accountable.ContextTokenizer -> func() (*Tokens, error
 // Tokenizer returns the counter of name, made on its first use (an encoding holds its
 // vocabulary, some tens of MB, for the life of the process).
 func Tokenizer(name accountable.ContextTokenizer) (*Tokens, error) {
+	if load, ok := encodings.Load(name); ok { // every request: no closure made to be dropped
+		return load.(func() (*Tokens, error))()
+	}
 	load, _ := encodings.LoadOrStore(name, sync.OnceValues(func() (*Tokens, error) {
 		enc, err := tiktoken.GetEncoding(string(name))
 		if err != nil {
@@ -59,24 +64,51 @@ func (t *Tokens) Count(text string) int { return len(t.enc.EncodeOrdinary(text))
 type lineCounter struct {
 	tokens *Tokens
 	seen   map[string]int
+	held   *int // the bytes of seen's keys
 }
 
-func newLineCounter(t *Tokens) *lineCounter {
-	return &lineCounter{tokens: t, seen: make(map[string]int, 512)}
-}
-
-func (c *lineCounter) count(text string) int {
+func (c *lineCounter) count(text []byte) int {
 	n := 0
-	for _, l := range Lines(text) {
-		k, ok := c.seen[l]
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line = text[:i+1]
+		}
+		text = text[len(line):]
+		k, ok := c.seen[string(line)] // a lookup: no copy of the line
 		if !ok {
-			if k, ok = c.tokens.lines.Get(l); !ok {
-				k = c.tokens.Count(l)
-				c.tokens.lines.Add(l, k)
-			}
-			c.seen[l] = k
+			k = c.first(string(line))
 		}
 		n += k
 	}
 	return n
+}
+
+func (c *lineCounter) countString(text string) int {
+	n := 0
+	for len(text) > 0 {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line = text[:i+1]
+		}
+		text = text[len(line):]
+		k, ok := c.seen[line]
+		if !ok {
+			k = c.first(line)
+		}
+		n += k
+	}
+	return n
+}
+
+// first is the count of a line this counter has not seen.
+func (c *lineCounter) first(line string) int {
+	k, ok := c.tokens.lines.Get(line)
+	if !ok {
+		k = c.tokens.Count(line)
+		c.tokens.lines.Add(line, k)
+	}
+	c.seen[line] = k
+	*c.held += len(line)
+	return k
 }

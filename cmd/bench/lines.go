@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -468,6 +469,19 @@ func (b *bench) profile() error {
 			return err
 		}
 		s = runLoad(b.ctx, b.svcAddr, c, b.s.Warmup, b.s.Duration, postJSON("http://"+b.svcAddr+path, body))
+	case "context":
+		// The context line's full capsule, on the scope and workspace the line made (it
+		// runs before the profile: BENCH_LINES must hold context).
+		cl := b.ctxLine
+		if cl == nil {
+			return errors.New("BENCH_PROFILE_LINE=context: the context line did not run")
+		}
+		var err error
+		s, err = b.contextFullRun(b.svcAddr, c, "/api/v1/context-pack", fasthttp.HeaderAuthorization, "Bearer "+b.context.Key,
+			contextBody(b.context.WorkspaceID, cl.task, "full", ""), func([]byte) error { return nil })
+		if err != nil {
+			return err
+		}
 	default:
 		s = b.serviceComplete(c)
 	}

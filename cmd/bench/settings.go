@@ -166,8 +166,8 @@ func loadSettings() (settings, error) {
 	if len(s.LogSizes) == 0 || !slices.IsSorted(s.LogSizes) || s.LogSizes[0] < 2*logRealEvents {
 		errs = append(errs, fmt.Sprintf("BENCH_LOG_SIZES: sizes from smallest to largest, the smallest at least %d (twice the real events at the log's start)", 2*logRealEvents))
 	}
-	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate"}, s.ProfileLine) {
-		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor or validate")
+	if !slices.Contains([]string{"complete", "create", "read", "mcp", "doctor", "validate", "context"}, s.ProfileLine) {
+		errs = append(errs, "BENCH_PROFILE_LINE: complete, create, read, mcp, doctor, validate or context")
 	}
 	maxClients := 1
 	for _, c := range slices.Concat(s.CompleteClients, s.CreateClients, s.ReadClients, s.LogClients, s.ContextClients, []int{s.ProfileClients, s.GrowthClients}) {
