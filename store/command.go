@@ -38,7 +38,8 @@ import (
 //
 // A command costs two round trips (begin, then the writes with the COMMIT) plus those of
 // its own reads; statements it can queue before reading anything ride in the first
-// (command.prepare).
+// (command.prepare). Both are batches of pgbatch.go (each statement prepared once per
+// connection, the common parameters written as text).
 
 // command is one state change, as given to runCommand.
 type command[T any] struct {
@@ -70,7 +71,7 @@ type command[T any] struct {
 
 // prelude is what a command's prepare queues its statements on.
 type prelude struct {
-	batch *pgx.Batch
+	batch *batch
 	idem  *accountable.Idempotency
 	cc    commandContext
 }
@@ -79,7 +80,7 @@ type prelude struct {
 // when there is none) when the round trip's results are read, before run. Every prelude
 // statement must hold Gate in its WHERE clause.
 func (p *prelude) QueryRow(sql string, scan func(row pgx.Row) error, args ...any) {
-	p.batch.Queue(sql, args...).QueryRow(scan)
+	p.batch.QueryRow(sql, scan, args...)
 }
 
 // Gate returns the SQL condition that every prelude statement carries, with its arguments
@@ -126,7 +127,7 @@ type tx struct {
 	cc     commandContext
 	heads  map[aggregateRef]*head
 	order  []aggregateRef // heads in the order they were first appended to
-	batch  *pgx.Batch
+	batch  *batch
 	events []accountable.Event
 	outbox int
 	// messages returns the DB's WorkflowMessages, read when the command sends a message.
@@ -316,7 +317,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	}()
 
 	if cmd.blind {
-		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}, messages: db.workflowMessages}
+		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &batch{}, messages: db.workflowMessages}
 		result, err = runBlind(ctx, conn, t, cmd)
 		switch {
 		case err == nil:
@@ -331,7 +332,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		// implicit transaction of the batch has ended with its failure.
 	}
 
-	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &pgx.Batch{}, messages: db.workflowMessages}
+	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &batch{}, messages: db.workflowMessages}
 	stored, err := begin(ctx, t, cmd.locks, cmd.prepare)
 	if err != nil {
 		return result, false, 0, err
@@ -350,7 +351,7 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 	if err != nil {
 		return result, false, 0, err
 	}
-	if err := conn.SendBatch(ctx, t.batch).Close(); err != nil {
+	if err := t.batch.send(ctx, conn.Conn()).Close(); err != nil {
 		if createdMeanwhile(ctx, db, t, err) {
 			err = fmt.Errorf("%w: %w", errCreatedMeanwhile, err)
 		}
@@ -433,7 +434,7 @@ func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command
 	if err != nil {
 		return result, err
 	}
-	err = conn.SendBatch(ctx, t.batch).Close()
+	err = t.batch.send(ctx, conn.Conn()).Close()
 	if code := sqlState(err); code == "AW001" || code == "AW002" {
 		return result, errGateClosed
 	}
@@ -524,7 +525,7 @@ func replay[T any](s *storedRecord, idem *accountable.Idempotency) (T, error) {
 // it sees a record committed by the previous holder of the lock.
 func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelude)) (*storedRecord, error) {
 	cc := t.cc
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue("BEGIN")
 	idem := cc.Idempotency
 	if idem != nil {
@@ -557,9 +558,9 @@ func begin(ctx context.Context, t *tx, locks []aggregateRef, prepare func(*prelu
 	if prepare != nil {
 		prepare(&prelude{batch: b, idem: idem, cc: cc})
 	}
-	br := t.conn.SendBatch(ctx, b)
+	br := b.send(ctx, t.conn.Conn())
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
+	if err := br.Exec(); err != nil {
 		return nil, err
 	}
 	var stored *storedRecord
@@ -655,7 +656,7 @@ const insertEventSQL = `INSERT INTO ledger_events (workspace_id, id, aggregate_t
 
 // queueEvent adds the insert of e to b. The unique (aggregate, version) constraint makes a
 // second writer of the same version fail instead of forking the chain.
-func queueEvent(b *pgx.Batch, e accountable.Event) {
+func queueEvent(b *batch, e accountable.Event) {
 	b.Queue(insertEventSQL, e.WorkspaceID, e.ID, e.AggregateType, e.AggregateID, e.AggregateVersion,
 		e.EventType, e.SchemaVersion, string(e.ActorType), e.ActorID, string(e.Payload), e.PayloadDigest,
 		e.OccurredAt.Time, e.RecordedAt.Time, e.IdempotencyKey, e.CausationID, e.CorrelationID, e.PreviousHash, e.EventHash)

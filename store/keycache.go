@@ -291,12 +291,12 @@ func (c *KeyCache) dropUser(userID string) {
 
 // notifyKeyChanged announces, when tx commits, that the key with prefix changed (was
 // created or revoked).
-func notifyKeyChanged(b *pgx.Batch, prefix string) {
+func notifyKeyChanged(b *batch, prefix string) {
 	b.Queue(`SELECT pg_notify('`+keysChannel+`', $1)`, prefix)
 }
 
 // notifyMembershipChanged announces, when tx commits, that the workspaces the user is a
 // member of changed.
-func notifyMembershipChanged(b *pgx.Batch, userID string) {
+func notifyMembershipChanged(b *batch, userID string) {
 	b.Queue(`SELECT pg_notify('`+membersChannel+`', $1)`, userID)
 }
