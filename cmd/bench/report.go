@@ -455,7 +455,7 @@ func (b *bench) writeReport() error {
 		"the measured part of each run; the table gives the median over runs. For paging they are per page of %d events, and the rate "+
 		"is events per second while paging through %d events from the start of the stream, over and over.\n", b.s.PageLimit, b.s.PagingEvents)
 	p("* A ratio below 0.7 means the service's own work per request dominates; `BENCH_PROFILE=1 make bench` adds a CPU profile of "+
-		"complete-work at %d clients (`BENCH_PROFILE_LINE=create`, `read`, `mcp`, `doctor` or `validate` profiles those instead; printed, and in the [profile](#profile) section). "+
+		"complete-work at %d clients (`BENCH_PROFILE_LINE=create`, `read`, `mcp`, `doctor`, `validate` or `context` profiles those instead; printed, and in the [profile](#profile) section). "+
 		"What the profiles of the lines below target showed, what was changed and what bounds them is in [profiling.md](profiling.md).\n", b.s.ProfileClients)
 
 	p("\n## Machine\n\n")
