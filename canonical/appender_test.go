@@ -463,11 +463,18 @@ func TestCanonicalJSONUsesAppenders(t *testing.T) {
 	cmd := "c"
 	p := payload.WorkCreated{Task: accountable.Task{ID: "t", Metadata: accountable.Object(`{"a":[1,{"b":"c"}]}`)}, CommandID: &cmd}
 	var v any = p
-	if n := testing.AllocsPerRun(100, func() { _, _ = canonical.JSON(v) }); n > 2 {
-		t.Errorf("canonical.JSON of a work.created payload: %v allocations, want its own form's 2 at most", n)
+	// The race detector makes sync.Pool drop what is put in it now and then, so under -race
+	// (make test) only the comparison with the reflective encoding holds.
+	own := testing.AllocsPerRun(100, func() { _, _ = canonical.JSON(v) })
+	reflective := testing.AllocsPerRun(100, func() { _, _ = canonical.ReflectiveJSON(v) })
+	if own >= reflective {
+		t.Errorf("canonical.JSON of a work.created payload: %v allocations, the reflective encoding's %v", own, reflective)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = canonical.ReflectiveJSON(v) }); n <= 2 {
-		t.Errorf("the reflective encoding: %v allocations: the check above cannot tell them apart", n)
+	if !raceEnabled && own > 2 {
+		t.Errorf("canonical.JSON of a work.created payload: %v allocations, want its own form's 2 at most", own)
+	}
+	if reflective <= 2 {
+		t.Errorf("the reflective encoding: %v allocations: the check above cannot tell them apart", reflective)
 	}
 }
 
