@@ -71,22 +71,7 @@ func AppendCanonicalString(buf []byte, s string) []byte {
 			return append(buf, '"')
 		}
 		if b := s[0]; b < utf8.RuneSelf {
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
+			buf = appendEscapedASCII(buf, b)
 			s = s[1:]
 			continue
 		}

@@ -54,6 +54,27 @@ func jsonPlainPrefix(s string) int {
 	return i
 }
 
+// appendEscapedASCII appends the escape of the ASCII byte b, as encoding/json and RFC 8785
+// both write it: \" \\ \b \f \n \r \t, anything else (other control characters, and for
+// encoding/json < > &) as \u00xx.
+func appendEscapedASCII(buf []byte, b byte) []byte {
+	switch b {
+	case '\\', '"':
+		return append(buf, '\\', b)
+	case '\b':
+		return append(buf, '\\', 'b')
+	case '\f':
+		return append(buf, '\\', 'f')
+	case '\n':
+		return append(buf, '\\', 'n')
+	case '\r':
+		return append(buf, '\\', 'r')
+	case '\t':
+		return append(buf, '\\', 't')
+	}
+	return append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+}
+
 // AppendJSONString appends s quoted as encoding/json quotes it with HTML escaping (the
 // default of json.Marshal): \" \\ \b \f \n \r \t, other control characters and < > & as
 // \u00xx, U+2028 and U+2029 as \u2028 and \u2029, invalid UTF-8 as \ufffd, everything
@@ -68,22 +89,7 @@ func AppendJSONString(buf []byte, s string) []byte {
 			return append(buf, '"')
 		}
 		if b := s[0]; b < utf8.RuneSelf {
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
+			buf = appendEscapedASCII(buf, b)
 			s = s[1:]
 			continue
 		}
