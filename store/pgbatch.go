@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -164,7 +165,7 @@ func (b *batch) send(ctx context.Context, conn *pgx.Conn) *batchResults {
 	var missing []string
 	for i := range b.queries {
 		q := &b.queries[i]
-		if q.stmt = cache.bySQL[q.sql]; q.stmt == nil && !contains(missing, q.sql) {
+		if q.stmt = cache.bySQL[q.sql]; q.stmt == nil && !slices.Contains(missing, q.sql) {
 			missing = append(missing, q.sql)
 		}
 	}
@@ -197,15 +198,6 @@ func (b *batch) send(ctx context.Context, conn *pgx.Conn) *batchResults {
 	}
 	r.mrr = pc.ExecBatch(ctx, &pb)
 	return r
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // batchResults reads a sent batch's results in the order of its statements, as pgx's
