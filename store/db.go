@@ -253,7 +253,8 @@ func mapError(err error) error {
 	}
 	var netErr net.Error
 	if errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.Timeout(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) ||
+		pgconn.Timeout(err) ||
 		errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %v", accountable.ErrLedgerUnavailable, err)
 	}

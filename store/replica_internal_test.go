@@ -22,6 +22,8 @@ func TestReplicaFaultIsTheReplicasOnly(t *testing.T) {
 	}{
 		{"unreachable (mapped)", fmt.Errorf("%w: dial", accountable.ErrLedgerUnavailable), true},
 		{"connection lost (unmapped)", io.ErrUnexpectedEOF, true},
+		// A batch sent on a pooled connection the crash had closed (pgconn's lock error).
+		{"connection closed before use (unmapped)", fmt.Errorf("wrapped: %w", pgconn.ErrConnClosed), true},
 		{"cancelled by a conflict with recovery", pg("40001"), true},
 		{"a lock conflict with recovery", pg("40P01"), true},
 		{"the database dropped under it", pg("57P04"), true},
