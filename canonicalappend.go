@@ -290,3 +290,133 @@ func (r Receipt) AppendCanonicalJSON(buf []byte, depth int, freeForm CanonicalFr
 	buf = AppendCanonicalString(buf, r.TaskID)
 	return append(buf, '}'), nil
 }
+
+// canonicalMembers writes the members of an object whose members may be omitted
+// (omitzero): each name is preceded by the object's opening brace or a comma.
+type canonicalMembers struct {
+	buf  []byte
+	open bool
+}
+
+// name appends the next member's name (with its colon: `"title":`).
+func (m *canonicalMembers) name(nameColon string) {
+	if m.open {
+		m.buf = append(m.buf, ',')
+	} else {
+		m.buf, m.open = append(m.buf, '{'), true
+	}
+	m.buf = append(m.buf, nameColon...)
+}
+
+// end closes the object ({} when every member was omitted).
+func (m *canonicalMembers) end() []byte {
+	if !m.open {
+		m.buf = append(m.buf, '{')
+	}
+	return append(m.buf, '}')
+}
+
+// causation appends c's members that are set; they sort before every other member of the
+// commands that embed it (causation_id, command_id, correlation_id).
+func (m *canonicalMembers) causation(c Causation) {
+	if c.CausationID != nil {
+		m.name(`"causation_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.CausationID)
+	}
+	if c.CommandID != nil {
+		m.name(`"command_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.CommandID)
+	}
+	if c.CorrelationID != nil {
+		m.name(`"correlation_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.CorrelationID)
+	}
+}
+
+// AppendCanonicalJSON appends c's canonical form (canonical.Appender): the request
+// fingerprint of every POST /work digests it. Members sorted by name, the unset ones
+// omitted (omitzero).
+func (c CreateWork) AppendCanonicalJSON(buf []byte, depth int, freeForm CanonicalFreeForm) ([]byte, error) {
+	m := canonicalMembers{buf: buf}
+	m.causation(c.Causation)
+	if c.Description != nil {
+		m.name(`"description":`)
+		m.buf = AppendCanonicalString(m.buf, *c.Description)
+	}
+	if c.DueDate != nil && !c.DueDate.IsZero() { // omitzero asks the time's IsZero
+		m.name(`"due_date":`)
+		m.buf = AppendCanonicalTime(m.buf, c.DueDate.Time)
+	}
+	if c.EstimatedCostCents != nil {
+		m.name(`"estimated_cost_cents":`)
+		m.buf = AppendCanonicalInt(m.buf, *c.EstimatedCostCents)
+	}
+	if c.InitiativeID != nil {
+		m.name(`"initiative_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.InitiativeID)
+	}
+	if c.Metadata != nil {
+		m.name(`"metadata":`)
+		var err error
+		if m.buf, err = c.Metadata.AppendCanonicalJSON(m.buf, depth+1, freeForm); err != nil {
+			return m.buf, err
+		}
+	}
+	if c.MilestoneID != nil {
+		m.name(`"milestone_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.MilestoneID)
+	}
+	if c.Priority != nil {
+		m.name(`"priority":`)
+		m.buf = AppendCanonicalString(m.buf, string(*c.Priority))
+	}
+	m.name(`"title":`)
+	m.buf = AppendCanonicalString(m.buf, c.Title)
+	if c.WorkstreamID != nil {
+		m.name(`"workstream_id":`)
+		m.buf = AppendCanonicalString(m.buf, *c.WorkstreamID)
+	}
+	return m.end(), nil
+}
+
+// AppendCanonicalJSON appends c's canonical form (canonical.Appender): the request
+// fingerprint of every POST /work/{taskId}/complete digests it (the task id is the path's,
+// not a member). Members sorted by name, the unset ones omitted (omitzero).
+func (c CompleteWork) AppendCanonicalJSON(buf []byte, depth int, freeForm CanonicalFreeForm) ([]byte, error) {
+	m := canonicalMembers{buf: buf}
+	m.causation(c.Causation)
+	if c.CostCents != nil {
+		m.name(`"cost_cents":`)
+		m.buf = AppendCanonicalInt(m.buf, *c.CostCents)
+	}
+	var err error
+	if c.Evidence != nil {
+		m.name(`"evidence":`)
+		if m.buf, err = c.Evidence.AppendCanonicalJSON(m.buf, depth+1, freeForm); err != nil {
+			return m.buf, err
+		}
+	}
+	if c.ExpectedAggregateVersion != nil {
+		m.name(`"expected_aggregate_version":`)
+		m.buf = AppendCanonicalInt(m.buf, *c.ExpectedAggregateVersion)
+	}
+	if c.ExpectedUpdatedAt != nil && !c.ExpectedUpdatedAt.IsZero() { // omitzero asks the time's IsZero
+		m.name(`"expected_updated_at":`)
+		m.buf = AppendCanonicalTime(m.buf, *c.ExpectedUpdatedAt)
+	}
+	if c.MeasuredDurationHours != nil {
+		m.name(`"measured_duration_hours":`)
+		if m.buf, err = AppendCanonicalNumber(m.buf, *c.MeasuredDurationHours); err != nil {
+			return m.buf, err
+		}
+	}
+	if c.Summary != nil {
+		m.name(`"summary":`)
+		m.buf = AppendCanonicalString(m.buf, *c.Summary)
+	}
+	if c.VersionToken != nil {
+		m.name(`"version_token":`)
+		m.buf = AppendCanonicalString(m.buf, *c.VersionToken)
+	}
+	return m.end(), nil
+}

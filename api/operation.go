@@ -505,13 +505,23 @@ func (s *Server) bind(c *call, d *operation, in any) error {
 			pathValues = append(pathValues, v.FieldByIndex(p.index).String())
 		}
 	}
-	digest, err := canonical.DigestOf(requestFingerprint{Operation: d.ID, Path: pathValues, Body: in})
+	body := in
+	if f, ok := in.(fingerprintedAs); ok {
+		body = f.fingerprintBody()
+	}
+	digest, err := canonical.DigestOf(requestFingerprint{Operation: d.ID, Path: pathValues, Body: body})
 	if err != nil {
 		return fmt.Errorf("api: fingerprint: %w", err)
 	}
 	c.idem = &accountable.Idempotency{Key: key, Operation: d.ID, RequestDigest: digest}
 	return nil
 }
+
+// fingerprintedAs is a request type whose canonical JSON is that of the value it returns:
+// one that embeds a command beside members the JSON does not carry (a path parameter),
+// whose command writes its own canonical form (canonical.Appender) where the request,
+// embedding it, could not.
+type fingerprintedAs interface{ fingerprintBody() any }
 
 type requestFingerprint struct {
 	Operation string   `json:"operation"`

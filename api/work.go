@@ -105,6 +105,10 @@ type completeWorkRequest struct {
 	accountable.CompleteWork
 }
 
+// fingerprintBody is the command: the request's JSON is the command's (the task id is
+// the path's, json:"-"). TestCompleteWorkFingerprintIsTheRequests holds the two equal.
+func (r *completeWorkRequest) fingerprintBody() any { return r.CompleteWork }
+
 // completeWork: POST /work/{taskId}/complete.
 func (s *Server) completeWork(c *call, in *completeWorkRequest) (accountable.WorkCompletion, error) {
 	cmd := in.CompleteWork

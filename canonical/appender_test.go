@@ -266,9 +266,9 @@ func (g appenderGen) fillFields(v reflect.Value) {
 var (
 	appenderValues = []canonical.Appender{accountable.Task{}, accountable.Receipt{}, accountable.Object{},
 		payload.WorkCreated{}, payload.WorkCompleted{}, payload.HandoffChanged{}, payload.LaunchJobChanged{}, payload.RunChanged{},
-		payload.InitiativeCreated{}, payload.MilestoneCreated{}}
+		payload.InitiativeCreated{}, payload.MilestoneCreated{}, accountable.CreateWork{}, accountable.CompleteWork{}}
 	appenderRefusals = []string{"accountable.Task", "accountable.Receipt", "accountable.Object", "payload.WorkCreated",
-		"payload.WorkCompleted", "payload.HandoffChanged"}
+		"payload.WorkCompleted", "payload.HandoffChanged", "accountable.CreateWork", "accountable.CompleteWork"}
 )
 
 // value is a random value of a type with its own canonical form.
