@@ -819,6 +819,16 @@ func (e *canonEncoder) raw(raw []byte) error {
 		e.buf = append(e.buf, raw...)
 		return nil
 	}
+	if buf, ok := rawFast(e.buf, raw, e.depth, e.limit); ok {
+		e.buf = buf
+		return nil
+	}
+	return e.rawDecoded(raw)
+}
+
+// rawDecoded is raw the long way: the text decoded by encoding/json, which says what any
+// JSON text means and how text that is not JSON fails, and its value encoded.
+func (e *canonEncoder) rawDecoded(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

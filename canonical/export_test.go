@@ -21,3 +21,15 @@ var AppendFreeForm FreeForm = appendFreeForm
 
 // CompareUTF16Bytes exposes compareUTF16Bytes, the canonical-text check's CompareUTF16.
 var CompareUTF16Bytes = compareUTF16Bytes
+
+// RawFast exposes the one-pass canonicalisation of JSON text (ok false where it gives up)
+// and RawDecoded the long way through encoding/json, for text at depth 0 within limit.
+func RawFast(raw []byte, limit int) ([]byte, bool) { return rawFast(nil, raw, 0, limit) }
+
+func RawDecoded(raw []byte, limit int) ([]byte, error) {
+	e := canonEncoder{limit: limit}
+	if err := e.rawDecoded(raw); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
