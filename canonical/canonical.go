@@ -76,12 +76,26 @@ func Digest(b []byte) string {
 
 // DigestOf returns the Digest of the canonical JSON of v.
 func DigestOf(v any) (string, error) {
-	b, err := JSON(v)
+	bp := digestBuffers.Get().(*[]byte)
+	b, err := AppendJSON((*bp)[:0], v)
 	if err != nil {
+		digestBuffers.Put(bp)
 		return "", err
 	}
-	return Digest(b), nil
+	d := Digest(b)
+	if cap(b) <= maxPooledDigestBuffer {
+		*bp = b[:0]
+		digestBuffers.Put(bp)
+	}
+	return d, nil
 }
+
+// digestBuffers hold the canonical JSON DigestOf hashes, which nothing keeps: every
+// command digests its request (the Idempotency-Key's fingerprint), whose text grew a new
+// buffer twice. A buffer grown past maxPooledDigestBuffer is left to the collector.
+var digestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+const maxPooledDigestBuffer = 64 << 10
 
 // ErrNotCanonicalizable is returned for values JSON cannot carry (NaN, infinities,
 // channels, functions, maps without string keys).
