@@ -59,3 +59,38 @@ func TestCompleteWorkFingerprintIsTheRequests(t *testing.T) {
 		}
 	}
 }
+
+// The fingerprint's own canonical form is the reflective encoding's, with a body that
+// writes its own (a command, by value or behind a pointer) and with one that does not
+// (which the encoder encodes reflectively after the method declines), for any path.
+func TestRequestFingerprintIsTheReflectiveOne(t *testing.T) {
+	type reflectiveFingerprint struct { // requestFingerprint without its method
+		Operation string   `json:"operation"`
+		Path      []string `json:"path"`
+		Body      any      `json:"body"`
+	}
+	desc, title := "Collect the \"figures\"\n", "Quarterly report é"
+	var nilCreate *accountable.CreateWork
+	bodies := []any{
+		accountable.CreateWork{Title: title},
+		&accountable.CreateWork{Title: title, Description: &desc, Metadata: accountable.Object(`{"b":1,"a":[1.5e300]}`)},
+		accountable.CompleteWork{Summary: &desc, Evidence: accountable.Object(`{"n":1e400}`)},
+		accountable.CompleteWork{},
+		nilCreate,
+		map[string]any{"title": "not a command"},
+		&struct {
+			Name string `json:"name"`
+		}{"open body"},
+		nil,
+	}
+	paths := [][]string{nil, {}, {"0190c7a2-1b2c-7d3e-8f40-000000000001"}, {"a\"b", "é"}}
+	for i, body := range bodies {
+		for _, path := range paths {
+			got, gotErr := canonical.JSON(requestFingerprint{Operation: "completeWork", Path: path, Body: body})
+			want, wantErr := canonical.JSON(reflectiveFingerprint{Operation: "completeWork", Path: path, Body: body})
+			if (gotErr == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("body %d, path %q:\n got  %s (%v)\n want %s (%v)", i, path, got, gotErr, want, wantErr)
+			}
+		}
+	}
+}
