@@ -2,6 +2,7 @@ package accountable
 
 import (
 	"encoding/json"
+	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -182,4 +183,103 @@ func (o Object) appendJSON(buf []byte) ([]byte, error) {
 		}
 	}
 	return append(buf, o[start:]...), nil
+}
+
+// appendJSONFloatPtr appends *f as encoding/json writes a float64 (or null for nil):
+// the shortest digits that round-trip, exponent form below 1e-6 and from 1e21 on, with
+// its exponent's leading zero dropped; NaN and the infinities fail with json.Marshal's
+// error.
+func appendJSONFloatPtr(buf []byte, f *float64) ([]byte, error) {
+	if f == nil {
+		return append(buf, "null"...), nil
+	}
+	v := *f
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		_, err := json.Marshal(v)
+		return buf, err
+	}
+	format := byte('f')
+	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	buf = strconv.AppendFloat(buf, v, format, -1, 64)
+	if n := len(buf); format == 'e' && n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
+		buf[n-2] = buf[n-1] // e-09 -> e-9
+		buf = buf[:n-1]
+	}
+	return buf, nil
+}
+
+// appendJSONMembers appends the members of r's JSON, each after a comma (the
+// commands' results write them inline, after a member of their own).
+func (r EventRef) appendJSONMembers(buf []byte) []byte {
+	buf = append(buf, `,"eventId":`...)
+	buf = AppendJSONString(buf, r.EventID)
+	buf = append(buf, `,"aggregateVersion":`...)
+	buf = strconv.AppendInt(buf, r.AggregateVersion, 10)
+	buf = append(buf, `,"eventHash":`...)
+	return AppendJSONString(buf, r.EventHash)
+}
+
+// AppendJSON appends r as json.Marshal encodes it.
+func (r Receipt) AppendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, `{"id":`...)
+	buf = AppendJSONString(buf, r.ID)
+	buf = append(buf, `,"task_id":`...)
+	buf = AppendJSONString(buf, r.TaskID)
+	buf = append(buf, `,"status":`...)
+	buf = AppendJSONString(buf, r.Status)
+	buf = append(buf, `,"summary":`...)
+	buf = AppendJSONString(buf, r.Summary)
+	buf = append(buf, `,"measured_duration_hours":`...)
+	buf, err := appendJSONFloatPtr(buf, r.MeasuredDurationHours)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, `,"cost_cents":`...)
+	buf = appendJSONIntPtr(buf, r.CostCents)
+	buf = append(buf, `,"evidence":`...)
+	if buf, err = r.Evidence.appendJSON(buf); err != nil {
+		return buf, err
+	}
+	buf = append(buf, `,"created_at":`...)
+	buf = r.CreatedAt.appendJSON(buf)
+	return append(buf, '}'), nil
+}
+
+// AppendJSON appends w as json.Marshal encodes it: the store keeps it as the command's
+// replay document, and a replay answers it.
+func (w WorkCreated) AppendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, `{"taskId":`...)
+	buf = AppendJSONString(buf, w.TaskID)
+	buf = w.EventRef.appendJSONMembers(buf)
+	buf = append(buf, `,"duplicate":`...)
+	buf = strconv.AppendBool(buf, w.Duplicate)
+	buf = append(buf, `,"task":`...)
+	buf, err := w.Task.AppendJSON(buf)
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, '}'), nil
+}
+
+// AppendJSON appends w as json.Marshal encodes it (see WorkCreated.AppendJSON).
+func (w WorkCompletion) AppendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, `{"taskId":`...)
+	buf = AppendJSONString(buf, w.TaskID)
+	buf = append(buf, `,"receiptId":`...)
+	buf = AppendJSONString(buf, w.ReceiptID)
+	buf = w.EventRef.appendJSONMembers(buf)
+	buf = append(buf, `,"duplicate":`...)
+	buf = strconv.AppendBool(buf, w.Duplicate)
+	buf = append(buf, `,"task":`...)
+	buf, err := w.Task.AppendJSON(buf)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, `,"receipt":`...)
+	if buf, err = w.Receipt.AppendJSON(buf); err != nil {
+		return buf, err
+	}
+	return append(buf, '}'), nil
 }

@@ -3,6 +3,8 @@ package accountable_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -68,6 +70,13 @@ var objectTexts = []string{
 // not write fails the comparison (and a field of a type not filled here fails at once).
 func randomTask(t *testing.T, r *rand.Rand) accountable.Task {
 	var task accountable.Task
+	fillRandomFields(t, r, reflect.ValueOf(&task).Elem())
+	return task
+}
+
+// fillRandomFields fills every exported field of the struct v at random, as randomTask
+// describes (and floats of every magnitude, now and then NaN or an infinity).
+func fillRandomFields(t *testing.T, r *rand.Rand, v reflect.Value) {
 	var fill func(v reflect.Value, path string)
 	fill = func(v reflect.Value, path string) {
 		switch v.Interface().(type) {
@@ -93,6 +102,15 @@ func randomTask(t *testing.T, r *rand.Rand) accountable.Task {
 			v.SetString(randomJSONText(r))
 		case reflect.Int64:
 			v.SetInt(r.Int64() - r.Int64())
+		case reflect.Bool:
+			v.SetBool(r.IntN(2) == 0)
+		case reflect.Float64:
+			switch r.IntN(8) {
+			case 0:
+				v.SetFloat([]float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e-7, 1e21, 123456.789}[r.IntN(8)])
+			default:
+				v.SetFloat(r.NormFloat64() * math.Pow(10, float64(r.IntN(50)-25)))
+			}
 		case reflect.Pointer:
 			if r.IntN(3) == 0 {
 				v.Set(reflect.Zero(v.Type()))
@@ -106,17 +124,19 @@ func randomTask(t *testing.T, r *rand.Rand) accountable.Task {
 				return
 			}
 			for i := range v.NumField() {
-				fill(v.Field(i), path+"."+v.Type().Field(i).Name)
+				if v.Type().Field(i).IsExported() {
+					fill(v.Field(i), path+"."+v.Type().Field(i).Name)
+				}
 			}
 		default:
 			t.Fatalf("randomTask: %s is a %s: fill it here (and write it in AppendJSON)", path, v.Type())
 		}
 	}
-	v := reflect.ValueOf(&task).Elem()
 	for i := range v.NumField() {
-		fill(v.Field(i), v.Type().Field(i).Name)
+		if v.Type().Field(i).IsExported() {
+			fill(v.Field(i), v.Type().Field(i).Name)
+		}
 	}
-	return task
 }
 
 // TestTaskAppendJSON: AppendJSON writes json.Marshal's bytes for tasks with every field
@@ -142,6 +162,52 @@ func TestTaskAppendJSON(t *testing.T) {
 		}
 		if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
 			t.Fatalf("%+v:\n got %s\nwant %s", task, got, want)
+		}
+	}
+}
+
+// The results of creating and completing work, and a receipt, are written as json.Marshal
+// writes them, for values with every field random, and fail where it fails (metadata
+// that is not JSON, a NaN of measured hours).
+func TestCommandResultsAppendJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	type appender interface{ AppendJSON([]byte) ([]byte, error) }
+	values := []func() appender{
+		func() appender {
+			var v accountable.Receipt
+			fillRandomFields(t, r, reflect.ValueOf(&v).Elem())
+			return v
+		},
+		func() appender {
+			var v accountable.WorkCreated
+			fillRandomFields(t, r, reflect.ValueOf(&v).Elem())
+			return v
+		},
+		func() appender {
+			var v accountable.WorkCompletion
+			fillRandomFields(t, r, reflect.ValueOf(&v).Elem())
+			return v
+		},
+	}
+	failed := map[string]int{}
+	for i := range 30000 {
+		v := values[i%len(values)]()
+		want, werr := json.Marshal(v)
+		got, gerr := v.AppendJSON([]byte("prefix"))
+		if (werr != nil) != (gerr != nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			t.Fatalf("%T %+v:\n json.Marshal: %v\n AppendJSON: %v", v, v, werr, gerr)
+		}
+		if werr != nil {
+			failed[fmt.Sprintf("%T", v)]++
+			continue
+		}
+		if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+			t.Fatalf("%T %+v:\n got %s\nwant %s", v, v, got, want)
+		}
+	}
+	for _, typ := range []string{"accountable.Receipt", "accountable.WorkCreated", "accountable.WorkCompletion"} {
+		if failed[typ] == 0 || failed[typ] > 5000 {
+			t.Errorf("%s: %d of 10000 failed: the comparison needs both outcomes", typ, failed[typ])
 		}
 	}
 }

@@ -387,13 +387,26 @@ func queueCommit[T any](t *tx, result T, explicit bool) ([]byte, error) {
 	}
 	var data []byte
 	if idem := t.cc.Idempotency; idem != nil {
-		var err error
-		if data, err = json.Marshal(result); err != nil {
-			return nil, fmt.Errorf("store: encode the response document: %w", err)
+		// The replay document {"v":1,"data":…}, as encoding/json writes replayDocument; the
+		// result's JSON is the part after the prefix. A result with its own encoder of
+		// json.Marshal's bytes (the work commands', make bench's) is written by it.
+		prefix := replayDocumentPrefix
+		var doc []byte
+		if a, ok := any(result).(interface{ AppendJSON([]byte) ([]byte, error) }); ok {
+			var err error
+			if doc, err = a.AppendJSON(append(make([]byte, 0, 2<<10), prefix...)); err != nil {
+				return nil, fmt.Errorf("store: encode the response document: %w", err)
+			}
+			data = doc[len(prefix):len(doc):len(doc)]
+		} else {
+			var err error
+			if data, err = json.Marshal(result); err != nil {
+				return nil, fmt.Errorf("store: encode the response document: %w", err)
+			}
+			doc = append(make([]byte, 0, len(prefix)+len(data)+1), prefix...)
+			doc = append(doc, data...)
 		}
-		// The replay document {"v":1,"data":…}, as encoding/json writes replayDocument.
-		doc := make([]byte, 0, len(data)+16)
-		doc = append(append(append(doc, `{"v":`+strconv.Itoa(replayVersion)+`,"data":`...), data...), '}')
+		doc = append(doc, '}')
 		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
 				status, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7)
@@ -459,6 +472,9 @@ func queueHead(t *tx, ref aggregateRef, h *head) {
 // a response's shape that a stored document cannot be decoded into bumps it (and teaches
 // replay to read the old version).
 const replayVersion = 1
+
+// replayDocumentPrefix is what a replay document's text begins with, before its data.
+var replayDocumentPrefix = `{"v":` + strconv.Itoa(replayVersion) + `,"data":`
 
 // replayDocument is how a command's response is kept for replays: its JSON under explicit
 // names (the wire names of the response types), so renaming a Go field cannot change a
