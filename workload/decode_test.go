@@ -13,9 +13,9 @@ import (
 	"github.com/accountablework/accountable/workload"
 )
 
-// plainRequest is WorkloadRequest with every enumeration a plain string: go-json-experiment
-// decodes it by default, as it decoded the request before the enumerations had decoders
-// of their own.
+// plainRequest is WorkloadRequest with every enumeration a plain string, and without
+// Workload's decoder: go-json-experiment decodes it by default, as it decoded the
+// request before Workload had a decoder of its own.
 type plainRequest struct {
 	SchemaVersion string `json:"schema_version"`
 	Workload      struct {
@@ -44,12 +44,13 @@ type plainRequest struct {
 	} `json:"workload"`
 }
 
-// TestWorkloadEnumDecoding: the enumerations' decoders give what the default decoding
-// gives, value and error, on the golden corpus's requests and on bodies with members
-// changed to other strings (escaped, unknown, invalid), other types, null and broken
-// text. An error is compared as the API reads it (decodeError): whether it is semantic,
-// its JSON Pointer and kind, the Go kind it names and its cause.
-func TestWorkloadEnumDecoding(t *testing.T) {
+// TestWorkloadPlainDecoding: Workload's decoder gives what the default decoding gives,
+// value and error, on the golden corpus's requests and on bodies with members changed to
+// other strings (escaped, unknown, invalid UTF-8), numbers, other types, null, repeated
+// and unknown members, whitespace and broken text. An error is compared as the API
+// reads it (decodeError) and more: whether it is semantic, its JSON Pointer and kind,
+// the Go kind it names and its cause; any other error by its text.
+func TestWorkloadPlainDecoding(t *testing.T) {
 	opts := jsonv2.RejectUnknownMembers(true)
 	check := func(name string, body []byte) {
 		t.Helper()
@@ -92,6 +93,9 @@ func TestWorkloadEnumDecoding(t *testing.T) {
 		if gotNil, wantNil := got.Workload.Systems == nil, want.Workload.Systems == nil; gotNil != wantNil {
 			t.Fatalf("%s: systems nil %v, want %v", name, gotNil, wantNil)
 		}
+		if gotNil, wantNil := got.Workload.Authority.Actions == nil, want.Workload.Authority.Actions == nil; gotNil != wantNil {
+			t.Fatalf("%s: actions nil %v, want %v", name, gotNil, wantNil)
+		}
 	}
 	var bodies [][]byte
 	for _, c := range goldenCorpus(t) {
@@ -106,13 +110,24 @@ func TestWorkloadEnumDecoding(t *testing.T) {
 	}
 	// The members an enumeration decodes, and what each may be replaced with.
 	members := []string{`"time_horizon":`, `"coordination":`, `"category":`, `"access":`, `"side_effect":`, `"data_class":`,
-		`"approval_policy":`, `"budget_control":`, `"evidence":`, `"acceptance":`, `"consequence":`, `"retention":`, `"actions":[`}
+		`"approval_policy":`, `"budget_control":`, `"evidence":`, `"acceptance":`, `"consequence":`, `"retention":`, `"actions":[`,
+		`"name":`, `"outcome":`, `"agent_count":`, `"systems":`, `"authority":`, `"accountability":`, `"workload":`, `"actions":`}
 	values := []string{`"research"`, `"re\u0073earch"`, `"draft\n"`, `"\u0064raft"`, `"unknown"`, `""`, `"READ"`, `"read "`,
 		`"é"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `"\x"`, `"a`, `null`, `0`, `1.5`, `true`, `false`, `{}`, `[]`, `["read"]`,
 		`{"a":1}`, `"recurring"`, `"write"`, `"admin"`, `"regulated"`, `"handoff"`, `"fixed_limit"`, `"human"`, `"artifact"`,
-		`"long_term"`, `"messaging"`, `"<&>"`, `"\u2028"`, `-`, ``}
+		`"long_term"`, `"messaging"`, `"<&>"`, `"\u2028"`, `-`, ``, "\"\x7f\"", "\"a\tb\"",
+		// integers and what only looks like one
+		`1`, `100`, `007`, `-1`, `-0`, `1.0`, `1e1`, `1E2`, `2.5e0`, `123456789012345678`, `1234567890123456789`,
+		`9223372036854775807`, `9223372036854775808`, `99999999999999999999`, `0x1`, `+1`, `1 `, ` 2`,
+		// objects and arrays of the schema's members, and others
+		`[{}]`, `[{"category":"crm"}]`, `[{"category":"crm","category":"crm"}]`, `[{"Category":"crm"}]`, `[{"category":"crm",}]`,
+		`[{"category":"crm","x":1}]`, `[null]`, `[{"access":"read"},{"access":"write"}]`, `["research","research"]`, `[1]`,
+		`{"actions":[]}`, `{"actions":null}`, `{"actions":["draft"],"actions":["draft"]}`, `{"evidence":"none","retention":"none"}`,
+		`{"approval_policy":"per_action","extra":true}`, `{"ev\u0069dence":"none"}`, `{"name":"x"}`, `{ }`, `[ ]`, "{\n}"}
+	// Whitespace, repeats and unknown members at a member's start.
+	insertions := []string{" ", "\n\t ", `"name":"again",`, `"extra":1,`, `"Name":"x",`, `"agent_count":3,`, `"n\u0061me":"x",`}
 	r := rand.New(rand.NewPCG(2027, 3))
-	for range 4000 {
+	for range 8000 {
 		body := string(bodies[r.IntN(len(bodies))])
 		for range 1 + r.IntN(3) {
 			m := members[r.IntN(len(members))]
@@ -140,6 +155,12 @@ func TestWorkloadEnumDecoding(t *testing.T) {
 				}
 			}
 			body = body[:start] + values[r.IntN(len(values))] + body[min(end, len(body)):]
+		}
+		if r.IntN(3) == 0 { // and something inserted before a member
+			m := members[r.IntN(len(members))]
+			if at := strings.Index(body, m); at >= 0 {
+				body = body[:at] + insertions[r.IntN(len(insertions))] + body[at:]
+			}
 		}
 		check("changed", []byte(body))
 		// And broken anywhere: a byte changed, or the text cut short.
