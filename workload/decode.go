@@ -37,13 +37,14 @@ func (w *Workload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // plainParser reads the plain form of a workload (Workload.UnmarshalJSONFrom) from in;
-// every method reports whether the text was of that form, and reads nothing else.
+// each method reports whether the text it read was of that form.
 type plainParser struct {
 	in         []byte
 	pos        int
 	start, end int // the workload object's offsets in in
 }
 
+// space skips whitespace.
 func (p *plainParser) space() {
 	for p.pos < len(p.in) {
 		switch p.in[p.pos] {
@@ -74,7 +75,7 @@ func (p *plainParser) peek() byte {
 	return 0
 }
 
-// text reads a string of printable ASCII without escapes and returns its content.
+// text reads a string of plainTextByte bytes (no escape) and returns its content.
 func (p *plainParser) text() ([]byte, bool) {
 	if !p.byte('"') {
 		return nil, false
@@ -109,7 +110,8 @@ func (p *plainParser) str(v *string) bool {
 	return ok
 }
 
-// enum reads an enumeration member's value: one of values as its constant.
+// plainEnum reads an enumeration member's value: one of values as its constant, any
+// other as it is (for Validate to refuse).
 func plainEnum[T ~string](p *plainParser, v *T, values []T) bool {
 	t, ok := p.text()
 	if !ok {
