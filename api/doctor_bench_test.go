@@ -1,9 +1,15 @@
 package api
 
 import (
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/accountablework/accountable/workload"
 )
@@ -34,5 +40,45 @@ func BenchmarkDoctorPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		d.AppendJSON(make([]byte, 0, 8<<10))
+	}
+}
+
+// BenchmarkDoctorRequest is POST /doctor/workload through the Fiber app, as make bench's
+// doctor line sends it (no account-free rate limit: PUBLIC_RATE_LIMIT_RPS=0): every
+// middleware, bind, the diagnosis, the bare answer and the log line, written directly
+// into io.Discard; the network left out.
+//
+//	go test -run '^$' -bench DoctorRequest -benchmem ./api
+func BenchmarkDoctorRequest(b *testing.B) {
+	body, err := os.ReadFile("../workload/testdata/release-notes-agent.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(NewJSONLineHandler(io.Discard, nil))
+	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{stores: make([]any, len(storeTypes))}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	handler := s.app.Handler()
+	var req fasthttp.Request
+	req.Header.SetMethod(fiber.MethodPost)
+	req.SetRequestURI(V1Root + "/doctor/workload")
+	req.Header.SetContentType(fiber.MIMEApplicationJSON)
+	req.SetBody(body)
+	rc := &fasthttp.RequestCtx{}
+	rc.Init(&req, &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 40000}, nil)
+	handler(rc)
+	if rc.Response.StatusCode() != fiber.StatusOK {
+		b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
+	}
+	b.ReportAllocs()
+	cpu := processCPU()
+	for b.Loop() {
+		rc.Response.Reset()
+		handler(rc)
+	}
+	reportCPU(b, cpu)
+	if rc.Response.StatusCode() != fiber.StatusOK {
+		b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
 	}
 }

@@ -786,6 +786,16 @@ var workloadActionPoints = map[WorkloadAction]workloadPoints{
 	ActionCreateAccount: {"U8", 40}, ActionDeleteData: {"U9", 45}, ActionSpendFunds: {"U10", 50}, ActionChangePermissions: {"U11", 50},
 }
 
+// workloadActionPointsByIndex is workloadActionPoints by the action's index in
+// workloadActions (workloadActionIndex): Diagnose reads a row per declared action, and
+// an array is cheaper than the map.
+var workloadActionPointsByIndex = func() (out [workloadActionCount]workloadPoints) {
+	for i, a := range workloadActions {
+		out[i] = workloadActionPoints[a]
+	}
+	return out
+}()
+
 // workloadApprovalPoints apply when a consequential action is declared.
 var workloadApprovalPoints = map[WorkloadApprovalPolicy]workloadPoints{
 	ApprovalNotApplicable: {"U13", 0}, ApprovalPerAction: {"U13", 0}, ApprovalSensitiveActions: {"U14", 5},
@@ -917,14 +927,18 @@ type workloadFacts struct {
 	// text holds the sentences the rules write (reasons, summary, rationale, purposes)
 	// until Diagnose makes them strings, all with one allocation (concatenating each
 	// was a third of Diagnose's time); the spans above and below are in it.
-	text           []byte
-	summary        workloadSpan
-	rationale      []workloadSpan
-	purposes       []workloadSpan
+	text    []byte
+	summary workloadSpan
+	// rationale (rationales of them: the verdict's and one per active boundary), and a
+	// purpose and the declared system of each resource, which the result does not keep,
+	// are arrays in f, on Diagnose's stack: not allocated.
+	rationale      [WorkloadRationaleMax]workloadSpan
+	rationales     int
+	purposes       [WorkloadProposedResourcesMax]workloadSpan
 	resources      []WorkloadProposedResource
-	resourceSystem []WorkloadSystem // the declared system of each resource
-	accessGap      bool             // an action needs more than a system declares (M8)
-	excess         bool             // a system declares more than its actions need (K6)
+	resourceSystem [WorkloadProposedResourcesMax]WorkloadSystem
+	accessGap      bool // an action needs more than a system declares (M8)
+	excess         bool // a system declares more than its actions need (K6)
 	excessAdmin    bool
 }
 
@@ -980,7 +994,7 @@ func DiagnoseUnder(r WorkloadRequest, siteURL string) WorkloadDiagnosis {
 		if i := workloadActionIndex(a); i >= 0 && !f.actions[i] {
 			f.actions[i] = true
 			f.declared++
-			if workloadActionPoints[a].points >= workloadConsequentialActionPoints {
+			if workloadActionPointsByIndex[i].points >= workloadConsequentialActionPoints {
 				f.consequential++
 			}
 		}
@@ -1017,14 +1031,14 @@ func DiagnoseUnder(r WorkloadRequest, siteURL string) WorkloadDiagnosis {
 		*b = WorkloadBoundary{State: f.states[i], Score: f.scores[i], Reason: say(f.reasons[i])}
 	}
 	d.Recommendation.Summary = say(f.summary)
-	for i, s := range f.rationale {
+	for i, s := range f.rationale[:f.rationales] {
 		d.Recommendation.Rationale[i] = say(s)
 	}
-	for i, s := range f.purposes {
-		f.resources[i].Purpose = say(s)
+	for i := range f.resources {
+		f.resources[i].Purpose = say(f.purposes[i])
 	}
 	if verdict == VerdictNotNeeded { // nothing to install: no resource is proposed
-		f.resources, f.resourceSystem = []WorkloadProposedResource{}, nil
+		f.resources = []WorkloadProposedResource{}
 	}
 	d.ProposedResources = f.resources
 	d.MissingCapabilities = f.missingCapabilities()
@@ -1129,15 +1143,15 @@ func (f *workloadFacts) scoreSystems() {
 		f.reasons[wbSystems] = f.sentence("No system declared: 0 points (S1).")
 		return
 	}
-	top := 0
-	for i, s := range systems {
-		if workloadSystemPoints(s) > workloadSystemPoints(systems[top]) {
-			top = i
+	top, topPoints := 0, workloadSystemPoints(systems[0]) // the first of the highest
+	for i := 1; i < len(systems); i++ {
+		if p := workloadSystemPoints(systems[i]); p > topPoints {
+			top, topPoints = i, p
 		}
 	}
 	s := systems[top]
 	breadth := min(workloadSystemBreadthPoints*(len(systems)-1), workloadSystemBreadthMax)
-	raw := workloadSystemPoints(s) + breadth
+	raw := topPoints + breadth
 	f.scores[wbSystems] = raw
 	access, effect, data := workloadAccessPoints[s.Access], workloadSideEffectPoints[s.SideEffect], workloadDataClassPoints[s.DataClass]
 	start := len(f.text)
@@ -1169,21 +1183,22 @@ func (f *workloadFacts) writeCapped(raw int) {
 // scoreAuthority is U1-U21.
 func (f *workloadFacts) scoreAuthority() {
 	a := f.r.Workload.Authority
-	var top WorkloadAction
-	for i, act := range workloadActions { // enumeration order: the first of the highest points
-		if f.actions[i] && (top == "" || workloadActionPoints[act].points > workloadActionPoints[top].points) {
-			top = act
+	top := -1
+	for i := range workloadActions { // enumeration order: the first of the highest points
+		if f.actions[i] && (top < 0 || workloadActionPointsByIndex[i].points > workloadActionPointsByIndex[top].points) {
+			top = i
 		}
 	}
-	if top == "" {
+	if top < 0 {
 		f.reasons[wbAuthority] = f.sentence("No action declared: 0 points.")
 		return
 	}
-	raw := workloadActionPoints[top].points
+	topPoints := workloadActionPointsByIndex[top]
+	raw := topPoints.points
 	start := len(f.text)
-	f.write("Highest action ", string(top), ": ", strconv.Itoa(raw), " points (", workloadActionPoints[top].id, ")")
+	f.write("Highest action ", string(workloadActions[top]), ": ", strconv.Itoa(raw), " points (", topPoints.id, ")")
 	further := f.consequential
-	if workloadActionPoints[top].points >= workloadConsequentialActionPoints {
+	if topPoints.points >= workloadConsequentialActionPoints {
 		further--
 	}
 	if further > 0 {
@@ -1294,7 +1309,7 @@ func (f *workloadFacts) writeActiveNames() {
 // text (f.summary, f.rationale), and Rationale is made to hold them.
 func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, triggers [5]bool) WorkloadRecommendation {
 	rec := WorkloadRecommendation{Verdict: v, Mode: m, ActiveBoundaryCount: f.activeCount()}
-	f.rationale = make([]workloadSpan, 1, 1+rec.ActiveBoundaryCount)
+	f.rationales = 1
 	start := len(f.text)
 	switch v {
 	case VerdictNeeded:
@@ -1334,10 +1349,11 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 			start := len(f.text)
 			f.write(name, " ", string(f.states[b]), " (", strconv.Itoa(f.scores[b]), " points): ")
 			f.text = append(f.text, f.text[f.reasons[b].start:f.reasons[b].end]...)
-			f.rationale = append(f.rationale, f.since(start))
+			f.rationale[f.rationales] = f.since(start)
+			f.rationales++
 		}
 	}
-	rec.Rationale = make([]string, len(f.rationale))
+	rec.Rationale = make([]string, f.rationales)
 	return rec
 }
 
@@ -1345,8 +1361,6 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 func (f *workloadFacts) propose() {
 	systems := f.r.Workload.Systems
 	f.resources = make([]WorkloadProposedResource, 0, min(len(systems), WorkloadProposedResourcesMax))
-	f.resourceSystem = make([]WorkloadSystem, 0, cap(f.resources))
-	f.purposes = make([]workloadSpan, 0, cap(f.resources))
 	// Each resource's scope intents are a piece of one array, capped at f.declared.
 	intentsOfAll := make([]string, cap(f.resources)*f.declared)
 	for i, s := range systems {
@@ -1399,12 +1413,12 @@ func (f *workloadFacts) propose() {
 		default:
 			purpose = f.sentence(string(requested), " access to the ", string(s.Category), " (/workload/systems/", strconv.Itoa(i), ") for the declared actions that touch it, and no more.")
 		}
-		f.purposes = append(f.purposes, purpose)
+		f.purposes[len(f.resources)] = purpose
+		f.resourceSystem[len(f.resources)] = s
 		f.resources = append(f.resources, WorkloadProposedResource{
 			Resource: name, RequestedAccess: requested, ScopeIntents: intents,
 			CredentialInputRequired: !(s.Category == CategoryLocalFiles || requested == AccessRead && s.DataClass == DataPublic),
 		})
-		f.resourceSystem = append(f.resourceSystem, s)
 	}
 }
 
