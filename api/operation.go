@@ -335,8 +335,7 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 		}
 		if o.Bare {
 			if a, ok := any(out).(jsonAppender); ok {
-				fc.Status(status).Response().SetBodyRaw(a.AppendJSON(make([]byte, 0, 8<<10)))
-				fc.Response().Header.SetContentType(fiber.MIMEApplicationJSON) // as c.JSON sets it
+				writePooledBody(fc.Status(status), func(buf []byte) []byte { return a.AppendJSON(buf) })
 				return nil
 			}
 			return fc.Status(status).JSON(out)

@@ -95,29 +95,39 @@ type jsonAppenderErr interface {
 // (jsonAppenderErr: a task read) is encoded by it, without encoding/json's reflective
 // pass; the meta always is (meta.appendJSON). The bytes are c.JSON's either way.
 func respond(c *fiber.Ctx, status int, data any, m meta) error {
-	bp := bodyBuffers.Get().(*[]byte)
-	body := append((*bp)[:0], `{"data":`...)
-	defer func() {
-		if cap(body) <= maxPooledBody {
-			*bp = body[:0]
-			bodyBuffers.Put(bp)
-		}
-	}()
-	if enc, ok := data.(interface{ EncodedJSON() []byte }); ok && enc.EncodedJSON() != nil && (m.Duplicate == nil || !*m.Duplicate) {
-		body = append(body, enc.EncodedJSON()...)
-	} else if a, ok := data.(jsonAppenderErr); ok {
-		var err error
-		if body, err = a.AppendJSON(body); err != nil {
-			return err
-		}
-	} else {
+	enc, encoded := data.(interface{ EncodedJSON() []byte })
+	encoded = encoded && enc.EncodedJSON() != nil && (m.Duplicate == nil || !*m.Duplicate)
+	a, appends := data.(jsonAppenderErr)
+	if !encoded && !appends {
 		return c.Status(status).JSON(envelope{Data: data, Meta: m})
 	}
-	body = append(m.appendJSON(append(body, `,"meta":`...)), '}')
-	// Copied into the response's own pooled body: the buffer goes back to the pool.
-	c.Status(status).Response().SetBody(body)
-	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON) // as c.JSON sets it
-	return nil
+	var err error
+	writePooledBody(c.Status(status), func(body []byte) []byte {
+		body = append(body, `{"data":`...)
+		if encoded {
+			body = append(body, enc.EncodedJSON()...)
+		} else if body, err = a.AppendJSON(body); err != nil {
+			return nil
+		}
+		return append(m.appendJSON(append(body, `,"meta":`...)), '}')
+	})
+	return err
+}
+
+// writePooledBody answers the JSON text write appends to the buffer it is given (nothing
+// when it returns nil), written into one of bodyBuffers and copied into the response's own
+// pooled body, so that the buffer goes back to the pool.
+func writePooledBody(c *fiber.Ctx, write func(buf []byte) []byte) {
+	bp := bodyBuffers.Get().(*[]byte)
+	body := write((*bp)[:0])
+	if body != nil {
+		c.Response().SetBody(body)
+		c.Response().Header.SetContentType(fiber.MIMEApplicationJSON) // as c.JSON sets it
+		if cap(body) <= maxPooledBody {
+			*bp = body[:0]
+		}
+	}
+	bodyBuffers.Put(bp)
 }
 
 // bodyBuffers are the buffers respond writes answers into before the response copies
