@@ -207,15 +207,14 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if !kinds(accountable.SourceHandoffs) {
 				continue
 			}
-			var h payload.HandoffProposed
-			if err := json.Unmarshal(e.Payload, &h); err != nil || h.HandoffKey == "" {
+			h, ok := handoffStagesOf(e.Payload)
+			if !ok {
 				continue
 			}
-			cite.CaseID = h.HandoffKey
-			at := h.CreatedAt.Time
-			basis := accountable.CaseBasis{Rule: accountable.GroupHandoffKey, Label: h.HandoffKey}
-			out = append(out, accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.FromStageKey, At: at, Seq: seq, Citation: cite, Basis: basis},
-				accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.ToStageKey, At: at, Seq: seq + 1, Citation: cite, Basis: basis})
+			cite.CaseID = h.key
+			basis := accountable.CaseBasis{Rule: accountable.GroupHandoffKey, Label: h.key}
+			out = append(out, accountable.TraceEvent{CaseID: h.key, Stage: h.from, At: h.at, Seq: seq, Citation: cite, Basis: basis},
+				accountable.TraceEvent{CaseID: h.key, Stage: h.to, At: h.at, Seq: seq + 1, Citation: cite, Basis: basis})
 		case accountable.EventEpisodeRecorded:
 			if !kinds(accountable.SourceLedger) {
 				continue
