@@ -64,8 +64,8 @@ func scanHandoffStages(raw []byte) (h handoffStages, ok, sure bool) {
 		if i >= len(raw) || raw[i] != '"' {
 			return h, false, false
 		}
-		end, plain := stringEnd(raw, i)
-		if end < 0 || !plain {
+		end := stringEnd(raw, i)
+		if end < 0 || !plainName(raw[i+1:end]) {
 			return h, false, false // a name with escapes or beyond ASCII: json's folding rules
 		}
 		name := raw[i+1 : end]
@@ -170,24 +170,34 @@ func skipSpace(raw []byte, i int) int {
 }
 
 // stringEnd is the index of the quote that closes the string opening at raw[i], -1 for
-// one cut short or holding a control character; plain says it holds printable ASCII
-// without escapes.
-func stringEnd(raw []byte, i int) (end int, plain bool) {
-	plain = true
-	for j := i + 1; j < len(raw); j++ {
-		switch c := raw[j]; {
-		case c == '"':
-			return j, plain
-		case c == '\\':
-			plain = false
-			j++
-		case c < 0x20:
-			return -1, false
-		case c >= utf8.RuneSelf:
-			plain = false
+// one cut short: the next quote after an even run of backslashes.
+func stringEnd(raw []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(raw[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		escaped := false
+		for p := j - 1; p > i && raw[p] == '\\'; p-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return j
+		}
+		j++
+	}
+}
+
+// plainName reports whether a member's name is printable ASCII without escapes.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
 		}
 	}
-	return -1, false
+	return true
 }
 
 // skipValue is the index just past the JSON value starting at raw[i], -1 where it does not
@@ -198,7 +208,7 @@ func skipValue(raw []byte, i int) int {
 	}
 	switch raw[i] {
 	case '"':
-		end, _ := stringEnd(raw, i)
+		end := stringEnd(raw, i)
 		if end < 0 {
 			return -1
 		}
@@ -208,7 +218,7 @@ func skipValue(raw []byte, i int) int {
 		for j := i; j < len(raw); j++ {
 			switch raw[j] {
 			case '"':
-				end, _ := stringEnd(raw, j)
+				end := stringEnd(raw, j)
 				if end < 0 {
 					return -1
 				}

@@ -247,9 +247,15 @@ var EventTypes = []string{accountable.EventHandoffProposed, accountable.EventWor
 // facts) is returned for InferCases, which needs them all. pos numbers the events in
 // stream order (the tie-break of events at one instant).
 func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
-	var out []accountable.TraceEvent
-	var ordinary []accountable.CompletedWork
-	for i, e := range events {
+	return AppendTraceEvents(make([]accountable.TraceEvent, 0, 2*len(events)), nil, events, work, pos, kinds)
+}
+
+// AppendTraceEvents appends TraceEventsOf's two results to out and ordinary: a run
+// gathers its pages' into one slice without copying each page's.
+func AppendTraceEvents(out []accountable.TraceEvent, ordinary []accountable.CompletedWork, events []accountable.Event,
+	work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
+	for i := range events {
+		e := &events[i]
 		seq := (pos + int64(i)) * 2
 		cite := accountable.Citation{Kind: "ledger_event", EventID: e.ID}
 		switch e.EventType {
