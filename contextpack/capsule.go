@@ -145,7 +145,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		clear(space.parts)
 		space.tokens, space.held = o.Tokens, 0
 	}
-	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
+	b := &builder{o: o, c: &c, space: space, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -173,6 +173,38 @@ type space struct {
 	lines      map[string]int
 	parts      map[string]int // of the parts of texts countPart counts
 	held       int            // the bytes of the keys of lines and parts
+	digests    [4]digested    // the last texts digested, and their digests
+	nextDigest int            // the slot of digests written next
+}
+
+// digested is a text hashed (or the indented capsule whose canonical form was) and its
+// digest. A capsule's text is hashed three times a build (its capsule's canonical form
+// after each of two renders, then the text itself), each tens of KB: a scope asked for
+// again unchanged, as an agent's turns ask, gives the same bytes, and comparing them is a
+// fraction of making the canonical form and hashing it.
+type digested struct {
+	of     []byte
+	digest string
+}
+
+// maxDigested is the longest text whose digest is kept (a large budget's are made anew).
+const maxDigested = 256 << 10
+
+// digest is compute(of), remembered: the digest kept for the same bytes, or compute's,
+// kept. compute must be a function of of's bytes alone.
+func (s *space) digest(of []byte, compute func([]byte) string) string {
+	for i := range s.digests {
+		if d := &s.digests[i]; len(d.of) == len(of) && d.digest != "" && bytes.Equal(d.of, of) {
+			return d.digest
+		}
+	}
+	digest := compute(of)
+	if len(of) <= maxDigested {
+		d := &s.digests[s.nextDigest]
+		d.of, d.digest = append(d.of[:0], of...), digest
+		s.nextDigest = (s.nextDigest + 1) % len(s.digests)
+	}
+	return digest
 }
 
 var spaces = sync.Pool{New: func() any {
@@ -198,6 +230,7 @@ func (s *space) release() {
 
 type builder struct {
 	o        Options
+	space    *space
 	c        *accountable.ContextCapsule
 	count    *lineCounter
 	sections []*section
@@ -252,7 +285,7 @@ func (b *builder) fit() (Pack, error) {
 
 // pack is the capsule built, with text (the builder's buffer) as its text.
 func (b *builder) pack(text []byte) Pack {
-	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: canonical.Digest(text), Tokens: b.tokens}
+	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: b.space.digest(text, canonical.Digest), Tokens: b.tokens}
 }
 
 // presize leaves out, by the byte size of their lines, the items that surely do not fit.
@@ -344,8 +377,11 @@ func (b *builder) render() ([]byte, error) {
 		w.spans = make([]itemSpan, 0, 128)
 	}
 	w.capsule(c)
-	b.scratch = dedent(b.scratch[:0], w.buf[len("{\n \"context_capsule\": "):])
-	digest := canonical.Digest(b.scratch)
+	// The digest is of the capsule's canonical form, a function of its indented text.
+	digest := b.space.digest(w.buf[len("{\n \"context_capsule\": "):], func(indented []byte) string {
+		b.scratch = dedent(b.scratch[:0], indented)
+		return canonical.Digest(b.scratch)
+	})
 	c.ContentDigest = digest
 	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
 	w.fill(c.CapsuleID, c.ContentDigest)
