@@ -54,10 +54,16 @@ type section struct {
 	status  *accountable.ContextSourceStatus
 	texts   []string // each item's lines as the text has them, made once (text)
 	sizes   []int    // their lengths, when only those were needed (size)
-	read    int      // items read
-	more    bool
-	len     func() int
-	keep    func(n int)
+	// indentation is what indenting adds to an item's JSON, the same for each item of a
+	// section: an item's members and their nesting are its type's whatever its values (no
+	// slice, map or omitted member; a pointer is null or a string), and indenting adds
+	// bytes only around members and brackets (TestSectionText checks the sizes).
+	indentation int
+	shaped      bool // indentation is known
+	read        int  // items read
+	more        bool
+	len         func() int
+	keep        func(n int)
 	// appendItem appends item i as json.Marshal writes it.
 	appendItem func(buf []byte, i int) []byte
 	scratch    *[]byte // the sections' buffer for an item's JSON
@@ -94,7 +100,10 @@ func (s *section) size(i int) int {
 	if s.sizes[i] == 0 {
 		buf := s.appendItem((*s.scratch)[:0], i)
 		*s.scratch = buf[:0]
-		s.sizes[i] = indentedLen(buf, len("   "), len(" "))
+		if !s.shaped {
+			s.indentation, s.shaped = indentedLen(buf, len("   "), len(" "))-len(buf), true
+		}
+		s.sizes[i] = len(buf) + s.indentation
 	}
 	return s.sizes[i]
 }
