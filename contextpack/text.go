@@ -38,11 +38,17 @@ type itemSpan struct{ from, to int }
 func (w *canonWriter) newline() {
 	if w.indent {
 		w.buf = append(w.buf, '\n')
-		for range w.depth + w.level {
-			w.buf = append(w.buf, ' ')
+		n := w.depth + w.level
+		for n > len(blanks) {
+			w.buf = append(w.buf, blanks...)
+			n -= len(blanks)
 		}
+		w.buf = append(w.buf, blanks[:n]...) // one copy, not a byte at a time
 	}
 }
+
+// blanks are the indentation newline copies.
+const blanks = "                                "
 
 func (w *canonWriter) open(c byte) {
 	w.buf = append(w.buf, c)
