@@ -166,6 +166,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	for _, s := range b.sections {
 		s.scratch = &b.scratch
 	}
+	space.written.reset()
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	defer func() { space.text, space.item = b.buf, b.scratch }()
 	return b.fit()
@@ -184,6 +185,7 @@ type space struct {
 	held       int            // the bytes of the keys of lines and parts
 	digests    [4]digested    // the last texts digested, and their digests
 	nextDigest int            // the slot of digests written next
+	written    writtenItems   // the build's list items' texts
 }
 
 // digested is a text hashed (or the indented capsule whose canonical form was) and its
@@ -225,7 +227,7 @@ var spaces = sync.Pool{New: func() any {
 const maxSpace = 1 << 20
 
 func (s *space) release() {
-	if cap(s.text) > maxSpace || cap(s.item) > maxSpace {
+	if cap(s.text) > maxSpace || cap(s.item) > maxSpace || cap(s.written.text) > maxSpace {
 		return
 	}
 	if s.held > maxSpace {
@@ -381,7 +383,8 @@ func (b *builder) render() ([]byte, error) {
 	// the digest is of its canonical JSON (the text without its indentation), and the two
 	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
-	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
+	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0],
+		written: &b.space.written}
 	if w.spans == nil {
 		w.spans = make([]itemSpan, 0, 128)
 	}

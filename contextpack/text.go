@@ -29,6 +29,27 @@ type canonWriter struct {
 	spans []itemSpan
 	// idAt and digestAt are where the capsule's capsule_id and content_digest values are.
 	idAt, digestAt int
+	// written, when not nil, keeps each list item's indented text, so that the next
+	// capsule of a build copies those it writes again (list).
+	written *writtenItems
+	lists   int // the lists begun (their number in written)
+}
+
+// writtenItems are the indented texts of a build's list items, by list (in the order the
+// capsule writes its lists) and item. A build renders its capsule again after leaving
+// items out (from the ends of its lists) or cutting its scope's texts: an item left in is
+// the same value at the same place, so its text is the same bytes.
+type writtenItems struct {
+	text  []byte
+	items [][][2]int // per list, per item: where its text is in text
+}
+
+func (t *writtenItems) reset() {
+	t.text = t.text[:0]
+	for i := range t.items {
+		t.items[i] = t.items[i][:0]
+	}
+	t.items = t.items[:0]
 }
 
 // itemSpan is a list's object in the indented text: its lines but the closing one,
@@ -179,20 +200,47 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 		return
 	}
 	w.open('[')
+	written := w.written
+	if written != nil && w.indent {
+		if w.lists == len(written.items) {
+			written.items = append(written.items, nil)
+		}
+	} else {
+		written = nil
+	}
+	n := w.lists
+	w.lists++
 	for i := range items {
 		w.element()
 		if w.spans == nil || !w.indent {
-			each(w, &items[i])
+			w.item(written, n, i, func() { each(w, &items[i]) })
 			continue
 		}
 		from := len(w.buf) - w.depth - w.level // after the newline element wrote
-		each(w, &items[i])
+		w.item(written, n, i, func() { each(w, &items[i]) })
 		// An object's closing line is its indentation and "}".
 		if to := len(w.buf) - 1 - w.depth - w.level; to > from && w.buf[to-1] == '\n' && w.buf[len(w.buf)-1] == '}' {
 			w.spans = append(w.spans, itemSpan{from, to})
 		}
 	}
 	w.close(']')
+}
+
+// item writes item i of list n with write, or copies its text written before.
+func (w *canonWriter) item(written *writtenItems, n, i int, write func()) {
+	if written == nil {
+		write()
+		return
+	}
+	if at := written.items[n]; i < len(at) {
+		w.buf = append(w.buf, written.text[at[i][0]:at[i][1]]...)
+		return
+	}
+	start := len(w.buf)
+	write()
+	from := len(written.text)
+	written.text = append(written.text, w.buf[start:]...)
+	written.items[n] = append(written.items[n], [2]int{from, len(written.text)})
 }
 
 func (w *canonWriter) capsule(c *accountable.ContextCapsule) {
