@@ -67,6 +67,38 @@ type section struct {
 	// appendItem appends item i as json.Marshal writes it.
 	appendItem func(buf []byte, i int) []byte
 	scratch    *[]byte // the sections' buffer for an item's JSON
+	// items, when not nil, keeps what builds made of items by their JSON (the pooled
+	// space's), and known has each item's (found by size); held counts the keys and texts.
+	items map[string]*itemText
+	known []*itemText
+	held  *int
+}
+
+// itemText is what builds made of an item, kept by its JSON (json.Marshal's, which size
+// makes of every item read): its share of the text (section.text) and its indented
+// canonical text in a capsule's list (canonWriter.item). Both are functions of that JSON:
+// it has the item's members and values, its strings with each invalid UTF-8 byte made
+// U+FFFD as canonical JSON makes them, and the indentation is that of every capsule's lists.
+// A scope's capsules repeat most of their items from one request to the next.
+type itemText struct {
+	text, canon string
+}
+
+// knownItem is item i's itemText, found or made by its JSON.
+func (s *section) knownItem(i int, json []byte) {
+	if s.items == nil {
+		return
+	}
+	if s.known == nil {
+		s.known = make([]*itemText, s.read)
+	}
+	t, ok := s.items[string(json)] // a lookup: no copy of the JSON
+	if !ok {
+		t = &itemText{}
+		s.items[string(json)] = t
+		*s.held += len(json)
+	}
+	s.known[i] = t
 }
 
 // text is item i's share of the text: its lines, indented as they are there (plus the
@@ -78,12 +110,19 @@ func (s *section) text(i int) string {
 	if s.texts == nil {
 		s.texts = make([]string, s.read)
 	}
+	if s.texts[i] == "" && s.known != nil && s.known[i] != nil && s.known[i].text != "" {
+		s.texts[i] = s.known[i].text
+	}
 	if s.texts[i] == "" {
 		buf := s.appendItem((*s.scratch)[:0], i)
 		n := len(buf)
 		buf = indentJSON(buf, buf[:n], "   ", " ") // the indented text after the JSON
 		*s.scratch = buf[:0]
 		s.texts[i] = string(buf[n:])
+		if s.known != nil && s.known[i] != nil {
+			s.known[i].text = s.texts[i]
+			*s.held += len(s.texts[i])
+		}
 	}
 	return s.texts[i]
 }
@@ -104,6 +143,7 @@ func (s *section) size(i int) int {
 			s.indentation, s.shaped = indentedLen(buf, len("   "), len(" "))-len(buf), true
 		}
 		s.sizes[i] = len(buf) + s.indentation
+		s.knownItem(i, buf)
 	}
 	return s.sizes[i]
 }
@@ -152,6 +192,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
 		clear(space.lines)
 		clear(space.parts)
+		clear(space.items)
 		space.tokens, space.held = o.Tokens, 0
 	}
 	b := &builder{o: o, c: &c, space: space, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
@@ -165,8 +206,8 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	}}
 	for _, s := range b.sections {
 		s.scratch = &b.scratch
+		s.items, s.held = space.items, &space.held
 	}
-	space.written.reset()
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	defer func() { space.text, space.item = b.buf, b.scratch }()
 	return b.fit()
@@ -185,7 +226,7 @@ type space struct {
 	held       int            // the bytes of the keys of lines and parts
 	digests    [4]digested    // the last texts digested, and their digests
 	nextDigest int            // the slot of digests written next
-	written    writtenItems   // the build's list items' texts
+	items      map[string]*itemText
 }
 
 // digested is a text hashed (or the indented capsule whose canonical form was) and its
@@ -219,7 +260,7 @@ func (s *space) digest(of []byte, compute func([]byte) string) string {
 }
 
 var spaces = sync.Pool{New: func() any {
-	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256)}
+	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256), items: make(map[string]*itemText, 256)}
 }}
 
 // maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
@@ -227,12 +268,13 @@ var spaces = sync.Pool{New: func() any {
 const maxSpace = 1 << 20
 
 func (s *space) release() {
-	if cap(s.text) > maxSpace || cap(s.item) > maxSpace || cap(s.written.text) > maxSpace {
+	if cap(s.text) > maxSpace || cap(s.item) > maxSpace {
 		return
 	}
 	if s.held > maxSpace {
 		clear(s.lines)
 		clear(s.parts)
+		clear(s.items)
 		s.held = 0
 	}
 	s.text, s.item = s.text[:0], s.item[:0]
@@ -242,6 +284,7 @@ func (s *space) release() {
 type builder struct {
 	o        Options
 	space    *space
+	known    map[string][]*itemText // the sections' items' texts, by section
 	c        *accountable.ContextCapsule
 	count    *lineCounter
 	sections []*section
@@ -262,6 +305,10 @@ const bytesPerToken = 3
 
 func (b *builder) fit() (Pack, error) {
 	b.presize()
+	b.known = make(map[string][]*itemText, len(b.sections))
+	for _, s := range b.sections {
+		b.known[s.name] = s.known // a section's name is its list's member name
+	}
 	for {
 		text, err := b.render()
 		if err != nil {
@@ -384,7 +431,7 @@ func (b *builder) render() ([]byte, error) {
 	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
 	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0],
-		written: &b.space.written}
+		known: b.known, held: &b.space.held}
 	if w.spans == nil {
 		w.spans = make([]itemSpan, 0, 128)
 	}

@@ -274,3 +274,34 @@ func TestDigestsAreTheTexts(t *testing.T) {
 		t.Fatalf("%d versions, not two for each budget", len(versions))
 	}
 }
+
+// Builds that share items through the pooled space's texts (itemText) still make each
+// capsule's own text: random items, strings that escape and invalid UTF-8 among them
+// ("\xff" and "\xfe" have the same JSON), built in turn with items recurring, each text
+// compared with what Serialize makes of its capsule and delivery.
+func TestBuildsSharingItemTexts(t *testing.T) {
+	tk := tokens(t, accountable.TokenizerO200k)
+	r := rand.New(rand.NewPCG(30, 3))
+	base := sources(24, 12)
+	summaries := []string{"\xff bad", "\xfe bad", "<b>&amp;</b>", "line\u2028sep", "a \"quoted\" word", "back\\slash", "plain", "中文 🚀"}
+	for round := range 60 {
+		src := base
+		src.Pending = append([]accountable.ContextDecision(nil), base.Pending...)
+		src.Handoffs = append([]accountable.ContextHandoff(nil), base.Handoffs...)
+		src.Artifacts = append([]accountable.ContextArtifact(nil), base.Artifacts...)
+		for range 6 { // some items changed, most as before
+			src.Pending[r.IntN(len(src.Pending))].Summary = summaries[r.IntN(len(summaries))] + randomText(r)
+			src.Handoffs[r.IntN(len(src.Handoffs))].Summary = summaries[r.IntN(len(summaries))]
+			src.Artifacts[r.IntN(len(src.Artifacts))].Summary = summaries[r.IntN(len(summaries))]
+		}
+		budget := []int{1024, 4096, 200000}[round%3]
+		p, err := Build(src, Options{Tokens: tk, Budget: budget, Mode: accountable.ContextDeliveryFull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Serialize(serializedData{ContextCapsule: &p.Capsule, ContextDelivery: &p.Delivery})
+		if err != nil || want != p.Text {
+			t.Fatalf("round %d: the text is not the serialized data (%v)\n%s\n%s", round, err, p.Text, want)
+		}
+	}
+}

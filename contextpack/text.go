@@ -29,27 +29,12 @@ type canonWriter struct {
 	spans []itemSpan
 	// idAt and digestAt are where the capsule's capsule_id and content_digest values are.
 	idAt, digestAt int
-	// written, when not nil, keeps each list item's indented text, so that the next
-	// capsule of a build copies those it writes again (list).
-	written *writtenItems
-	lists   int // the lists begun (their number in written)
-}
-
-// writtenItems are the indented texts of a build's list items, by list (in the order the
-// capsule writes its lists) and item. A build renders its capsule again after leaving
-// items out (from the ends of its lists) or cutting its scope's texts: an item left in is
-// the same value at the same place, so its text is the same bytes.
-type writtenItems struct {
-	text  []byte
-	items [][][2]int // per list, per item: where its text is in text
-}
-
-func (t *writtenItems) reset() {
-	t.text = t.text[:0]
-	for i := range t.items {
-		t.items[i] = t.items[i][:0]
-	}
-	t.items = t.items[:0]
+	// known, when not nil, has what a build knows of its lists' items, by the list's
+	// member name (a section's name): an item's indented text is copied from there once
+	// written (list).
+	known map[string][]*itemText
+	held  *int   // the bytes known holds (space.held)
+	named string // the last member name written
 }
 
 // itemSpan is a list's object in the indented text: its lines but the closing one,
@@ -97,6 +82,7 @@ func (w *canonWriter) element() {
 
 // name starts the member name (a plain ASCII name, its own canonical form).
 func (w *canonWriter) name(name string) {
+	w.named = name
 	w.element()
 	w.buf = append(w.buf, '"')
 	w.buf = append(w.buf, name...)
@@ -199,25 +185,19 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 		w.buf = append(w.buf, "null"...)
 		return
 	}
-	w.open('[')
-	written := w.written
-	if written != nil && w.indent {
-		if w.lists == len(written.items) {
-			written.items = append(written.items, nil)
-		}
-	} else {
-		written = nil
+	var known []*itemText
+	if w.known != nil && w.indent {
+		known = w.known[w.named]
 	}
-	n := w.lists
-	w.lists++
+	w.open('[')
 	for i := range items {
 		w.element()
 		if w.spans == nil || !w.indent {
-			w.item(written, n, i, func() { each(w, &items[i]) })
+			w.item(known, i, func() { each(w, &items[i]) })
 			continue
 		}
 		from := len(w.buf) - w.depth - w.level // after the newline element wrote
-		w.item(written, n, i, func() { each(w, &items[i]) })
+		w.item(known, i, func() { each(w, &items[i]) })
 		// An object's closing line is its indentation and "}".
 		if to := len(w.buf) - 1 - w.depth - w.level; to > from && w.buf[to-1] == '\n' && w.buf[len(w.buf)-1] == '}' {
 			w.spans = append(w.spans, itemSpan{from, to})
@@ -226,22 +206,29 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 	w.close(']')
 }
 
-// item writes item i of list n with write, or copies its text written before.
-func (w *canonWriter) item(written *writtenItems, n, i int, write func()) {
-	if written == nil {
+// item writes item i of a list with write, or copies its text from known[i]: an item's
+// indented text is a function of its JSON (known's key) at the depth every capsule list
+// is written (itemText), and is kept there once written.
+func (w *canonWriter) item(known []*itemText, i int, write func()) {
+	if i >= len(known) || known[i] == nil || w.depth+w.level != capsuleItemDepth {
 		write()
 		return
 	}
-	if at := written.items[n]; i < len(at) {
-		w.buf = append(w.buf, written.text[at[i][0]:at[i][1]]...)
+	if t := known[i]; t.canon != "" {
+		w.buf = append(w.buf, t.canon...)
 		return
 	}
 	start := len(w.buf)
 	write()
-	from := len(written.text)
-	written.text = append(written.text, w.buf[start:]...)
-	written.items[n] = append(written.items[n], [2]int{from, len(written.text)})
+	known[i].canon = string(w.buf[start:])
+	if w.held != nil {
+		*w.held += len(known[i].canon)
+	}
 }
+
+// capsuleItemDepth is the indentation of a capsule's list items: the text's own member
+// (depth 1), the capsule's object and the list.
+const capsuleItemDepth = 1 + 2
 
 func (w *canonWriter) capsule(c *accountable.ContextCapsule) {
 	w.open('{')
