@@ -192,7 +192,6 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	if space.tokens != o.Tokens { // the counts it holds are another vocabulary's
 		clear(space.lines)
 		clear(space.parts)
-		clear(space.items)
 		space.tokens, space.held = o.Tokens, 0
 	}
 	b := &builder{o: o, c: &c, space: space, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
@@ -206,7 +205,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	}}
 	for _, s := range b.sections {
 		s.scratch = &b.scratch
-		s.items, s.held = space.items, &space.held
+		s.items, s.held = space.items, &space.itemsHeld
 	}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	defer func() { space.text, space.item = b.buf, b.scratch }()
@@ -224,6 +223,7 @@ type space struct {
 	lines      map[string]int
 	parts      map[string]int // of the parts of texts countPart counts
 	held       int            // the bytes of the keys of lines and parts
+	itemsHeld  int            // the bytes of items' keys and texts (bounded apart: the counts are kept longer)
 	digests    [4]digested    // the last texts digested, and their digests
 	nextDigest int            // the slot of digests written next
 	items      map[string]*itemText
@@ -274,8 +274,11 @@ func (s *space) release() {
 	if s.held > maxSpace {
 		clear(s.lines)
 		clear(s.parts)
-		clear(s.items)
 		s.held = 0
+	}
+	if s.itemsHeld > maxSpace {
+		clear(s.items)
+		s.itemsHeld = 0
 	}
 	s.text, s.item = s.text[:0], s.item[:0]
 	spaces.Put(s)
@@ -431,7 +434,7 @@ func (b *builder) render() ([]byte, error) {
 	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
 	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0],
-		known: b.known, held: &b.space.held}
+		known: b.known, held: &b.space.itemsHeld}
 	if w.spans == nil {
 		w.spans = make([]itemSpan, 0, 128)
 	}

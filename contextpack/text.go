@@ -33,7 +33,7 @@ type canonWriter struct {
 	// member name (a section's name): an item's indented text is copied from there once
 	// written (list).
 	known map[string][]*itemText
-	held  *int   // the bytes known holds (space.held)
+	held  *int   // the bytes known holds (space.itemsHeld)
 	named string // the last member name written
 }
 
