@@ -92,8 +92,7 @@ func (a *Discovery) MineDiscoveryRun(ctx context.Context, in DiscoveryRef) (acco
 		if err != nil {
 			return "", retryable(err)
 		}
-		traced, more := discovery.TraceEventsOf(page.Events, work, pos, req.Mines)
-		events, ordinary = append(events, traced...), append(ordinary, more...)
+		events, ordinary = discovery.AppendTraceEvents(events, ordinary, page.Events, work, pos, req.Mines)
 		pos += int64(len(page.Events))
 		counts.EventsRead += len(page.Events) - requests
 		if activity.IsActivity(ctx) {

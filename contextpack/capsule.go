@@ -54,13 +54,51 @@ type section struct {
 	status  *accountable.ContextSourceStatus
 	texts   []string // each item's lines as the text has them, made once (text)
 	sizes   []int    // their lengths, when only those were needed (size)
-	read    int      // items read
-	more    bool
-	len     func() int
-	keep    func(n int)
+	// indentation is what indenting adds to an item's JSON, the same for each item of a
+	// section: an item's members and their nesting are its type's whatever its values (no
+	// slice, map or omitted member; a pointer is null or a string), and indenting adds
+	// bytes only around members and brackets (TestSectionText checks the sizes).
+	indentation int
+	shaped      bool // indentation is known
+	read        int  // items read
+	more        bool
+	len         func() int
+	keep        func(n int)
 	// appendItem appends item i as json.Marshal writes it.
 	appendItem func(buf []byte, i int) []byte
 	scratch    *[]byte // the sections' buffer for an item's JSON
+	// items, when not nil, keeps what builds made of items by their JSON (the pooled
+	// space's), and known has each item's (found by size); held counts the keys and texts.
+	items map[string]*itemText
+	known []*itemText
+	held  *int
+}
+
+// itemText is what builds made of an item, kept by its JSON (json.Marshal's, which size
+// makes of every item read): its share of the text (section.text) and its indented
+// canonical text in a capsule's list (canonWriter.item). Both are functions of that JSON:
+// it has the item's members and values, its strings with each invalid UTF-8 byte made
+// U+FFFD as canonical JSON makes them, and the indentation is that of every capsule's lists.
+// A scope's capsules repeat most of their items from one request to the next.
+type itemText struct {
+	text, canon string
+}
+
+// knownItem is item i's itemText, found or made by its JSON.
+func (s *section) knownItem(i int, json []byte) {
+	if s.items == nil {
+		return
+	}
+	if s.known == nil {
+		s.known = make([]*itemText, s.read)
+	}
+	t, ok := s.items[string(json)] // a lookup: no copy of the JSON
+	if !ok {
+		t = &itemText{}
+		s.items[string(json)] = t
+		*s.held += len(json)
+	}
+	s.known[i] = t
 }
 
 // text is item i's share of the text: its lines, indented as they are there (plus the
@@ -72,12 +110,19 @@ func (s *section) text(i int) string {
 	if s.texts == nil {
 		s.texts = make([]string, s.read)
 	}
+	if s.texts[i] == "" && s.known != nil && s.known[i] != nil && s.known[i].text != "" {
+		s.texts[i] = s.known[i].text
+	}
 	if s.texts[i] == "" {
 		buf := s.appendItem((*s.scratch)[:0], i)
 		n := len(buf)
 		buf = indentJSON(buf, buf[:n], "   ", " ") // the indented text after the JSON
 		*s.scratch = buf[:0]
 		s.texts[i] = string(buf[n:])
+		if s.known != nil && s.known[i] != nil {
+			s.known[i].text = s.texts[i]
+			*s.held += len(s.texts[i])
+		}
 	}
 	return s.texts[i]
 }
@@ -94,7 +139,11 @@ func (s *section) size(i int) int {
 	if s.sizes[i] == 0 {
 		buf := s.appendItem((*s.scratch)[:0], i)
 		*s.scratch = buf[:0]
-		s.sizes[i] = indentedLen(buf, len("   "), len(" "))
+		if !s.shaped {
+			s.indentation, s.shaped = indentedLen(buf, len("   "), len(" "))-len(buf), true
+		}
+		s.sizes[i] = len(buf) + s.indentation
+		s.knownItem(i, buf)
 	}
 	return s.sizes[i]
 }
@@ -145,7 +194,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 		clear(space.parts)
 		space.tokens, space.held = o.Tokens, 0
 	}
-	b := &builder{o: o, c: &c, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
+	b := &builder{o: o, c: &c, space: space, count: &lineCounter{tokens: o.Tokens, seen: space.lines, held: &space.held}, parts: space.parts, buf: space.text, scratch: space.item, sections: []*section{
 		sectionOf("active_constraints", 8, &c.ActiveConstraints, m.ActiveConstraints, &om.ActiveConstraints, &sc.ActiveConstraints),
 		sectionOf("open_risks", 6, &c.OpenRisks, m.OpenRisks, &om.OpenRisks, &sc.OpenRisks),
 		sectionOf("authoritative_decisions", 4, &c.AuthoritativeDecisions, m.AuthoritativeDecisions, &om.AuthoritativeDecisions, &sc.AuthoritativeDecisions),
@@ -156,6 +205,7 @@ func Build(src accountable.ContextSources, o Options) (Pack, error) {
 	}}
 	for _, s := range b.sections {
 		s.scratch = &b.scratch
+		s.items, s.held = space.items, &space.itemsHeld
 	}
 	b.reasons = append(append([]string{}, src.Reasons...), o.Reasons...)
 	defer func() { space.text, space.item = b.buf, b.scratch }()
@@ -173,10 +223,44 @@ type space struct {
 	lines      map[string]int
 	parts      map[string]int // of the parts of texts countPart counts
 	held       int            // the bytes of the keys of lines and parts
+	itemsHeld  int            // the bytes of items' keys and texts (bounded apart: the counts are kept longer)
+	digests    [4]digested    // the last texts digested, and their digests
+	nextDigest int            // the slot of digests written next
+	items      map[string]*itemText
+}
+
+// digested is a text hashed (or the indented capsule whose canonical form was) and its
+// digest. A capsule's text is hashed three times a build (its capsule's canonical form
+// after each of two renders, then the text itself), each tens of KB: a scope asked for
+// again unchanged, as an agent's turns ask, gives the same bytes, and comparing them is a
+// fraction of making the canonical form and hashing it.
+type digested struct {
+	of     []byte
+	digest string
+}
+
+// maxDigested is the longest text whose digest is kept (a large budget's are made anew).
+const maxDigested = 256 << 10
+
+// digest is compute(of), remembered: the digest kept for the same bytes, or compute's,
+// kept. compute must be a function of of's bytes alone.
+func (s *space) digest(of []byte, compute func([]byte) string) string {
+	for i := range s.digests {
+		if d := &s.digests[i]; len(d.of) == len(of) && d.digest != "" && bytes.Equal(d.of, of) {
+			return d.digest
+		}
+	}
+	digest := compute(of)
+	if len(of) <= maxDigested {
+		d := &s.digests[s.nextDigest]
+		d.of, d.digest = append(d.of[:0], of...), digest
+		s.nextDigest = (s.nextDigest + 1) % len(s.digests)
+	}
+	return digest
 }
 
 var spaces = sync.Pool{New: func() any {
-	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256)}
+	return &space{lines: make(map[string]int, 1024), parts: make(map[string]int, 256), items: make(map[string]*itemText, 256)}
 }}
 
 // maxSpace is the most bytes a space's buffers keep between builds (a capsule of a large
@@ -192,12 +276,18 @@ func (s *space) release() {
 		clear(s.parts)
 		s.held = 0
 	}
+	if s.itemsHeld > maxSpace {
+		clear(s.items)
+		s.itemsHeld = 0
+	}
 	s.text, s.item = s.text[:0], s.item[:0]
 	spaces.Put(s)
 }
 
 type builder struct {
 	o        Options
+	space    *space
+	known    map[string][]*itemText // the sections' items' texts, by section
 	c        *accountable.ContextCapsule
 	count    *lineCounter
 	sections []*section
@@ -218,6 +308,10 @@ const bytesPerToken = 3
 
 func (b *builder) fit() (Pack, error) {
 	b.presize()
+	b.known = make(map[string][]*itemText, len(b.sections))
+	for _, s := range b.sections {
+		b.known[s.name] = s.known // a section's name is its list's member name
+	}
 	for {
 		text, err := b.render()
 		if err != nil {
@@ -252,7 +346,7 @@ func (b *builder) fit() (Pack, error) {
 
 // pack is the capsule built, with text (the builder's buffer) as its text.
 func (b *builder) pack(text []byte) Pack {
-	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: canonical.Digest(text), Tokens: b.tokens}
+	return Pack{Capsule: *b.c, Delivery: b.d, Text: string(text), Version: b.space.digest(text, canonical.Digest), Tokens: b.tokens}
 }
 
 // presize leaves out, by the byte size of their lines, the items that surely do not fit.
@@ -339,13 +433,17 @@ func (b *builder) render() ([]byte, error) {
 	// the digest is of its canonical JSON (the text without its indentation), and the two
 	// are then put in their places.
 	c.CapsuleID, c.ContentDigest = "", ""
-	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0]}
+	w := canonWriter{buf: append(b.buf[:0], "{\n \"context_capsule\": "...), indent: true, depth: 1, spans: b.spans[:0],
+		known: b.known, held: &b.space.itemsHeld}
 	if w.spans == nil {
 		w.spans = make([]itemSpan, 0, 128)
 	}
 	w.capsule(c)
-	b.scratch = dedent(b.scratch[:0], w.buf[len("{\n \"context_capsule\": "):])
-	digest := canonical.Digest(b.scratch)
+	// The digest is of the capsule's canonical form, a function of its indented text.
+	digest := b.space.digest(w.buf[len("{\n \"context_capsule\": "):], func(indented []byte) string {
+		b.scratch = dedent(b.scratch[:0], indented)
+		return canonical.Digest(b.scratch)
+	})
 	c.ContentDigest = digest
 	c.CapsuleID = "cap_" + digest[len("sha256:"):len("sha256:")+32]
 	w.fill(c.CapsuleID, c.ContentDigest)

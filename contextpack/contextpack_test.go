@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // sources makes a scope with n items in each section, with texts of every script the
@@ -216,6 +217,91 @@ func TestTextIsTheSerializedData(t *testing.T) {
 		want, err := Serialize(serializedData{ContextCapsule: &p.Capsule, ContextDelivery: &p.Delivery})
 		if err != nil || want != p.Text {
 			t.Fatalf("budget %d: the text is not the serialized data (%v)\n%s\n%s", budget, err, p.Text, want)
+		}
+	}
+}
+
+// A build's digests are the digests of what it built, whichever texts the pooled space
+// remembers: the same scope again, one changed within the same lengths (a summary's
+// letter), and others in between.
+func TestDigestsAreTheTexts(t *testing.T) {
+	tk := tokens(t, accountable.TokenizerO200k)
+	check := func(step string, p Pack) {
+		t.Helper()
+		if p.Version != canonical.Digest([]byte(p.Text)) {
+			t.Fatalf("%s: version %s is not the text's", step, p.Version)
+		}
+		c := p.Capsule
+		c.CapsuleID, c.ContentDigest = "", ""
+		want, err := canonical.DigestOf(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Capsule.ContentDigest != want || p.Capsule.CapsuleID != "cap_"+want[len("sha256:"):len("sha256:")+32] {
+			t.Fatalf("%s: content digest %s and capsule id %s, want %s", step, p.Capsule.ContentDigest, p.Capsule.CapsuleID, want)
+		}
+	}
+	build := func(src accountable.ContextSources, budget int) Pack {
+		p, err := Build(src, Options{Tokens: tk, Budget: budget, Mode: accountable.ContextDeliveryFull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	versions := map[string]bool{}
+	for i := range 12 {
+		budget := []int{2048, 8192, 200000}[i%3]
+		var texts [2]string // of the sources as made, and changed
+		for step := range 4 {
+			src := sources(30, 11)
+			if step%2 == 1 { // a letter of the scope and of the first items: the same lengths, another text
+				src.Scope.Initiative.Status = "Active"
+				src.Pending[0].Summary = strings.Replace(src.Pending[0].Summary, "e", "E", 1)
+				src.Handoffs[0].Summary = strings.Replace(src.Handoffs[0].Summary, "e", "E", 1)
+				src.Decided[0].Summary = strings.Replace(src.Decided[0].Summary, "e", "E", 1)
+			}
+			p := build(src, budget)
+			check(fmt.Sprintf("budget %d step %d", budget, step), p)
+			if texts[step%2] == "" {
+				texts[step%2] = p.Text
+			} else if p.Text != texts[step%2] {
+				t.Fatalf("budget %d step %d: another text of the same sources", budget, step)
+			}
+			versions[p.Version] = true
+		}
+	}
+	if len(versions) != 6 {
+		t.Fatalf("%d versions, not two for each budget", len(versions))
+	}
+}
+
+// Builds that share items through the pooled space's texts (itemText) still make each
+// capsule's own text: random items, strings that escape and invalid UTF-8 among them
+// ("\xff" and "\xfe" have the same JSON), built in turn with items recurring, each text
+// compared with what Serialize makes of its capsule and delivery.
+func TestBuildsSharingItemTexts(t *testing.T) {
+	tk := tokens(t, accountable.TokenizerO200k)
+	r := rand.New(rand.NewPCG(30, 3))
+	base := sources(24, 12)
+	summaries := []string{"\xff bad", "\xfe bad", "<b>&amp;</b>", "line\u2028sep", "a \"quoted\" word", "back\\slash", "plain", "中文 🚀"}
+	for round := range 60 {
+		src := base
+		src.Pending = append([]accountable.ContextDecision(nil), base.Pending...)
+		src.Handoffs = append([]accountable.ContextHandoff(nil), base.Handoffs...)
+		src.Artifacts = append([]accountable.ContextArtifact(nil), base.Artifacts...)
+		for range 6 { // some items changed, most as before
+			src.Pending[r.IntN(len(src.Pending))].Summary = summaries[r.IntN(len(summaries))] + randomText(r)
+			src.Handoffs[r.IntN(len(src.Handoffs))].Summary = summaries[r.IntN(len(summaries))]
+			src.Artifacts[r.IntN(len(src.Artifacts))].Summary = summaries[r.IntN(len(summaries))]
+		}
+		budget := []int{1024, 4096, 200000}[round%3]
+		p, err := Build(src, Options{Tokens: tk, Budget: budget, Mode: accountable.ContextDeliveryFull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Serialize(serializedData{ContextCapsule: &p.Capsule, ContextDelivery: &p.Delivery})
+		if err != nil || want != p.Text {
+			t.Fatalf("round %d: the text is not the serialized data (%v)\n%s\n%s", round, err, p.Text, want)
 		}
 	}
 }

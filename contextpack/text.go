@@ -29,6 +29,12 @@ type canonWriter struct {
 	spans []itemSpan
 	// idAt and digestAt are where the capsule's capsule_id and content_digest values are.
 	idAt, digestAt int
+	// known, when not nil, has what a build knows of its lists' items, by the list's
+	// member name (a section's name): an item's indented text is copied from there once
+	// written (list).
+	known map[string][]*itemText
+	held  *int   // the bytes known holds (space.itemsHeld)
+	named string // the last member name written
 }
 
 // itemSpan is a list's object in the indented text: its lines but the closing one,
@@ -38,11 +44,17 @@ type itemSpan struct{ from, to int }
 func (w *canonWriter) newline() {
 	if w.indent {
 		w.buf = append(w.buf, '\n')
-		for range w.depth + w.level {
-			w.buf = append(w.buf, ' ')
+		n := w.depth + w.level
+		for n > len(blanks) {
+			w.buf = append(w.buf, blanks...)
+			n -= len(blanks)
 		}
+		w.buf = append(w.buf, blanks[:n]...) // one copy, not a byte at a time
 	}
 }
+
+// blanks are the indentation newline copies.
+const blanks = "                                "
 
 func (w *canonWriter) open(c byte) {
 	w.buf = append(w.buf, c)
@@ -70,6 +82,7 @@ func (w *canonWriter) element() {
 
 // name starts the member name (a plain ASCII name, its own canonical form).
 func (w *canonWriter) name(name string) {
+	w.named = name
 	w.element()
 	w.buf = append(w.buf, '"')
 	w.buf = append(w.buf, name...)
@@ -172,15 +185,19 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 		w.buf = append(w.buf, "null"...)
 		return
 	}
+	var known []*itemText
+	if w.known != nil && w.indent {
+		known = w.known[w.named]
+	}
 	w.open('[')
 	for i := range items {
 		w.element()
 		if w.spans == nil || !w.indent {
-			each(w, &items[i])
+			w.item(known, i, func() { each(w, &items[i]) })
 			continue
 		}
 		from := len(w.buf) - w.depth - w.level // after the newline element wrote
-		each(w, &items[i])
+		w.item(known, i, func() { each(w, &items[i]) })
 		// An object's closing line is its indentation and "}".
 		if to := len(w.buf) - 1 - w.depth - w.level; to > from && w.buf[to-1] == '\n' && w.buf[len(w.buf)-1] == '}' {
 			w.spans = append(w.spans, itemSpan{from, to})
@@ -188,6 +205,30 @@ func list[T any](w *canonWriter, items []T, each func(*canonWriter, *T)) {
 	}
 	w.close(']')
 }
+
+// item writes item i of a list with write, or copies its text from known[i]: an item's
+// indented text is a function of its JSON (known's key) at the depth every capsule list
+// is written (itemText), and is kept there once written.
+func (w *canonWriter) item(known []*itemText, i int, write func()) {
+	if i >= len(known) || known[i] == nil || w.depth+w.level != capsuleItemDepth {
+		write()
+		return
+	}
+	if t := known[i]; t.canon != "" {
+		w.buf = append(w.buf, t.canon...)
+		return
+	}
+	start := len(w.buf)
+	write()
+	known[i].canon = string(w.buf[start:])
+	if w.held != nil {
+		*w.held += len(known[i].canon)
+	}
+}
+
+// capsuleItemDepth is the indentation of a capsule's list items: the text's own member
+// (depth 1), the capsule's object and the list.
+const capsuleItemDepth = 1 + 2
 
 func (w *canonWriter) capsule(c *accountable.ContextCapsule) {
 	w.open('{')

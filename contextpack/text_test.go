@@ -67,7 +67,8 @@ func fill(r *rand.Rand, v reflect.Value) {
 
 func randomText(r *rand.Rand) string {
 	pieces := []string{"", "plain", "a \"quoted\" word", "back\\slash", "tab\t", "new\nline", "\x01\x1f", "<b>&amp;</b>",
-		"line\u2028sep\u2029", "résumé", "中文", "🚀", "\xff\xfe bad", "\u007f", "sha256:0123abcd", " lead", "trail "}
+		"line\u2028sep\u2029", "résumé", "中文", "🚀", "\xff\xfe bad", "\u007f", "sha256:0123abcd", " lead", "trail ",
+		`name": value`, `ends in a backslash\`, "\": "}
 	var b []byte
 	for range r.IntN(4) {
 		b = append(b, pieces[r.IntN(len(pieces))]...)

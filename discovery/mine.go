@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -43,37 +44,79 @@ const (
 // Mine turns events into candidate processes (see the package comment). runID seeds the
 // candidates' ids; the result depends on nothing else.
 func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessCard, int) {
-	byCase := map[string][]accountable.TraceEvent{}
-	for _, e := range events {
-		byCase[e.CaseID] = append(byCase[e.CaseID], e)
+	// Each case's events, as indices in the order given: a number per case (in the order
+	// first seen), then the indices grouped by case number (a counting sort keeps their
+	// order). A run's 200,000 events are not copied into a slice per case.
+	number := make(map[string]int32)
+	var caseIDs []string
+	var sizes []int32
+	caseOf := make([]int32, len(events))
+	for i := range events {
+		n, ok := number[events[i].CaseID]
+		if !ok {
+			n = int32(len(caseIDs))
+			number[events[i].CaseID] = n
+			caseIDs, sizes = append(caseIDs, events[i].CaseID), append(sizes, 0)
+		}
+		caseOf[i] = n
+		sizes[n]++
 	}
-	cases := make([]string, 0, len(byCase))
-	for c := range byCase {
-		cases = append(cases, c)
+	starts := make([]int32, len(caseIDs)+1)
+	for n, k := range sizes {
+		starts[n+1] = starts[n] + k
 	}
-	sort.Strings(cases)
+	order := make([]int32, len(events))
+	next := append([]int32(nil), starts[:len(caseIDs)]...)
+	for i, n := range caseOf {
+		order[next[n]] = int32(i)
+		next[n]++
+	}
+	cases := make([]int32, len(caseIDs)) // case numbers by case id
+	for n := range cases {
+		cases[n] = int32(n)
+	}
+	slices.SortFunc(cases, func(a, b int32) int { return strings.Compare(caseIDs[a], caseIDs[b]) })
+	// Events in time order, those at one instant by Seq, then as given.
+	before := func(a, b int32) bool {
+		ea, eb := &events[a], &events[b]
+		if !ea.At.Equal(eb.At) {
+			return ea.At.Before(eb.At)
+		}
+		return ea.Seq < eb.Seq
+	}
 	names := map[string]string{}
 	type variant struct {
 		stages    []string
-		cases     []string
+		support   int // its cases
 		bases     []accountable.CaseBasis
 		citations []accountable.Citation
 	}
 	variants := map[string]*variant{}
 	follows := map[[2]string]int{}
 	startsIn := map[string]int{} // cases in which a stage occurs
-	for _, c := range cases {
-		evs := byCase[c]
-		sort.SliceStable(evs, func(i, j int) bool {
-			if !evs[i].At.Equal(evs[j].At) {
-				return evs[i].At.Before(evs[j].At)
+	var trace []string           // a case's, reused: a variant keeps a copy
+	var cites []accountable.Citation
+	var key []byte
+	for _, n := range cases {
+		evs := order[starts[n]:starts[n+1]]
+		for i := 1; i < len(evs); i++ {
+			if before(evs[i], evs[i-1]) {
+				slices.SortStableFunc(evs, func(a, b int32) int {
+					switch {
+					case before(a, b):
+						return -1
+					case before(b, a):
+						return 1
+					}
+					return 0
+				})
+				break
 			}
-			return evs[i].Seq < evs[j].Seq
-		})
-		var trace []string
-		var cites []accountable.Citation
+		}
+		trace, cites = trace[:0], cites[:0]
 		var basis accountable.CaseBasis // the case's strongest
-		for _, e := range evs {
+		for _, i := range evs {
+			e := &events[i]
 			if e.Basis.Rule != "" && (basis.Rule == "" || rank(e.Basis.Rule) < rank(basis.Rule)) {
 				basis = e.Basis
 			}
@@ -89,23 +132,30 @@ func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessC
 			trace = append(trace, e.Stage)
 			cites = append(cites, e.Citation)
 		}
-		seen := map[string]bool{}
+		var seen map[string]bool // for a long trace; a short one is searched
+		if len(trace) > 16 {
+			seen = make(map[string]bool, len(trace))
+		}
+		key = key[:0]
 		for i, s := range trace {
-			if !seen[s] {
+			if seen != nil && !seen[s] || seen == nil && !slices.Contains(trace[:i], s) {
 				startsIn[s]++
-				seen[s] = true
+				if seen != nil {
+					seen[s] = true
+				}
 			}
 			if i > 0 {
 				follows[[2]string{trace[i-1], s}]++
+				key = append(key, 0)
 			}
+			key = append(key, s...)
 		}
-		key := strings.Join(trace, "\x00")
-		v := variants[key]
+		v := variants[string(key)]
 		if v == nil {
-			v = &variant{stages: trace}
-			variants[key] = v
+			v = &variant{stages: slices.Clone(trace)}
+			variants[string(key)] = v
 		}
-		v.cases = append(v.cases, c)
+		v.support++
 		v.bases = append(v.bases, basis)
 		for _, ct := range cites {
 			if len(v.citations) < MaxCitations {
@@ -115,7 +165,7 @@ func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessC
 	}
 	var cards []accountable.ProcessCard
 	for key, v := range variants {
-		if len(v.stages) < 2 || len(v.cases) < MinCaseSupport {
+		if len(v.stages) < 2 || v.support < MinCaseSupport {
 			continue
 		}
 		dep := 1.0
@@ -123,7 +173,7 @@ func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessC
 			ab, ba := float64(follows[[2]string{v.stages[i-1], v.stages[i]}]), float64(follows[[2]string{v.stages[i], v.stages[i-1]}])
 			dep = math.Min(dep, (ab-ba)/(ab+ba+1))
 		}
-		share := float64(len(v.cases)) / float64(startsIn[v.stages[0]])
+		share := float64(v.support) / float64(startsIn[v.stages[0]])
 		conf := math.Round(math.Max(0, math.Min(1, share*dep))*1000) / 1000
 		stages := make([]accountable.CandidateStage, len(v.stages))
 		for i, s := range v.stages {
@@ -137,8 +187,8 @@ func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessC
 		h := hex.EncodeToString(sum[:16])
 		id := h[0:8] + "-" + h[8:12] + "-8" + h[13:16] + "-" + "8" + h[17:20] + "-" + h[20:32] // RFC 9562 version 8 (custom)
 		cards = append(cards, accountable.ProcessCard{ID: id, Name: stages[0].Name + " → " + stages[len(stages)-1].Name,
-			Purpose: fmt.Sprintf("Observed in %d cases: %s.", len(v.cases), joinStageNames(stages)),
-			Stages:  stages, Confidence: conf, Support: len(v.cases), Grouping: groupingOf(v.bases), Citations: v.citations,
+			Purpose: fmt.Sprintf("Observed in %d cases: %s.", v.support, joinStageNames(stages)),
+			Stages:  stages, Confidence: conf, Support: v.support, Grouping: groupingOf(v.bases), Citations: v.citations,
 			Limitations: []string{"Mined from the order of events alone: stages, not their intent; confirm before relying on it."}})
 	}
 	sort.Slice(cards, func(i, j int) bool {
@@ -150,7 +200,7 @@ func Mine(runID string, events []accountable.TraceEvent) ([]accountable.ProcessC
 	if len(cards) > MaxCandidates {
 		cards = cards[:MaxCandidates]
 	}
-	return cards, len(cases)
+	return cards, len(caseIDs)
 }
 
 func joinStageNames(s []accountable.CandidateStage) string {
@@ -197,9 +247,15 @@ var EventTypes = []string{accountable.EventHandoffProposed, accountable.EventWor
 // facts) is returned for InferCases, which needs them all. pos numbers the events in
 // stream order (the tie-break of events at one instant).
 func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
-	var out []accountable.TraceEvent
-	var ordinary []accountable.CompletedWork
-	for i, e := range events {
+	return AppendTraceEvents(make([]accountable.TraceEvent, 0, 2*len(events)), nil, events, work, pos, kinds)
+}
+
+// AppendTraceEvents appends TraceEventsOf's two results to out and ordinary: a run
+// gathers its pages' into one slice without copying each page's.
+func AppendTraceEvents(out []accountable.TraceEvent, ordinary []accountable.CompletedWork, events []accountable.Event,
+	work map[string]accountable.WorkFacts, pos int64, kinds func(accountable.SourceKind) bool) ([]accountable.TraceEvent, []accountable.CompletedWork) {
+	for i := range events {
+		e := &events[i]
 		seq := (pos + int64(i)) * 2
 		cite := accountable.Citation{Kind: "ledger_event", EventID: e.ID}
 		switch e.EventType {
@@ -207,15 +263,14 @@ func TraceEventsOf(events []accountable.Event, work map[string]accountable.WorkF
 			if !kinds(accountable.SourceHandoffs) {
 				continue
 			}
-			var h payload.HandoffProposed
-			if err := json.Unmarshal(e.Payload, &h); err != nil || h.HandoffKey == "" {
+			h, ok := handoffStagesOf(e.Payload)
+			if !ok {
 				continue
 			}
-			cite.CaseID = h.HandoffKey
-			at := h.CreatedAt.Time
-			basis := accountable.CaseBasis{Rule: accountable.GroupHandoffKey, Label: h.HandoffKey}
-			out = append(out, accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.FromStageKey, At: at, Seq: seq, Citation: cite, Basis: basis},
-				accountable.TraceEvent{CaseID: h.HandoffKey, Stage: h.ToStageKey, At: at, Seq: seq + 1, Citation: cite, Basis: basis})
+			cite.CaseID = h.key
+			basis := accountable.CaseBasis{Rule: accountable.GroupHandoffKey, Label: h.key}
+			out = append(out, accountable.TraceEvent{CaseID: h.key, Stage: h.from, At: h.at, Seq: seq, Citation: cite, Basis: basis},
+				accountable.TraceEvent{CaseID: h.key, Stage: h.to, At: h.at, Seq: seq + 1, Citation: cite, Basis: basis})
 		case accountable.EventEpisodeRecorded:
 			if !kinds(accountable.SourceLedger) {
 				continue
