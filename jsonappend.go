@@ -185,29 +185,33 @@ func (o Object) appendJSON(buf []byte) ([]byte, error) {
 	return append(buf, o[start:]...), nil
 }
 
-// appendJSONFloatPtr appends *f as encoding/json writes a float64 (or null for nil):
-// the shortest digits that round-trip, exponent form below 1e-6 and from 1e21 on, with
-// its exponent's leading zero dropped; NaN and the infinities fail with json.Marshal's
-// error.
+// appendJSONFloatPtr appends *f as AppendJSONFloat writes it (or null for nil); NaN and
+// the infinities fail with json.Marshal's error.
 func appendJSONFloatPtr(buf []byte, f *float64) ([]byte, error) {
 	if f == nil {
 		return append(buf, "null"...), nil
 	}
-	v := *f
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		_, err := json.Marshal(v)
+	if math.IsNaN(*f) || math.IsInf(*f, 0) {
+		_, err := json.Marshal(*f)
 		return buf, err
 	}
+	return AppendJSONFloat(buf, *f), nil
+}
+
+// AppendJSONFloat appends the finite f as encoding/json writes a float64 (slog's
+// JSONHandler writes floats through it too): the shortest digits that read back as f, in
+// exponent form below 1e-6 and from 1e21 on, its exponent without a leading zero.
+func AppendJSONFloat(buf []byte, f float64) []byte {
 	format := byte('f')
-	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	buf = strconv.AppendFloat(buf, v, format, -1, 64)
+	buf = strconv.AppendFloat(buf, f, format, -1, 64)
 	if n := len(buf); format == 'e' && n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
 		buf[n-2] = buf[n-1] // e-09 -> e-9
 		buf = buf[:n-1]
 	}
-	return buf, nil
+	return buf
 }
 
 // appendJSONMembers appends the members of r's JSON, each after a comma (the

@@ -4,11 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/accountablework/accountable"
 )
 
 // The request log line is written for every request, and slog's handler costs a tenth of
@@ -112,7 +113,7 @@ func appendRequestLine(buf []byte, level slog.Level, now time.Time, l *requestLi
 	buf = append(buf, `","status":`...)
 	buf = strconv.AppendInt(buf, int64(l.status), 10)
 	buf = append(buf, `,"duration_ms":`...)
-	buf = appendJSONFloat(buf, l.durationMS)
+	buf = accountable.AppendJSONFloat(buf, l.durationMS)
 	if l.principal {
 		buf = append(buf, `,"workspace_id":"`...)
 		buf = appendSlogString(buf, l.workspaceID)
@@ -121,25 +122,6 @@ func appendRequestLine(buf []byte, level slog.Level, now time.Time, l *requestLi
 		buf = append(buf, '"')
 	}
 	return append(buf, "}\n"...)
-}
-
-// appendJSONFloat appends f as encoding/json writes a float64 (slog's JSONHandler writes
-// floats through it): the shortest decimal that reads back as f, in exponent form below
-// 1e-6 and from 1e21 on, its exponent without a leading zero. f is finite.
-func appendJSONFloat(buf []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	buf = strconv.AppendFloat(buf, f, format, -1, 64)
-	if format == 'e' { // e-09 to e-9
-		if n := len(buf); n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
-			buf[n-2] = buf[n-1]
-			buf = buf[:n-1]
-		}
-	}
-	return buf
 }
 
 // appendSlogString appends s as slog's JSONHandler writes a string's contents: " and \
