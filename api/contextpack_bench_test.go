@@ -55,21 +55,8 @@ func BenchmarkContextPackPath(b *testing.B) {
 	b.Run("path", func(b *testing.B) {
 		rc := &fasthttp.RequestCtx{}
 		rc.Init(&req, remote, nil)
-		handler(rc)
-		if rc.Response.StatusCode() != fiber.StatusOK {
-			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
-		}
+		benchAnswers(b, handler, rc)
 		b.ReportMetric(float64(len(rc.Response.Body())), "answer-bytes")
-		b.ReportAllocs()
-		cpu := processCPU()
-		for b.Loop() {
-			rc.Response.Reset()
-			handler(rc)
-		}
-		reportCPU(b, cpu)
-		if rc.Response.StatusCode() != fiber.StatusOK {
-			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
-		}
 	})
 
 	tk, err := contextpack.Tokenizer(accountable.TokenizerO200k)
