@@ -28,11 +28,8 @@ import (
 // log the request's line, bind the binding of its path parameter, encodeTask the answer's
 // envelope.
 func BenchmarkCommonPath(b *testing.B) {
-	key, prefix := tokens.NewAPIKey()
 	task := benchTask()
-	keys := &heldKeyStore{key: accountable.APIKey{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", Prefix: prefix,
-		UserID: "0190c7a2-1b2c-7d3e-8f40-000000000002", UserEmail: "someone@example.com", WorkspaceID: task.WorkspaceID,
-		MemberOf: []string{task.WorkspaceID}}, hash: tokens.HashAPIKey(key)}
+	key, keys := heldKey(task.WorkspaceID)
 	stores := make([]any, len(storeTypes))
 	stores[workStore.index] = benchWorkStore{task: task}
 	log := slog.New(NewJSONLineHandler(io.Discard, nil)) // the request line written directly
@@ -170,6 +167,15 @@ func (w benchWorkStore) CompleteWork(context.Context, accountable.Principal, *ac
 
 func (benchWorkStore) WorkReceipt(context.Context, string, string) (accountable.WorkReceipt, error) {
 	panic("not in the bench")
+}
+
+// heldKey makes a key of someone@example.com's, a member of workspaceID only, held in
+// memory by the heldKeyStore returned with it.
+func heldKey(workspaceID string) (string, *heldKeyStore) {
+	key, prefix := tokens.NewAPIKey()
+	return key, &heldKeyStore{key: accountable.APIKey{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", Prefix: prefix,
+		UserID: "0190c7a2-1b2c-7d3e-8f40-000000000002", UserEmail: "someone@example.com", WorkspaceID: workspaceID,
+		MemberOf: []string{workspaceID}}, hash: tokens.HashAPIKey(key)}
 }
 
 // heldKeyStore holds one key in memory, as the key cache holds a key it found.

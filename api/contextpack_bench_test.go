@@ -14,7 +14,6 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/contextpack"
 	"github.com/accountablework/accountable/contextpack/contextpacktest"
-	"github.com/accountablework/accountable/tokens"
 )
 
 // BenchmarkContextPackPath is POST /context-pack (delivery_mode full) as make bench's
@@ -30,10 +29,7 @@ import (
 // and its answer's JSON with the text escaped).
 func BenchmarkContextPackPath(b *testing.B) {
 	src := contextpacktest.BenchSources()
-	key, prefix := tokens.NewAPIKey()
-	keys := &heldKeyStore{key: accountable.APIKey{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", Prefix: prefix,
-		UserID: "0190c7a2-1b2c-7d3e-8f40-000000000002", UserEmail: "someone@example.com", WorkspaceID: src.WorkspaceID,
-		MemberOf: []string{src.WorkspaceID}}, hash: tokens.HashAPIKey(key)}
+	key, keys := heldKey(src.WorkspaceID)
 	stores := make([]any, len(storeTypes))
 	stores[contextStore.index] = heldContextStore{src: src}
 	log := slog.New(NewJSONLineHandler(io.Discard, nil))

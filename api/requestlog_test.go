@@ -14,9 +14,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
-
-	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/tokens"
 )
 
 // TestRequestLineIsSlogs compares the request line written directly (appendRequestLine)
@@ -110,11 +107,8 @@ func randomDuration(rng *rand.Rand) float64 {
 // JSONHandler: their lines differ in nothing but the time and the duration. The requests
 // are answered, refused before authentication, refused by it, and failed by the server.
 func TestRequestLineThroughTheServer(t *testing.T) {
-	key, prefix := tokens.NewAPIKey()
 	task := benchTask()
-	keys := &heldKeyStore{key: accountable.APIKey{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", Prefix: prefix,
-		UserID: "0190c7a2-1b2c-7d3e-8f40-000000000002", WorkspaceID: task.WorkspaceID, MemberOf: []string{task.WorkspaceID}},
-		hash: tokens.HashAPIKey(key)}
+	key, keys := heldKey(task.WorkspaceID)
 	stores := make([]any, len(storeTypes))
 	stores[workStore.index] = benchWorkStore{task: task}
 	var direct, viaSlog bytes.Buffer

@@ -12,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/accountablework/accountable"
-	"github.com/accountablework/accountable/tokens"
 )
 
 // The service's own CPU on make bench's two write lines, POST /work and
@@ -24,11 +23,8 @@ import (
 //
 //	go test -run '^$' -bench WritePath -benchmem ./api
 func BenchmarkWritePath(b *testing.B) {
-	key, prefix := tokens.NewAPIKey()
 	task := benchTask()
-	keys := &heldKeyStore{key: accountable.APIKey{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", Prefix: prefix,
-		UserID: "0190c7a2-1b2c-7d3e-8f40-000000000002", UserEmail: "someone@example.com", WorkspaceID: task.WorkspaceID,
-		MemberOf: []string{task.WorkspaceID}}, hash: tokens.HashAPIKey(key)}
+	key, keys := heldKey(task.WorkspaceID)
 	store := benchWorkStore{task: task}
 	store.created = accountable.WorkCreated{TaskID: task.ID, EventRef: accountable.EventRef{EventID: "0190c7a2-1b2c-7d3e-8f40-123456789abd",
 		AggregateVersion: 1, EventHash: "sha256:" + hex64}, Task: task}
