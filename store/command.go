@@ -388,24 +388,12 @@ func queueCommit[T any](t *tx, result T, explicit bool) ([]byte, error) {
 	var data []byte
 	if idem := t.cc.Idempotency; idem != nil {
 		// The replay document {"v":1,"data":…}, as encoding/json writes replayDocument; the
-		// result's JSON is the part after the prefix. A result with its own encoder of
-		// json.Marshal's bytes (the work commands', make bench's) is written by it.
-		prefix := replayDocumentPrefix
-		var doc []byte
-		if a, ok := any(result).(interface{ AppendJSON([]byte) ([]byte, error) }); ok {
-			var err error
-			if doc, err = a.AppendJSON(append(make([]byte, 0, 2<<10), prefix...)); err != nil {
-				return nil, fmt.Errorf("store: encode the response document: %w", err)
-			}
-			data = doc[len(prefix):len(doc):len(doc)]
-		} else {
-			var err error
-			if data, err = json.Marshal(result); err != nil {
-				return nil, fmt.Errorf("store: encode the response document: %w", err)
-			}
-			doc = append(make([]byte, 0, len(prefix)+len(data)+1), prefix...)
-			doc = append(doc, data...)
+		// result's JSON is the part after the prefix.
+		doc, err := appendResultJSON(append(make([]byte, 0, 2<<10), replayDocumentPrefix...), result)
+		if err != nil {
+			return nil, fmt.Errorf("store: encode the response document: %w", err)
 		}
+		data = doc[len(replayDocumentPrefix):len(doc):len(doc)]
 		doc = append(doc, '}')
 		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
 				status, created_at, expires_at)
@@ -472,6 +460,17 @@ func queueHead(t *tx, ref aggregateRef, h *head) {
 // a response's shape that a stored document cannot be decoded into bumps it (and teaches
 // replay to read the old version).
 const replayVersion = 1
+
+// appendResultJSON appends json.Marshal's encoding of a command's result: written by the
+// result itself where it has an encoder of those bytes (the work commands', on every
+// request of make bench's write lines).
+func appendResultJSON(buf []byte, result any) ([]byte, error) {
+	if a, ok := result.(interface{ AppendJSON([]byte) ([]byte, error) }); ok {
+		return a.AppendJSON(buf)
+	}
+	data, err := json.Marshal(result)
+	return append(buf, data...), err
+}
 
 // replayDocumentPrefix is what a replay document's text begins with, before its data.
 var replayDocumentPrefix = `{"v":` + strconv.Itoa(replayVersion) + `,"data":`
