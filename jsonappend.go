@@ -1,6 +1,7 @@
 package accountable
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/bits"
@@ -286,4 +287,26 @@ func (w WorkCompletion) AppendJSON(buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	return append(buf, '}'), nil
+}
+
+// JSONStringEnd is the index of the quote that closes the JSON string opening at text[i],
+// -1 for one cut short: the next quote after an even run of backslashes (for the readers
+// that skip or copy strings of JSON text they know to be valid).
+func JSONStringEnd(text []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(text[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		escaped := false
+		for p := j - 1; p > i && text[p] == '\\'; p-- {
+			escaped = !escaped
+		}
+		if !escaped {
+			return j
+		}
+		j++
+	}
 }

@@ -1,7 +1,6 @@
 package contextpack
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
 
@@ -633,22 +632,10 @@ func dedent(dst, src []byte) []byte {
 }
 
 // stringEnd is the index of the quote that closes the JSON string opening at src[i] (the
-// last byte for a string cut short): the next quote after an even run of backslashes.
+// last byte for a string cut short).
 func stringEnd(src []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(src[j:], '"')
-		if k < 0 {
-			return len(src) - 1
-		}
-		j += k
-		escaped := false
-		for p := j - 1; p > i && src[p] == '\\'; p-- {
-			escaped = !escaped
-		}
-		if !escaped {
-			return j
-		}
-		j++
+	if j := accountable.JSONStringEnd(src, i); j >= 0 {
+		return j
 	}
+	return len(src) - 1
 }

@@ -64,7 +64,7 @@ func scanHandoffStages(raw []byte) (h handoffStages, ok, sure bool) {
 		if i >= len(raw) || raw[i] != '"' {
 			return h, false, false
 		}
-		end := stringEnd(raw, i)
+		end := accountable.JSONStringEnd(raw, i)
 		if end < 0 || !plainName(raw[i+1:end]) {
 			return h, false, false // a name with escapes or beyond ASCII: json's folding rules
 		}
@@ -169,27 +169,6 @@ func skipSpace(raw []byte, i int) int {
 	return i
 }
 
-// stringEnd is the index of the quote that closes the string opening at raw[i], -1 for
-// one cut short: the next quote after an even run of backslashes.
-func stringEnd(raw []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(raw[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		escaped := false
-		for p := j - 1; p > i && raw[p] == '\\'; p-- {
-			escaped = !escaped
-		}
-		if !escaped {
-			return j
-		}
-		j++
-	}
-}
-
 // plainName reports whether a member's name is printable ASCII without escapes.
 func plainName(name []byte) bool {
 	for _, c := range name {
@@ -208,7 +187,7 @@ func skipValue(raw []byte, i int) int {
 	}
 	switch raw[i] {
 	case '"':
-		end := stringEnd(raw, i)
+		end := accountable.JSONStringEnd(raw, i)
 		if end < 0 {
 			return -1
 		}
@@ -218,7 +197,7 @@ func skipValue(raw []byte, i int) int {
 		for j := i; j < len(raw); j++ {
 			switch raw[j] {
 			case '"':
-				end := stringEnd(raw, j)
+				end := accountable.JSONStringEnd(raw, j)
 				if end < 0 {
 					return -1
 				}
