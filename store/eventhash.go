@@ -11,7 +11,27 @@ import (
 // verification one for every event it reads; TestEventHashIsTheCanonicalDigest checks
 // the two against each other on generated headers.
 func eventHash(h accountable.EventHeader) string {
-	buf := make([]byte, 0, 640)
+	buf, _ := appendEventHeader(make([]byte, 0, 640), h)
+	return canonical.Digest(buf)
+}
+
+// headValues are where an event header's text holds the values that come from its
+// aggregate's head: aggregateVersion's at [version, version+versionLen), previousHash's
+// at [previous, previous+previousLen).
+type headValues struct{ version, versionLen, previous, previousLen int }
+
+// eventHeaderAround returns h's canonical header without the values of its members that
+// come from the aggregate's head: the text is before, the version, middle, the previous
+// hash (a JSON string, or null), after. A command that reads the head and writes the event
+// in one statement hashes it in PostgreSQL from them (eventHashSQL).
+func eventHeaderAround(h accountable.EventHeader) (before, middle, after []byte) {
+	buf, at := appendEventHeader(make([]byte, 0, 640), h)
+	return buf[:at.version:at.version], buf[at.version+at.versionLen : at.previous : at.previous], buf[at.previous+at.previousLen:]
+}
+
+// appendEventHeader appends h's canonical header (RFC 8785) to buf.
+func appendEventHeader(buf []byte, h accountable.EventHeader) ([]byte, headValues) {
+	var at headValues
 	buf = append(buf, `{"actorId":`...)
 	buf = canonical.AppendString(buf, h.ActorID)
 	buf = append(buf, `,"actorType":`...)
@@ -21,7 +41,9 @@ func eventHash(h accountable.EventHeader) string {
 	buf = append(buf, `,"aggregateType":`...)
 	buf = canonical.AppendString(buf, h.AggregateType)
 	buf = append(buf, `,"aggregateVersion":`...)
+	at.version = len(buf)
 	buf = canonical.AppendInt(buf, h.AggregateVersion)
+	at.versionLen = len(buf) - at.version
 	buf = append(buf, `,"causationId":`...)
 	buf = appendNullableString(buf, h.CausationID)
 	buf = append(buf, `,"correlationId":`...)
@@ -37,15 +59,25 @@ func eventHash(h accountable.EventHeader) string {
 	buf = append(buf, `,"payloadDigest":`...)
 	buf = canonical.AppendString(buf, h.PayloadDigest)
 	buf = append(buf, `,"previousHash":`...)
+	at.previous = len(buf)
 	buf = appendNullableString(buf, h.PreviousHash)
+	at.previousLen = len(buf) - at.previous
 	buf = append(buf, `,"recordedAt":`...)
 	buf = canonical.AppendString(buf, accountable.FormatTime(h.RecordedAt.Time))
 	buf = append(buf, `,"schemaVersion":`...)
 	buf = canonical.AppendString(buf, h.SchemaVersion)
 	buf = append(buf, `,"workspaceId":`...)
 	buf = canonical.AppendString(buf, h.WorkspaceID)
-	return canonical.Digest(append(buf, '}'))
+	return append(buf, '}'), at
 }
+
+// eventHashSQL is an event's hash made by PostgreSQL from eventHeaderAround's parts ($1,
+// $2, $3, as bytea) and the version and previous hash the statement takes from the head
+// (%[1]s, a bigint, and %[2]s, text; a version below 2^53 and a hash of "sha256:" and hex
+// digits, which canonical JSON writes as they are). TestEventHashSQLIsEventHash holds it
+// to eventHash.
+const eventHashSQL = `'sha256:' || encode(sha256($1::bytea || convert_to((%[1]s)::text, 'UTF8') || $2::bytea ||
+	convert_to(coalesce('"' || (%[2]s) || '"', 'null'), 'UTF8') || $3::bytea), 'hex')`
 
 // appendNullableString appends the canonical JSON of s: null, or the string.
 func appendNullableString(buf []byte, s *string) []byte {

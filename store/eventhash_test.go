@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
 	"github.com/accountablework/accountable/store"
+	"github.com/accountablework/accountable/store/storetest"
 )
 
 // The hand-written event hash is canonical.DigestOf of the header, on generated headers:
@@ -17,7 +20,21 @@ import (
 // at and beyond the integers a double holds exactly, and instants in any zone and
 // precision.
 func TestEventHashIsTheCanonicalDigest(t *testing.T) {
-	r := rand.New(rand.NewPCG(30, 2026))
+	header := randomHeaders(rand.New(rand.NewPCG(30, 2026)))
+	for i := range 20000 {
+		h := header()
+		want, err := canonical.DigestOf(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := store.EventHash(h); got != want {
+			t.Fatalf("header %d %+v: hash %s, canonical.DigestOf %s", i, h, got, want)
+		}
+	}
+}
+
+// randomHeaders makes the headers TestEventHashIsTheCanonicalDigest describes.
+func randomHeaders(r *rand.Rand) func() accountable.EventHeader {
 	pieces := []string{"", "a", "Z", "0", "-", " ", `"`, `\`, "/", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "€", "😀",
 		"\u2028", "\u2029", "<", ">", "&", "\xff", "\xc3", "sha256:", "01a20eb2-8b0f-77a5-8e99-d935ffff857a"}
 	str := func() string {
@@ -42,7 +59,7 @@ func TestEventHashIsTheCanonicalDigest(t *testing.T) {
 		zone := time.FixedZone("z", (r.IntN(48)-24)*1800)
 		return accountable.TimeOf(time.Unix(r.Int64N(4e9), r.Int64N(1e9)).In(zone))
 	}
-	for i := range 20000 {
+	return func() accountable.EventHeader {
 		h := accountable.EventHeader{ID: str(), WorkspaceID: str(), AggregateType: str(), AggregateID: str(),
 			AggregateVersion: versions[r.IntN(len(versions))], EventType: str(), SchemaVersion: str(),
 			ActorType: accountable.ActorType(str()), ActorID: str(), PayloadDigest: str(),
@@ -51,12 +68,32 @@ func TestEventHashIsTheCanonicalDigest(t *testing.T) {
 		if r.IntN(2) == 0 {
 			h.AggregateVersion = r.Int64N(1 << 40)
 		}
-		want, err := canonical.DigestOf(h)
+		return h
+	}
+}
+
+// PostgreSQL makes an event's hash from the header's text around the head's values
+// exactly as the service does, for any header, with the versions and previous hashes a
+// head holds (a version from 1 to 2^53, a hash or none).
+func TestEventHashSQLIsEventHash(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	r := rand.New(rand.NewPCG(8, 2026))
+	header := randomHeaders(r)
+	for i := range 300 {
+		h := header()
+		h.AggregateVersion = 1 + r.Int64N([]int64{10, 1 << 20, 1<<53 - 1}[r.IntN(3)])
+		h.PreviousHash = nil
+		if r.IntN(5) > 0 {
+			prev := fmt.Sprintf("sha256:%064x", r.Uint64())
+			h.PreviousHash = &prev
+		}
+		got, err := store.EventHashInPostgres(ctx, db, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := store.EventHash(h); got != want {
-			t.Fatalf("header %d %+v: hash %s, canonical.DigestOf %s", i, h, got, want)
+		if want := store.EventHash(h); got != want {
+			t.Fatalf("header %d %+v: PostgreSQL's hash %s, the service's %s", i, h, got, want)
 		}
 	}
 }

@@ -90,3 +90,14 @@ func AggregateTableQueries() []string {
 
 // EventHash is the hand-written event hash, for its test against canonical.DigestOf.
 var EventHash = eventHash
+
+// EventHashInPostgres hashes h in PostgreSQL as a command that reads its head in the same
+// statement would: eventHashSQL over the header's parts around the head's values, with
+// h's version and previous hash given as the head's.
+func EventHashInPostgres(ctx context.Context, db *DB, h accountable.EventHeader) (string, error) {
+	before, middle, after := eventHeaderAround(h)
+	var hash string
+	err := db.pool.QueryRow(ctx, `SELECT `+fmt.Sprintf(eventHashSQL, "$4::bigint", "$5::text"),
+		before, middle, after, h.AggregateVersion, h.PreviousHash).Scan(&hash)
+	return hash, err
+}
