@@ -67,6 +67,13 @@ type command[T any] struct {
 	// completes, instead of a request in progress.
 	completesPending bool
 	run              func(ctx context.Context, tx *tx) (T, error)
+	// single, when set, is the whole command as one statement, tried first in one round
+	// trip as a blind command is sent (runSingle): it queues the statement on t's batch,
+	// after the idempotency gate, and returns done, which makes the result from what the
+	// statement returned once the round trip is read, or answers errNoMatch when the
+	// statement wrote nothing; the command then runs the long way (locks, prepare, run),
+	// which tells why. Its statement writes the idempotency record itself.
+	single func(t *tx) (done func() (T, error), err error)
 }
 
 // prelude is what a command's prepare queues its statements on.
@@ -316,20 +323,25 @@ func runOnce[T any](ctx context.Context, db *DB, cmd command[T]) (result T, dupl
 		}
 	}()
 
-	if cmd.blind {
+	if cmd.blind || cmd.single != nil {
 		t := &tx{cc: cc, heads: map[aggregateRef]*head{}, batch: &batch{}, messages: db.workflowMessages}
-		result, err = runBlind(ctx, conn, t, cmd)
+		if cmd.blind {
+			result, err = runBlind(ctx, conn, t, cmd)
+		} else {
+			result, err = runSingle(ctx, conn, t, cmd)
+		}
 		switch {
 		case err == nil:
 			committed = true
 			db.appended(cc.WorkspaceID, len(t.events))
 			return result, false, t.outbox, nil
-		case !errors.Is(err, errGateClosed):
+		case !errors.Is(err, errGateClosed) && !errors.Is(err, errNoMatch):
 			return result, false, 0, err
 		}
-		// Another request holds the key, or the key has a record: the long way below says
-		// which (and runs the command after all if that has changed meanwhile). The
-		// implicit transaction of the batch has ended with its failure.
+		// Another request holds the key, or the key has a record, or the single statement
+		// matched nothing: the long way below says which (and runs the command after all
+		// if that has changed meanwhile). The implicit transaction of the batch has ended,
+		// with its failure or having written nothing.
 	}
 
 	t := &tx{conn: conn, cc: cc, heads: map[aggregateRef]*head{}, batch: &batch{}, messages: db.workflowMessages}
@@ -397,13 +409,7 @@ func queueCommit[T any](t *tx, result T, explicit bool) ([]byte, error) {
 		doc = append(doc, '}')
 		t.batch.Queue(`INSERT INTO idempotency_records (workspace_id, key, operation, request_digest, response,
 				status, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7)
-			ON CONFLICT (workspace_id, key) DO UPDATE SET operation = excluded.operation,
-				request_digest = excluded.request_digest, response = excluded.response, status = 'completed',
-				workflow_id = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
-			WHERE idempotency_records.expires_at <= excluded.created_at
-			   OR (idempotency_records.status = 'pending' AND idempotency_records.operation = excluded.operation
-			       AND idempotency_records.request_digest = excluded.request_digest)`,
+			VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7) `+idempotencyRecordConflictSQL,
 			t.cc.WorkspaceID, idem.Key, idem.Operation, idem.RequestDigest, string(doc), t.cc.Now,
 			t.cc.Now.Add(accountable.IdempotencyRetention))
 	}
@@ -412,6 +418,17 @@ func queueCommit[T any](t *tx, result T, explicit bool) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// idempotencyRecordConflictSQL ends the insert of a command's idempotency record: a record
+// of the key that has expired is replaced, and so is the pending record of the same
+// request (a workflow-backed operation's claim, which its last step completes); any other
+// is left as it is.
+const idempotencyRecordConflictSQL = `ON CONFLICT (workspace_id, key) DO UPDATE SET operation = excluded.operation,
+		request_digest = excluded.request_digest, response = excluded.response, status = 'completed',
+		workflow_id = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
+	WHERE idempotency_records.expires_at <= excluded.created_at
+	   OR (idempotency_records.status = 'pending' AND idempotency_records.operation = excluded.operation
+	       AND idempotency_records.request_digest = excluded.request_digest)`
 
 // errGateClosed means a blind command found its idempotency key held by another request
 // or already answered (SQLSTATE AW001 or AW002 from idempotency_gate, migration 004).
@@ -424,9 +441,7 @@ var errGateClosed = errors.New("store: the idempotency key is in use or answered
 // no record; if either fails it aborts the transaction before any write runs, and
 // runBlind answers errGateClosed.
 func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command[T]) (T, error) {
-	if idem := t.cc.Idempotency; idem != nil {
-		t.batch.Queue(`SELECT idempotency_gate($1, $2, $3)`, t.cc.WorkspaceID, idem.Key, t.cc.Now)
-	}
+	queueGate(t)
 	result, err := cmd.run(ctx, t)
 	if err != nil {
 		return result, err
@@ -435,11 +450,50 @@ func runBlind[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command
 	if err != nil {
 		return result, err
 	}
-	err = t.batch.send(ctx, conn.Conn()).Close()
-	if code := sqlState(err); code == "AW001" || code == "AW002" {
-		return result, errGateClosed
+	if err := sendGated(ctx, conn, t); err != nil {
+		return result, err
 	}
-	return remember(result, encoded), err
+	return remember(result, encoded), nil
+}
+
+// errNoMatch means a command's single statement matched nothing and wrote nothing.
+var errNoMatch = errors.New("store: the command's single statement matched nothing")
+
+// runSingle runs a command's single statement (command.single) in one round trip, as
+// runBlind runs a blind command: the idempotency gate and the statement, one implicit
+// transaction. It answers errGateClosed as runBlind does, and errNoMatch when the
+// statement matched nothing.
+func runSingle[T any](ctx context.Context, conn *pgxpool.Conn, t *tx, cmd command[T]) (T, error) {
+	var zero T
+	queueGate(t)
+	done, err := cmd.single(t)
+	if err != nil {
+		return zero, err
+	}
+	if err := sendGated(ctx, conn, t); err != nil {
+		return zero, err
+	}
+	return done()
+}
+
+// queueGate queues the idempotency gate of a command sent in one round trip (runBlind,
+// runSingle) as the first statement of its batch, when the request has a key: it takes
+// the key's lock and checks that the key has no record, or aborts the transaction before
+// any write runs (SQLSTATE AW001 or AW002, migration 004).
+func queueGate(t *tx) {
+	if idem := t.cc.Idempotency; idem != nil {
+		t.batch.Queue(`SELECT idempotency_gate($1, $2, $3)`, t.cc.WorkspaceID, idem.Key, t.cc.Now)
+	}
+}
+
+// sendGated sends the batch of a command sent in one round trip, whose first statement is
+// its gate (queueGate): errGateClosed when the gate refused.
+func sendGated(ctx context.Context, conn *pgxpool.Conn, t *tx) error {
+	err := t.batch.send(ctx, conn.Conn()).Close()
+	if code := sqlState(err); code == "AW001" || code == "AW002" {
+		return errGateClosed
+	}
+	return err
 }
 
 // queueHead writes the moved head of ref: inserted for a new aggregate (an aggregate that
@@ -634,6 +688,17 @@ type commandContext struct {
 
 // newEvent builds the ledger event with its payload digest and event hash.
 func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *string, eventType string, payload any) (accountable.Event, error) {
+	e, err := newUnchainedEvent(cc, ref, version, previousHash, eventType, payload)
+	if err == nil {
+		e.EventHash = eventHash(e.EventHeader)
+	}
+	return e, err
+}
+
+// newUnchainedEvent builds the ledger event with its payload digest, without its hash: the
+// hash of an event whose version and previous hash come from a head a statement reads is
+// made by the statement (eventHashSQL).
+func newUnchainedEvent(cc commandContext, ref aggregateRef, version int64, previousHash *string, eventType string, payload any) (accountable.Event, error) {
 	body, err := canonical.JSON(payload)
 	if err != nil {
 		return accountable.Event{}, fmt.Errorf("store: canonical payload: %w", err)
@@ -660,7 +725,6 @@ func newEvent(cc commandContext, ref aggregateRef, version int64, previousHash *
 		k := cc.Idempotency.Key
 		e.IdempotencyKey = &k
 	}
-	e.EventHash = eventHash(e.EventHeader)
 	return e, nil
 }
 

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"strconv"
+
 	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
 )
@@ -71,13 +73,16 @@ func appendEventHeader(buf []byte, h accountable.EventHeader) ([]byte, headValue
 	return append(buf, '}'), at
 }
 
-// eventHashSQL is an event's hash made by PostgreSQL from eventHeaderAround's parts ($1,
-// $2, $3, as bytea) and the version and previous hash the statement takes from the head
-// (%[1]s, a bigint, and %[2]s, text; a version below 2^53 and a hash of "sha256:" and hex
-// digits, which canonical JSON writes as they are). TestEventHashSQLIsEventHash holds it
-// to eventHash.
-const eventHashSQL = `'sha256:' || encode(sha256($1::bytea || convert_to((%[1]s)::text, 'UTF8') || $2::bytea ||
-	convert_to(coalesce('"' || (%[2]s) || '"', 'null'), 'UTF8') || $3::bytea), 'hex')`
+// eventHashSQL is an event's hash made by PostgreSQL from eventHeaderAround's parts (the
+// bytea parameters $parts, $parts+1 and $parts+2) and the version and previous hash the
+// statement takes from the head (the SQL expressions version, a bigint, and previous,
+// text or NULL; a version below 2^53 and a hash of "sha256:" and hex digits, which
+// canonical JSON writes as they are). TestEventHashSQLIsEventHash holds it to eventHash.
+func eventHashSQL(parts int, version, previous string) string {
+	p := func(i int) string { return "$" + strconv.Itoa(parts+i) + "::bytea" }
+	return "'sha256:' || encode(sha256(" + p(0) + " || convert_to((" + version + ")::text, 'UTF8') || " + p(1) +
+		" || convert_to(coalesce('\"' || (" + previous + ") || '\"', 'null'), 'UTF8') || " + p(2) + "), 'hex')"
+}
 
 // appendNullableString appends the canonical JSON of s: null, or the string.
 func appendNullableString(buf []byte, s *string) []byte {

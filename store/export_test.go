@@ -97,7 +97,7 @@ var EventHash = eventHash
 func EventHashInPostgres(ctx context.Context, db *DB, h accountable.EventHeader) (string, error) {
 	before, middle, after := eventHeaderAround(h)
 	var hash string
-	err := db.pool.QueryRow(ctx, `SELECT `+fmt.Sprintf(eventHashSQL, "$4::bigint", "$5::text"),
+	err := db.pool.QueryRow(ctx, `SELECT `+eventHashSQL(1, "$4::bigint", "$5::text"),
 		before, middle, after, h.AggregateVersion, h.PreviousHash).Scan(&hash)
 	return hash, err
 }

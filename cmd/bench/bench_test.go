@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -48,7 +49,7 @@ func TestScriptCheckNoticesAChangedStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		changed := strings.Replace(string(src), "0)) FOR UPDATE", "0)) FOR NO KEY UPDATE", 1)
+		changed := strings.Replace(string(src), "SELECT idempotency_gate(", "SELECT idempotency_gate_v2(", 1)
 		if err := os.WriteFile(filepath.Join(root, "store", f), []byte(changed), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +58,8 @@ func TestScriptCheckNoticesAChangedStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(diff, "FOR NO KEY UPDATE") {
-		t.Fatalf("a changed lock of the ledger head went unnoticed: %q", diff)
+	if !strings.Contains(diff, "idempotency_gate_v2") {
+		t.Fatalf("a changed idempotency gate went unnoticed: %q", diff)
 	}
 }
 
@@ -823,5 +824,43 @@ func TestLineVerdict(t *testing.T) {
 		if got := (&line{}).verdict(r); got != want {
 			t.Errorf("DESIGN's target, ratio %.2f: %q, want %q", r, got, want)
 		}
+	}
+}
+
+// The completion's statement parts cut from a completion of the service put its event's
+// header and its replay document back together around the values the statement fills in.
+func TestCompletionPartsPutTheCompletionBackTogether(t *testing.T) {
+	prev := "sha256:" + strings.Repeat("ab", 32)
+	key := "bench-1"
+	h := accountable.EventHeader{ID: "0190c7a2-1b2c-7d3e-8f40-000000000001", WorkspaceID: "0190c7a2-1b2c-7d3e-8f40-000000000002",
+		AggregateType: "task", AggregateID: "0190c7a2-1b2c-7d3e-8f40-000000000003", AggregateVersion: 2, EventType: "work.completed",
+		SchemaVersion: "1.0.0", ActorType: "human", ActorID: "u", PayloadDigest: "sha256:" + strings.Repeat("cd", 32),
+		IdempotencyKey: &key, PreviousHash: &prev}
+	header, err := canonical.JSON(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := "sha256:" + strings.Repeat("ef", 32)
+	task := `{"id" : "x", "metadata" : {"a": 1}, "concurrency" : {"version_token":"dj","expected_aggregate_version":2}}`
+	tmpl := templates{CompletedDigest: h.PayloadDigest, CompleteResponse: `{"v":1,"data":{"taskId":"x","receiptId":"r","eventId":"e","aggregateVersion":2,"eventHash":"` +
+		hash + `","duplicate":false,"task":` + task + `,"receipt":{"id":"r"}}}`}
+	if err := tmpl.completionParts(h); err != nil {
+		t.Fatal(err)
+	}
+	unhex := func(s string) string {
+		b, err := hex.DecodeString(strings.TrimPrefix(s, `\x`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := unhex(tmpl.HeaderBefore) + "2" + unhex(tmpl.HeaderMiddle) + `"` + prev + `"` + unhex(tmpl.HeaderAfter); got != string(header) {
+		t.Fatalf("header\n got %s\nwant %s", got, header)
+	}
+	if got := tmpl.DocA + "2" + tmpl.DocB + hash + tmpl.DocC + task + tmpl.DocD; got != tmpl.CompleteResponse {
+		t.Fatalf("document\n got %s\nwant %s", got, tmpl.CompleteResponse)
+	}
+	if tmpl.Concurrency != `{"version_token":"dj","expected_aggregate_version":2}` {
+		t.Fatalf("concurrency %s", tmpl.Concurrency)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/accountablework/accountable/store"
 )
 
 // The limits of the write lines: pgbench sending the statements the service sends for the
@@ -94,25 +96,32 @@ SELECT idempotency_gate(:ws, 'pgbench-create-' || :k, :now);
 `
 }
 
-// completeScript is CompleteWork: round trip 1 is begin (BEGIN, the idempotency claim: the
-// key's advisory lock and its record, the task's ledger head FOR UPDATE) with the command's prelude, the
-// version-checked UPDATE of the task (gated by the key's lock); round trip 2 the queued
-// writes with the COMMIT (the work.completed event, the receipt, the moved head, the
-// idempotency record).
+// completeScript is CompleteWork as it runs when the completion matches (store.runSingle):
+// one round trip and one implicit transaction, of the idempotency gate and
+// store.CompleteWorkSQL, the one statement that locks the task's head, updates the task at
+// its version, and appends the work.completed event (its hash made by PostgreSQL), the
+// receipt, the moved head and the idempotency record. The statement is the store's own
+// text, each parameter replaced by its pgbench value (completeParams).
 func completeScript() string {
+	statement := regexp.MustCompile(`\$\d+`).ReplaceAllStringFunc(store.CompleteWorkSQL, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return completeParams[n-1]
+	})
 	return scriptHead + `\startpipeline
-BEGIN;
-SELECT locked, operation, request_digest, status, workflow_id, response FROM idempotency_claim(:ws, 'pgbench-complete-' || :k, :now);
-SELECT version, event_id, event_hash FROM ledger_heads
-	WHERE workspace_id = :ws AND aggregate_type = :task_type AND aggregate_id = ` + idExpr(pgbPoolTask) + `
-	  AND pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)) FOR UPDATE;
-` + completeUpdate(`
-	  AND (('pgbench-complete-' || :k)::text IS NULL OR pg_try_advisory_xact_lock(hashtextextended(:ws::text || '/' || ('pgbench-complete-' || :k)::text, 0)))`) + `\endpipeline
-\startpipeline
-` + completeWrites() + `COMMIT;
+SELECT idempotency_gate(:ws, 'pgbench-complete-' || :k, :now);
+` + statement + `;
 \endpipeline
 `
 }
+
+// completeParams are the pgbench values of store.CompleteWorkSQL's parameters, $1 first:
+// the values of a completion the service made in this run (captureCompleted), with the ids
+// and the key of the transaction's counter k.
+var completeParams = []string{":ws", idExpr(pgbPoolTask) + "::uuid", ":task_type", idExpr(pgbPoolTask), ":v1", ":seeded_at",
+	":completed", ":now", idExpr(pgbCompleteEvt), ":completed_type", ":schema_version", ":actor_type", ":actor_id",
+	":completed_payload", ":completed_digest", "('pgbench-complete-' || :k)", "NULL", "NULL",
+	":header_before", ":header_middle", ":header_after", idExpr(pgbCompleteRcpt), ":completed", ":summary", ":hours", ":cost",
+	":evidence", ":complete_op", ":complete_digest", ":doc_a", ":doc_b", ":doc_c", ":doc_d", ":concurrency", ":expires"}
 
 // createWritesScript is the limit of POST /work as DESIGN.md §6 defines it: the row writes
 // of a creation in one transaction, prepared, one statement at a time, as pgbench runs a

@@ -562,8 +562,8 @@ func (b *bench) writeReport() error {
 	if b.s.Lines["complete"] {
 		p("### POST /work/{id}/complete: the limit (the row writes)\n\n```sql\n%s```\n\n", completeWritesScript())
 		p("### POST /work/{id}/complete: the mirror (store.CompleteWork through runCommand)\n\n"+
-			"Round trip 1: BEGIN, the idempotency claim (the advisory lock and the record), the task's ledger head `FOR UPDATE`, and the command's prelude: the version-checked UPDATE of the task (gated by the key's lock); "+
-			"round trip 2: the work.completed event (chained to the head), the receipt, the moved head, the idempotency record, COMMIT.\n\n```sql\n%s```\n\n", completeScript())
+			"One round trip and one implicit transaction, as the service completes a task whose version matches (store.runSingle): the idempotency gate, then one statement (store.CompleteWorkSQL, sent as the store's text) that locks the task's ledger head, "+
+			"updates the task at its version and appends the work.completed event (its version, previous hash and hash made from the head in PostgreSQL), the receipt, the moved head and the idempotency record.\n\n```sql\n%s```\n\n", completeScript())
 	}
 
 	p("## All runs\n\n")

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
+
+	"github.com/accountablework/accountable"
+	"github.com/accountablework/accountable/canonical"
 )
 
 // templates are the values of real requests the service handled in this run: pgbench
@@ -18,6 +24,12 @@ type templates struct {
 	CompletedPayload, CompletedDigest, CompletedHash string
 	Summary, Evidence, Hours, Cost                   string
 	CompleteDigest, CompleteResponse                 string
+	// The parts of the completion's one statement (store.CompleteWorkSQL): its event's
+	// canonical header around the version and previous hash, as bytea hex, and its replay
+	// document around the event's version and hash and the task, with the task's
+	// concurrency.
+	HeaderBefore, HeaderMiddle, HeaderAfter string
+	DocA, DocB, DocC, DocD, Concurrency     string
 }
 
 // commonVars are the pgbench variables of every run.
@@ -67,14 +79,23 @@ func (b *bench) captureCreated() error {
 func (b *bench) captureCompleted() error {
 	t := &b.tmpl
 	var taskID string
-	err := b.db.QueryRow(b.ctx, `SELECT e.aggregate_id, e.payload::text, e.payload_digest, e.event_hash, i.request_digest, i.response::text
+	var h accountable.EventHeader
+	err := b.db.QueryRow(b.ctx, `SELECT e.aggregate_id, e.payload::text, e.payload_digest, e.event_hash, i.request_digest, i.response::text,
+			e.id::text, e.workspace_id::text, e.aggregate_type, e.aggregate_version, e.event_type, e.schema_version, e.actor_type,
+			e.actor_id, e.occurred_at, e.recorded_at, e.idempotency_key, e.causation_id, e.correlation_id, e.previous_hash
 		FROM ledger_events e
 		JOIN idempotency_records i ON i.workspace_id = e.workspace_id AND i.key = e.idempotency_key
 		WHERE e.workspace_id = $1 AND e.event_type = 'work.completed' AND e.idempotency_key LIKE 'bench-%'
 		LIMIT 1`, b.main.WorkspaceID).Scan(&taskID, &t.CompletedPayload, &t.CompletedDigest, &t.CompletedHash,
-		&t.CompleteDigest, &t.CompleteResponse)
+		&t.CompleteDigest, &t.CompleteResponse, &h.ID, &h.WorkspaceID, &h.AggregateType, &h.AggregateVersion, &h.EventType,
+		&h.SchemaVersion, &h.ActorType, &h.ActorID, &h.OccurredAt, &h.RecordedAt, &h.IdempotencyKey, &h.CausationID,
+		&h.CorrelationID, &h.PreviousHash)
 	if err != nil {
 		return fmt.Errorf("reading a completion of the service: %w", err)
+	}
+	h.AggregateID, h.PayloadDigest = taskID, t.CompletedDigest
+	if err := t.completionParts(h); err != nil {
+		return err
 	}
 	err = b.db.QueryRow(b.ctx, `SELECT summary, evidence::text, measured_duration_hours::text, cost_cents::text
 		FROM receipts WHERE workspace_id = $1 AND task_id = $2`, b.main.WorkspaceID, taskID).
@@ -85,9 +106,42 @@ func (b *bench) captureCompleted() error {
 	b.haveTmpl.completed = true
 	for k, v := range map[string]string{"completed_payload": t.CompletedPayload, "completed_digest": t.CompletedDigest,
 		"completed_hash": t.CompletedHash, "summary": t.Summary, "evidence": t.Evidence, "hours": t.Hours, "cost": t.Cost,
-		"complete_digest": t.CompleteDigest, "complete_response": t.CompleteResponse} {
+		"complete_digest": t.CompleteDigest, "complete_response": t.CompleteResponse,
+		"header_before": t.HeaderBefore, "header_middle": t.HeaderMiddle, "header_after": t.HeaderAfter,
+		"doc_a": t.DocA, "doc_b": t.DocB, "doc_c": t.DocC, "doc_d": t.DocD, "concurrency": t.Concurrency} {
 		b.pgb.vars[k] = v
 	}
+	return nil
+}
+
+// completionParts cuts the parts of the completion's one statement out of the completion
+// the service made (its event's header h, and the replay document in CompleteResponse).
+func (t *templates) completionParts(h accountable.EventHeader) error {
+	header, err := canonical.JSON(h)
+	if err != nil {
+		return err
+	}
+	version := `"aggregateVersion":` + strconv.FormatInt(h.AggregateVersion, 10)
+	previous := `"previousHash":null`
+	if h.PreviousHash != nil {
+		previous = `"previousHash":"` + *h.PreviousHash + `"`
+	}
+	before, rest, ok1 := strings.Cut(string(header), version)
+	middle, after, ok2 := strings.Cut(rest, previous)
+	doc := t.CompleteResponse
+	docA, rest, ok3 := strings.Cut(doc, `"aggregateVersion":`)
+	task, docD, ok4 := strings.Cut(rest, `,"receipt":`)
+	_, concurrency, ok5 := strings.Cut(task, `"concurrency"`)
+	concurrency = strings.TrimPrefix(strings.TrimSpace(concurrency), ":")
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) || !strings.HasSuffix(concurrency, "}}") {
+		return fmt.Errorf("cutting the service's completion into the statement's parts: header %s, document %s", header, doc)
+	}
+	hexOf := func(s string) string { return `\x` + hex.EncodeToString([]byte(s)) }
+	t.HeaderBefore = hexOf(before + `"aggregateVersion":`)
+	t.HeaderMiddle = hexOf(middle + `"previousHash":`)
+	t.HeaderAfter = hexOf(after)
+	t.DocA, t.DocB, t.DocC, t.DocD = docA+`"aggregateVersion":`, `,"eventHash":"`, `","duplicate":false,"task":`, `,"receipt":`+docD
+	t.Concurrency = strings.TrimSpace(strings.TrimSuffix(concurrency, "}"))
 	return nil
 }
 
