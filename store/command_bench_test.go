@@ -14,8 +14,8 @@ import (
 	"github.com/accountablework/accountable/store/storetest"
 )
 
-// The command path's CPU: a creation (one round trip, runBlind) and its completion (two
-// round trips, begin with the prelude's UPDATE, then the writes with the COMMIT), each
+// The command path's CPU: a creation (one round trip, runBlind) and its completion (one
+// round trip, runSingle: the gate and CompleteWorkSQL), each
 // with an idempotency key as the API sends them. ns/op is mostly waiting for PostgreSQL;
 // cpu-ns/op is what this process spent (user and system time), the figure the bench
 // lines' ratios depend on:

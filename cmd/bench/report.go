@@ -320,8 +320,8 @@ func (b *bench) writeReport() error {
 		"tables, indexes and workspace, with the byte-for-byte values (payloads, digests, response documents) of a request the service " +
 		"handled earlier in the same run, at the same number of clients. The **mirror** column is a stricter reference, shown for " +
 		"what it tells: pgbench sending every statement the service sends (read from store/command.go and store/work.go, a test keeps " +
-		"them in step), also the idempotency key's lock, its record and the head lock, pipelined into the same round trips as pgx's " +
-		"batches (1 for a creation, 2 for a completion): what a client of the same design with no cost of its own would do. What the " +
+		"them in step; the completion's one statement is the store's own text), also the idempotency key's gate and the head lock, " +
+		"pipelined into the same round trips as the service's batches (1 for a creation, 1 for a completion): what a client of the same design with no cost of its own would do. What the " +
 		"service adds on top is the HTTP server, authentication, JSON decoding and validation, the idempotency fingerprint, building " +
 		"the ledger event (canonical JSON and hashes), encoding the response, metrics and the request log. The scripts are " +
 		"[below](#the-pgbench-scripts).\n")
