@@ -283,7 +283,7 @@ func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *a
 		if updateErr != nil {
 			return accountable.WorkCompletion{}, updateErr
 		}
-		r := completionReceipt(in, tx.Now())
+		r := completionReceipt(t.ID, in, tx.Now())
 		ev, err := tx.Append(ref, accountable.EventWorkCompleted, completedPayload(in, r))
 		if err != nil {
 			return accountable.WorkCompletion{}, err
@@ -297,10 +297,10 @@ func (db *DB) CompleteWork(ctx context.Context, p accountable.Principal, idem *a
 	return runCommand(ctx, db, cmd)
 }
 
-// completionReceipt is the receipt a completion writes, made at now.
-func completionReceipt(in accountable.CompleteWork, now time.Time) accountable.Receipt {
+// completionReceipt is the receipt a completion of the task taskID writes, made at now.
+func completionReceipt(taskID string, in accountable.CompleteWork, now time.Time) accountable.Receipt {
 	r := accountable.Receipt{
-		ID: uuid.Must(uuid.NewV7()).String(), TaskID: in.TaskID, Status: accountable.ReceiptCompleted,
+		ID: uuid.Must(uuid.NewV7()).String(), TaskID: taskID, Status: accountable.ReceiptCompleted,
 		MeasuredDurationHours: in.MeasuredDurationHours, CostCents: in.CostCents,
 		Evidence: in.Evidence, CreatedAt: accountable.TimeOf(now),
 	}
@@ -313,9 +313,10 @@ func completionReceipt(in accountable.CompleteWork, now time.Time) accountable.R
 	return r
 }
 
-// completedPayload is the payload of the work.completed event of a completion.
+// completedPayload is the payload of the work.completed event of a completion with the
+// receipt r.
 func completedPayload(in accountable.CompleteWork, r accountable.Receipt) payload.WorkCompleted {
-	return payload.WorkCompleted{TaskID: in.TaskID, Status: accountable.TaskCompleted, Receipt: r, CommandID: in.Causation.CommandID}
+	return payload.WorkCompleted{TaskID: r.TaskID, Status: accountable.TaskCompleted, Receipt: r, CommandID: in.Causation.CommandID}
 }
 
 // CompleteWorkSQL is a completion in one statement (exported for make bench's mirror of
@@ -384,7 +385,7 @@ const taskJSONSQL = `json_build_object('id', d.id, 'title', d.title, 'descriptio
 // completion from its row (errNoMatch when it matched none).
 func queueCompletion(tx *tx, ref aggregateRef, in accountable.CompleteWork, expected accountable.TaskVersion) (func() (accountable.WorkCompletion, error), error) {
 	cc := tx.cc
-	r := completionReceipt(in, cc.Now)
+	r := completionReceipt(in.TaskID, in, cc.Now) // the task's id as the database writes it (normalized)
 	ev, err := newUnchainedEvent(cc, ref, 0, nil, accountable.EventWorkCompleted, completedPayload(in, r))
 	if err != nil {
 		return nil, err
