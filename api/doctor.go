@@ -52,7 +52,7 @@ func (s *Server) doctorOperations() []operation {
 			Description: "Account-free. The scoring rules are the ones POST /doctor/workload applies, each with its id " +
 				"(docs/workload.md lists the same rules)."}, s.getWorkloadDiagnosisInfo),
 		op(Operation{ID: "diagnoseWorkload", Method: fiber.MethodPost, Path: "/doctor/workload", Area: doctorArea,
-			Public: true, Bare: true, ClosedBody: true, Failure: failure,
+			Public: true, Pure: true, Bare: true, ClosedBody: true, Failure: failure,
 			Summary: "Scores a workload across time, agents, systems, authority and accountability.",
 			Description: "Account-free and deterministic: the same request always gives the same body; diagnosis_id is wdg_ " +
 				"and the first 24 hex digits of the SHA-256 of the request's canonical JSON (RFC 8785). Nothing is stored and " +

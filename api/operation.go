@@ -50,6 +50,11 @@ type Operation struct {
 	// liveness).
 	Public    bool
 	Unmetered bool
+	// Pure operations answer from the request alone, in memory (no database, workflow or
+	// network): they run without a deadline and without watching their client, which
+	// could not interrupt them (a deadline context and a client watch are two timers per
+	// request, a tenth of a diagnosis's own work).
+	Pure bool
 	// ClosedBody refuses body members the operation does not know (400
 	// validation_failed at the member), where the specification says "no extra
 	// properties". Other bodies ignore members they do not know, as the specification's
@@ -283,6 +288,9 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 	}
 	d.scoped = scopedBody(bodyType)
 	d.checkAlternates()
+	if o.Pure && len(o.Alternates) > 0 {
+		panic("api: operation " + o.ID + " draws pictures, which run under its deadline: it cannot be Pure")
+	}
 	d.checkEncoder()
 	d.serve = func(s *Server, fc *fiber.Ctx) error {
 		c := &call{fiber: fc, meta: newMeta(fc)}
@@ -310,14 +318,17 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 			}
 			defer release()
 		}
-		ctx, cancel := context.WithTimeout(fc.UserContext(), s.deadline(o.Deadline))
-		defer cancel()
-		stop := watchClient(fc, cancel)
-		defer stop()
-		c.ctx = ctx
+		c.ctx = fc.UserContext()
+		if !o.Pure {
+			ctx, cancel := context.WithTimeout(c.ctx, s.deadline(o.Deadline))
+			defer cancel()
+			stop := watchClient(fc, cancel)
+			defer stop()
+			c.ctx = ctx
+		}
 		out, err := h(c, in)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			if errors.Is(err, context.DeadlineExceeded) && c.ctx.Err() != nil {
 				return accountable.Errorf(accountable.ECodeDeadlineExceeded, "The request did not finish within the server's deadline; nothing was changed.")
 			}
 			return err
@@ -348,9 +359,9 @@ func op[In, Out any](o Operation, h func(*call, *In) (Out, error)) operation {
 				}
 				defer release()
 			}
-			body, err := alt.render(ctx, out)
+			body, err := alt.render(c.ctx, out)
 			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+				if errors.Is(err, context.DeadlineExceeded) && c.ctx.Err() != nil {
 					return accountable.Errorf(accountable.ECodeDeadlineExceeded, "The request did not finish within the server's deadline; nothing was changed.")
 				}
 				return err

@@ -66,7 +66,7 @@ func (s *Server) receiptOperations() []operation {
 			Summary: "What receipt validation checks (account-free): the format, the limits, the stages and their issue codes, " +
 				"the integrity checks, and how to validate or import a receipt."}, a.describe),
 		op(Operation{ID: "validateReceipt", Method: fiber.MethodPost, Path: receiptsPath + "/validate", Area: "Receipt validation",
-			Public: true, Bare: true, BareStatuses: []int{fiber.StatusUnprocessableEntity}, Document: true, DocumentSchema: receiptDocumentSchema,
+			Public: true, Pure: true, Bare: true, BareStatuses: []int{fiber.StatusUnprocessableEntity}, Document: true, DocumentSchema: receiptDocumentSchema,
 			Summary: "Validate an Agent Work Receipt, sent as the body itself (account-free; nothing is stored): 200 {ok, valid: true, receipt, integrity, " +
 				"persistence} for a valid one, 422 {ok: false, valid: false, issues (sorted by path, code and message; at most 100), " +
 				"issue_count, issues_truncated} for an invalid one."}, a.validate),
