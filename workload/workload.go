@@ -1422,6 +1422,32 @@ func (f *workloadFacts) propose() {
 	}
 }
 
+// workloadMissingTexts is M1-M13, in catalogue order: each capability's boundary, id and
+// reason. The texts are data (as the scoring tables are) so that the answer's encoder
+// knows them in advance (workloadKnownTexts).
+var workloadMissingTexts = [WorkloadMissingCapabilitiesMax]struct {
+	b          int
+	id, reason string
+}{
+	{wbTime, "durable_state", "The work outlives one session: its state and progress must survive restarts and be resumable (M1)."},
+	{wbTime, "run_schedule", "Recurring or continuous runs need a schedule and a record of every run (M2)."},
+	{wbAgents, "agent_identity", "Several agents act: each needs its own identity so that every action is attributable (M3)."},
+	{wbAgents, "coordination_record", "Handoffs and shared work need one record of who did what and who holds what (M4)."},
+	{wbSystems, "scoped_credentials", "Write or admin access needs credentials scoped to the workload, not a person's full account (M5)."},
+	{wbSystems, "data_handling", "Confidential or regulated data needs handling rules: what may be read, copied and shown (M6)."},
+	{wbSystems, "side_effect_guard", "External or irreversible side effects need a check before they happen (M7)."},
+	{wbSystems, "access_for_actions", "A declared action needs more access than its system declares; the proposal is capped at the declared access (M8)."},
+	{wbAuthority, "approval_policy", "Consequential actions run without a defined approval before them (M9)."},
+	{wbAuthority, "spend_limit", "Spending needs a fixed limit enforced before each payment (M10)."},
+	{wbAccountability, "outcome_evidence", "The outcome matters but leaves no artifact or verified result to check it by (M11)."},
+	{wbAccountability, "outcome_acceptance", "The outcome matters but no person or downstream system accepts it (M12)."},
+	{wbAccountability, "retention_policy", "The records are not kept as long as the consequence requires (M13)."},
+}
+
+// workloadM8 is the index of M8 (access_for_actions) in workloadMissingTexts: reported
+// whether its boundary is active or not.
+const workloadM8 = 7
+
 // missingCapabilities is M1-M13, in catalogue order; each is reported when its condition
 // holds and its boundary is active (M8 whenever it holds).
 func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
@@ -1429,65 +1455,103 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 	c := w.Accountability
 	gapOutcome := c.Consequence != ConsequenceLow
 	_, retention := workloadRetentionGaps(c)
+	holds := [len(workloadMissingTexts)]bool{
+		w.TimeHorizon == HorizonMultiDay || w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous, // M1
+		w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous,                                     // M2
+		w.AgentCount >= 2,                  // M3
+		w.Coordination != CoordinationNone, // M4
+		f.writes,                           // M5
+		f.sensitiveData,                    // M6
+		f.sideEffects,                      // M7
+		f.accessGap,                        // M8
+		f.consequential > 0 && (w.Authority.ApprovalPolicy == ApprovalExceptionsOnly || w.Authority.ApprovalPolicy == ApprovalUndefined), // M9
+		f.actions.has(ActionSpendFunds) && w.Authority.BudgetControl != BudgetFixedLimit,                                                 // M10
+		gapOutcome && (c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog),                                                  // M11
+		gapOutcome && (c.Acceptance == AcceptanceNone || c.Acceptance == AcceptanceAgent),                                                // M12
+		len(retention) > 0, // M13
+	}
 	out := make([]WorkloadMissingCapability, 0, 8) // most diagnoses miss fewer
-	add := func(cond bool, b int, id, reason string) {
-		if cond && (f.active(b) || id == "access_for_actions") {
-			out = append(out, WorkloadMissingCapability{ID: id, Boundary: workloadBoundaryNames[b], Reason: reason})
+	for i, m := range workloadMissingTexts {
+		if holds[i] && (f.active(m.b) || i == workloadM8) {
+			out = append(out, WorkloadMissingCapability{ID: m.id, Boundary: workloadBoundaryNames[m.b], Reason: m.reason})
 		}
 	}
-	add(w.TimeHorizon == HorizonMultiDay || w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous, wbTime,
-		"durable_state", "The work outlives one session: its state and progress must survive restarts and be resumable (M1).")
-	add(w.TimeHorizon == HorizonRecurring || w.TimeHorizon == HorizonContinuous, wbTime,
-		"run_schedule", "Recurring or continuous runs need a schedule and a record of every run (M2).")
-	add(w.AgentCount >= 2, wbAgents,
-		"agent_identity", "Several agents act: each needs its own identity so that every action is attributable (M3).")
-	add(w.Coordination != CoordinationNone, wbAgents,
-		"coordination_record", "Handoffs and shared work need one record of who did what and who holds what (M4).")
-	add(f.writes, wbSystems,
-		"scoped_credentials", "Write or admin access needs credentials scoped to the workload, not a person's full account (M5).")
-	add(f.sensitiveData, wbSystems,
-		"data_handling", "Confidential or regulated data needs handling rules: what may be read, copied and shown (M6).")
-	add(f.sideEffects, wbSystems,
-		"side_effect_guard", "External or irreversible side effects need a check before they happen (M7).")
-	add(f.accessGap, wbSystems,
-		"access_for_actions", "A declared action needs more access than its system declares; the proposal is capped at the declared access (M8).")
-	add(f.consequential > 0 && (w.Authority.ApprovalPolicy == ApprovalExceptionsOnly || w.Authority.ApprovalPolicy == ApprovalUndefined), wbAuthority,
-		"approval_policy", "Consequential actions run without a defined approval before them (M9).")
-	add(f.actions.has(ActionSpendFunds) && w.Authority.BudgetControl != BudgetFixedLimit, wbAuthority,
-		"spend_limit", "Spending needs a fixed limit enforced before each payment (M10).")
-	add(gapOutcome && (c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog), wbAccountability,
-		"outcome_evidence", "The outcome matters but leaves no artifact or verified result to check it by (M11).")
-	add(gapOutcome && (c.Acceptance == AcceptanceNone || c.Acceptance == AcceptanceAgent), wbAccountability,
-		"outcome_acceptance", "The outcome matters but no person or downstream system accepts it (M12).")
-	add(len(retention) > 0, wbAccountability,
-		"retention_policy", "The records are not kept as long as the consequence requires (M13).")
 	return out
+}
+
+// workloadLocalTexts is L1-L8, in catalogue order (data, as workloadMissingTexts).
+var workloadLocalTexts = [WorkloadLocalItemsMax]WorkloadLocalItem{
+	{"workload_description", "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."},
+	{"credentials", "Credentials are entered by their owners at installation; the diagnosis names scopes and never takes a secret (L2)."},
+	{"local_files", "Files stay on the machine they are on; receipts record digests of them, not their content (L3)."},
+	{"drafts", "Drafts stay with the agent until a declared action publishes them (L4)."},
+	{"research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5)."},
+	{"agent_reasoning", "Prompts and reasoning stay in the agent's runtime; receipts and approvals record actions and evidence (L6)."},
+	{"regulated_records", "Regulated records stay in their systems; receipts refer to them by id and never copy them (L7)."},
+	{"everything", "No installation is needed: the workload runs as it is and this service records nothing of it (L8)."},
 }
 
 // remainsLocal is L1-L8.
 func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
-	out := make([]WorkloadLocalItem, 1, WorkloadLocalItemsMax) // L1-L8, each at most once
-	out[0] = WorkloadLocalItem{Item: "workload_description",
-		Reason: "This diagnosis stores nothing: the name and outcome stay with the caller; the result carries only their digest, in diagnosis_id (L1)."}
 	credentials := false
 	for _, r := range f.resources {
 		credentials = credentials || r.CredentialInputRequired
 	}
-	local := slices.ContainsFunc(f.r.Workload.Systems, func(s WorkloadSystem) bool { return s.Category == CategoryLocalFiles })
-	add := func(cond bool, item, reason string) {
-		if cond {
-			out = append(out, WorkloadLocalItem{Item: item, Reason: reason})
+	holds := [len(workloadLocalTexts)]bool{
+		true,        // L1
+		credentials, // L2
+		slices.ContainsFunc(f.r.Workload.Systems, func(s WorkloadSystem) bool { return s.Category == CategoryLocalFiles }), // L3
+		f.actions.has(ActionDraft),    // L4
+		f.actions.has(ActionResearch), // L5
+		v != VerdictNotNeeded,         // L6
+		f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, // L7
+		v == VerdictNotNeeded, // L8
+	}
+	out := make([]WorkloadLocalItem, 0, WorkloadLocalItemsMax) // L1-L8, each at most once
+	for i, l := range workloadLocalTexts {
+		if holds[i] {
+			out = append(out, l)
 		}
 	}
-	add(credentials, "credentials", "Credentials are entered by their owners at installation; the diagnosis names scopes and never takes a secret (L2).")
-	add(local, "local_files", "Files stay on the machine they are on; receipts record digests of them, not their content (L3).")
-	add(f.actions.has(ActionDraft), "drafts", "Drafts stay with the agent until a declared action publishes them (L4).")
-	add(f.actions.has(ActionResearch), "research_notes", "Research notes and browsing stay with the agent; receipts cite outcomes, not notes (L5).")
-	add(v != VerdictNotNeeded, "agent_reasoning", "Prompts and reasoning stay in the agent's runtime; receipts and approvals record actions and evidence (L6).")
-	add(f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, "regulated_records",
-		"Regulated records stay in their systems; receipts refer to them by id and never copy them (L7).")
-	add(v == VerdictNotNeeded, "everything", "No installation is needed: the workload runs as it is and this service records nothing of it (L8).")
 	return out
+}
+
+// workloadRiskTexts is K1-K15, in catalogue order: each risk's boundary, id, description
+// and mitigation (data, as workloadMissingTexts).
+var workloadRiskTexts = [WorkloadRisksMax]struct {
+	b                           int
+	id, description, mitigation string
+}{
+	{wbTime, "unattended_duration", "The workload keeps running without a person watching each run (K1).",
+		"Record every run as a receipt and stop the workload when a run fails its checks."},
+	{wbTime, "stale_context", "Work spread over days acts on context that may have changed since it started (K2).",
+		"Re-read the inputs when the work resumes and record what it was based on."},
+	{wbAgents, "duplicated_work", "Several agents without coordination may do the same work twice or undo each other (K3).",
+		"Give each agent its own identity and claim work before doing it."},
+	{wbAgents, "lost_handoff", "Work handed between agents can be dropped or repeated at the handoff (K4).",
+		"Record each handoff with its owner and a deadline, and escalate when it lapses."},
+	{wbAgents, "conflicting_writes", "Agents working in parallel write to the same systems (K5).",
+		"Serialize writes per record, or give each agent its own scope."},
+	{wbSystems, "excess_privilege", "A system is declared with more access than the declared actions need (K6).",
+		"Install only the proposed resources: their access is capped to what the actions need."},
+	{wbSystems, "irreversible_change", "A write can change a system in a way that cannot be undone (K7).",
+		"Require an approval before the irreversible step and keep evidence of the state before it."},
+	{wbSystems, "external_exposure", "A write reaches people or systems outside the organisation (K8).",
+		"Review outbound content before it leaves and record what was sent."},
+	{wbSystems, "data_exposure", "The workload reads confidential or regulated data (K9).",
+		"Limit access to the proposed scopes and keep the data in its systems; receipts refer to it by id."},
+	{wbAuthority, "unapproved_action", "Consequential actions can run without anyone approving them (K10).",
+		"Adopt the proposed human approvals before the first use."},
+	{wbAuthority, "uncontrolled_spend", "The workload spends funds (K11).",
+		"Set a fixed limit, reserve spend before it happens and have the budget owner approve what exceeds it."},
+	{wbAuthority, "privilege_escalation", "The workload can create accounts or change permissions, and so widen its own reach (K12).",
+		"Have an identity admin approve each change and review the resulting access."},
+	{wbAuthority, "data_loss", "The workload can delete data (K13).",
+		"Have the data owner approve each deletion and keep a recoverable copy for the retention period."},
+	{wbAccountability, "unverifiable_outcome", "Nobody can check the outcome afterwards: there is no artifact or verified result (K14).",
+		"Attach evidence to every completion and have the outcome accepted by a person."},
+	{wbAccountability, "retention_gap", "Records are not kept as long as the consequence requires (K15).",
+		"Keep receipts and evidence for the required period in an append-only ledger."},
 }
 
 // risks is K1-K15, in catalogue order; each is reported when its condition holds and its
@@ -1495,12 +1559,6 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 func (f *workloadFacts) risks() []WorkloadRisk {
 	w := f.r.Workload
 	a, c := w.Authority, w.Accountability
-	out := make([]WorkloadRisk, 0, 8) // most diagnoses run fewer
-	add := func(sev WorkloadSeverity, b int, id, description, mitigation string) {
-		if sev != "" && f.active(b) {
-			out = append(out, WorkloadRisk{ID: id, Severity: sev, Boundary: workloadBoundaryNames[b], Description: description, Mitigation: mitigation})
-		}
-	}
 	pick := func(conds ...any) WorkloadSeverity { // cond, severity, cond, severity...: the last that holds
 		var sev WorkloadSeverity
 		for i := 0; i+1 < len(conds); i += 2 {
@@ -1519,60 +1577,55 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 	undefinedApproval := a.ApprovalPolicy == ApprovalExceptionsOnly || a.ApprovalPolicy == ApprovalUndefined
 	regulated := f.regulatedData || c.Consequence == ConsequenceRegulated
 	_, retention := workloadRetentionGaps(c)
-
-	add(pick(w.TimeHorizon == HorizonRecurring, SeverityMedium, w.TimeHorizon == HorizonContinuous, SeverityHigh), wbTime,
-		"unattended_duration", "The workload keeps running without a person watching each run (K1).",
-		"Record every run as a receipt and stop the workload when a run fails its checks.")
-	add(pick(w.TimeHorizon == HorizonMultiDay, SeverityLow), wbTime,
-		"stale_context", "Work spread over days acts on context that may have changed since it started (K2).",
-		"Re-read the inputs when the work resumes and record what it was based on.")
-	add(pick(w.AgentCount >= 2 && w.Coordination == CoordinationNone, SeverityMedium), wbAgents,
-		"duplicated_work", "Several agents without coordination may do the same work twice or undo each other (K3).",
-		"Give each agent its own identity and claim work before doing it.")
-	add(pick(w.Coordination == CoordinationHandoff || w.Coordination == CoordinationHierarchical, SeverityMedium), wbAgents,
-		"lost_handoff", "Work handed between agents can be dropped or repeated at the handoff (K4).",
-		"Record each handoff with its owner and a deadline, and escalate when it lapses.")
-	add(pick(w.Coordination == CoordinationParallel && f.writes, SeverityHigh), wbAgents,
-		"conflicting_writes", "Agents working in parallel write to the same systems (K5).",
-		"Serialize writes per record, or give each agent its own scope.")
-	add(pick(f.excess, SeverityMedium, f.excessAdmin, SeverityHigh), wbSystems,
-		"excess_privilege", "A system is declared with more access than the declared actions need (K6).",
-		"Install only the proposed resources: their access is capped to what the actions need.")
-	add(pick(writesWith(SideEffectIrreversible, false), SeverityHigh, writesWith(SideEffectIrreversible, true), SeverityCritical), wbSystems,
-		"irreversible_change", "A write can change a system in a way that cannot be undone (K7).",
-		"Require an approval before the irreversible step and keep evidence of the state before it.")
-	add(pick(writesWith(SideEffectExternal, false), SeverityMedium, writesWith(SideEffectExternal, true), SeverityHigh), wbSystems,
-		"external_exposure", "A write reaches people or systems outside the organisation (K8).",
-		"Review outbound content before it leaves and record what was sent.")
-	add(pick(f.sensitiveData, SeverityMedium, f.regulatedData, SeverityHigh), wbSystems,
-		"data_exposure", "The workload reads confidential or regulated data (K9).",
-		"Limit access to the proposed scopes and keep the data in its systems; receipts refer to it by id.")
-	add(pick(f.consequential > 0 && a.ApprovalPolicy == ApprovalExceptionsOnly, SeverityHigh,
-		f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), wbAuthority,
-		"unapproved_action", "Consequential actions can run without anyone approving them (K10).",
-		"Adopt the proposed human approvals before the first use.")
-	add(pick(f.actions.has(ActionSpendFunds), SeverityLow, f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
-		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh,
-		f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical), wbAuthority,
-		"uncontrolled_spend", "The workload spends funds (K11).",
-		"Set a fixed limit, reserve spend before it happens and have the budget owner approve what exceeds it.")
 	escalates := f.actions.has(ActionChangePermissions) || f.actions.has(ActionCreateAccount)
-	add(pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical), wbAuthority,
-		"privilege_escalation", "The workload can create accounts or change permissions, and so widen its own reach (K12).",
-		"Have an identity admin approve each change and review the resulting access.")
-	add(pick(f.actions.has(ActionDeleteData), SeverityHigh, f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical), wbAuthority,
-		"data_loss", "The workload can delete data (K13).",
-		"Have the data owner approve each deletion and keep a recoverable copy for the retention period.")
 	weakEvidence := c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog
-	add(pick(weakEvidence && c.Consequence == ConsequenceModerate, SeverityMedium, weakEvidence && c.Consequence == ConsequenceHigh, SeverityHigh,
-		weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical), wbAccountability,
-		"unverifiable_outcome", "Nobody can check the outcome afterwards: there is no artifact or verified result (K14).",
-		"Attach evidence to every completion and have the outcome accepted by a person.")
-	add(pick(len(retention) > 0, SeverityHigh, len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical), wbAccountability,
-		"retention_gap", "Records are not kept as long as the consequence requires (K15).",
-		"Keep receipts and evidence for the required period in an append-only ledger.")
+	severities := [len(workloadRiskTexts)]WorkloadSeverity{ // "": the risk does not apply
+		pick(w.TimeHorizon == HorizonRecurring, SeverityMedium, w.TimeHorizon == HorizonContinuous, SeverityHigh),                 // K1
+		pick(w.TimeHorizon == HorizonMultiDay, SeverityLow),                                                                       // K2
+		pick(w.AgentCount >= 2 && w.Coordination == CoordinationNone, SeverityMedium),                                             // K3
+		pick(w.Coordination == CoordinationHandoff || w.Coordination == CoordinationHierarchical, SeverityMedium),                 // K4
+		pick(w.Coordination == CoordinationParallel && f.writes, SeverityHigh),                                                    // K5
+		pick(f.excess, SeverityMedium, f.excessAdmin, SeverityHigh),                                                               // K6
+		pick(writesWith(SideEffectIrreversible, false), SeverityHigh, writesWith(SideEffectIrreversible, true), SeverityCritical), // K7
+		pick(writesWith(SideEffectExternal, false), SeverityMedium, writesWith(SideEffectExternal, true), SeverityHigh),           // K8
+		pick(f.sensitiveData, SeverityMedium, f.regulatedData, SeverityHigh),                                                      // K9
+		pick(f.consequential > 0 && a.ApprovalPolicy == ApprovalExceptionsOnly, SeverityHigh,
+			f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), // K10
+		pick(f.actions.has(ActionSpendFunds), SeverityLow, f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
+			f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh,
+			f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical), // K11
+		pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical),                                                                            // K12
+		pick(f.actions.has(ActionDeleteData), SeverityHigh, f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical), // K13
+		pick(weakEvidence && c.Consequence == ConsequenceModerate, SeverityMedium, weakEvidence && c.Consequence == ConsequenceHigh, SeverityHigh,
+			weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical), // K14
+		pick(len(retention) > 0, SeverityHigh, len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical), // K15
+	}
+	out := make([]WorkloadRisk, 0, 8) // most diagnoses run fewer
+	for i, k := range workloadRiskTexts {
+		if severities[i] != "" && f.active(k.b) {
+			out = append(out, WorkloadRisk{ID: k.id, Severity: severities[i], Boundary: workloadBoundaryNames[k.b],
+				Description: k.description, Mitigation: k.mitigation})
+		}
+	}
 	return out
 }
+
+// workloadApprovalTexts is H1-H8, in catalogue order: each approval's id and decision
+// (data, as workloadMissingTexts). H1's is for receipts only; workloadInstallationNeeded
+// is H1's when a governed workspace is needed.
+var workloadApprovalTexts = [...]struct{ id, decision string }{
+	{"installation", "Approve installing receipts for this workload with the proposed resources (H1)."},
+	{"system_access", "Grant the proposed write or admin access to these systems (H2)."},
+	{"code_changes", "Approve code changes: once before first use; each merge or deployment per action (H3)."},
+	{"external_messages", "Approve each message before it leaves the organisation (H4)."},
+	{"spending", "Approve spending: each payment, or what exceeds the fixed limit when one is set (H5)."},
+	{"identity_changes", "Approve each account creation and permission change (H6)."},
+	{"data_deletion", "Approve each deletion of data (H7)."},
+	{"regulated_data", "Approve the workload's use of regulated data and the handling rules for it (H8)."},
+}
+
+// workloadInstallationNeeded is H1's decision when the verdict is needed.
+const workloadInstallationNeeded = "Approve installing a governed workspace for this workload with the proposed resources (H1)."
 
 // approvals is H1-H8, only when something is to be installed.
 func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []WorkloadHumanApproval {
@@ -1609,7 +1662,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 		}
 		return since(start)
 	}
-	add := func(cond bool, id string, role WorkloadOwnerRole, timing WorkloadApprovalTiming, decision string, scope []string) {
+	add := func(cond bool, h struct{ id, decision string }, role WorkloadOwnerRole, timing WorkloadApprovalTiming, scope []string) {
 		if !cond {
 			return
 		}
@@ -1618,36 +1671,29 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 			scopes = append(scopes, "workload")
 			scope = since(start)
 		}
-		out = append(out, WorkloadHumanApproval{ID: id, OwnerRole: role, Timing: timing, Decision: decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
+		out = append(out, WorkloadHumanApproval{ID: h.id, OwnerRole: role, Timing: timing, Decision: h.decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
 	}
-	installation := "Approve installing receipts for this workload with the proposed resources (H1)."
+	installation := workloadApprovalTexts[0]
 	if v == VerdictNeeded {
-		installation = "Approve installing a governed workspace for this workload with the proposed resources (H1)."
+		installation.decision = workloadInstallationNeeded
 	}
-	add(true, "installation", OwnerWorkload, TimingBeforeInstallation, installation, all)
-	add(len(writing) > 0, "system_access", OwnerSystem, TimingBeforeFirstUse,
-		"Grant the proposed write or admin access to these systems (H2).", writing)
+	add(true, installation, OwnerWorkload, TimingBeforeInstallation, all)                       // H1
+	add(len(writing) > 0, workloadApprovalTexts[1], OwnerSystem, TimingBeforeFirstUse, writing) // H2
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
 	codeTiming := TimingBeforeFirstUse
 	if f.actions.has(ActionMergeOrDeploy) {
 		codeTiming = TimingPerAction
 	}
-	add(len(code) > 0, "code_changes", OwnerCode, codeTiming,
-		"Approve code changes: once before first use; each merge or deployment per action (H3).", code)
-	add(f.actions.has(ActionSendExternalMessage), "external_messages", OwnerCommunications, TimingPerAction,
-		"Approve each message before it leaves the organisation (H4).", declared(ActionSendExternalMessage))
+	add(len(code) > 0, workloadApprovalTexts[2], OwnerCode, codeTiming, code)                                                                          // H3
+	add(f.actions.has(ActionSendExternalMessage), workloadApprovalTexts[3], OwnerCommunications, TimingPerAction, declared(ActionSendExternalMessage)) // H4
 	spendTiming := TimingPerAction
 	if w.Authority.BudgetControl == BudgetFixedLimit {
 		spendTiming = TimingWhenThresholdExceeded
 	}
-	add(f.actions.has(ActionSpendFunds), "spending", OwnerBudget, spendTiming,
-		"Approve spending: each payment, or what exceeds the fixed limit when one is set (H5).", declared(ActionSpendFunds))
-	add(f.actions.has(ActionCreateAccount) || f.actions.has(ActionChangePermissions), "identity_changes", OwnerIdentityAdmin, TimingPerAction,
-		"Approve each account creation and permission change (H6).", declared(ActionCreateAccount, ActionChangePermissions))
-	add(f.actions.has(ActionDeleteData), "data_deletion", OwnerData, TimingPerAction,
-		"Approve each deletion of data (H7).", declared(ActionDeleteData))
-	add(triggers[2], "regulated_data", OwnerData, TimingBeforeFirstUse,
-		"Approve the workload's use of regulated data and the handling rules for it (H8).", regulated)
+	add(f.actions.has(ActionSpendFunds), workloadApprovalTexts[4], OwnerBudget, spendTiming, declared(ActionSpendFunds))                                                                                     // H5
+	add(f.actions.has(ActionCreateAccount) || f.actions.has(ActionChangePermissions), workloadApprovalTexts[5], OwnerIdentityAdmin, TimingPerAction, declared(ActionCreateAccount, ActionChangePermissions)) // H6
+	add(f.actions.has(ActionDeleteData), workloadApprovalTexts[6], OwnerData, TimingPerAction, declared(ActionDeleteData))                                                                                   // H7
+	add(triggers[2], workloadApprovalTexts[7], OwnerData, TimingBeforeFirstUse, regulated)                                                                                                                   // H8
 	return out
 }
 
@@ -1685,9 +1731,8 @@ var workloadCapabilities = func() map[string]string {
 	for _, c := range workloadCategories {
 		m["resource:"+string(c)] = "resource:" + string(c)
 	}
-	for _, id := range []string{"installation", "system_access", "code_changes", "external_messages", "spending",
-		"identity_changes", "data_deletion", "regulated_data"} {
-		m["approval:"+id] = "approval:" + id
+	for _, h := range workloadApprovalTexts {
+		m["approval:"+h.id] = "approval:" + h.id
 	}
 	return m
 }()
