@@ -28,32 +28,62 @@ var jsonPlainByte = func() (plain [256]bool) {
 }()
 
 // jsonPlainPrefix returns the length of the longest prefix of s made of jsonPlainByte
-// bytes. It reads eight bytes at a time (most of the answer is plain ASCII), with the
-// bit tricks that find a zero byte or a byte below n in a word: each flags the lowest
-// such byte exactly (a borrow only runs upwards, past a byte already flagged), so the
-// lowest flag of them all is the first byte to escape. < and > differ in one bit, and
-// so do " and &: one comparison finds either of a pair.
+// bytes. It reads eight bytes at a time (most of the answer is plain ASCII), two words
+// a round, and a string's last bytes as the word that ends it (overlapping bytes already
+// read, which flag nothing: see jsonSpecialBytes), not byte by byte.
 func jsonPlainPrefix(s string) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := s[i : i+8]
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		angle := (x | ones*0x02) ^ ones*'>' // zero at < and >
-		quote := (x | ones*0x04) ^ ones*'&' // zero at " and &
-		slash := x ^ ones*'\\'
-		special := (x | // non-ASCII
-			(x-ones*0x20)&^x | // a control character
-			(angle-ones)&^angle | (quote-ones)&^quote | (slash-ones)&^slash) & highs
-		if special != 0 {
-			return i + bits.TrailingZeros64(special)/8
+	for ; i+16 <= len(s); i += 16 {
+		a, b := jsonSpecialBytes(leWord(s[i:])), jsonSpecialBytes(leWord(s[i+8:]))
+		if a != 0 {
+			return i + bits.TrailingZeros64(a)/8
 		}
+		if b != 0 {
+			return i + 8 + bits.TrailingZeros64(b)/8
+		}
+	}
+	if i+8 <= len(s) {
+		if a := jsonSpecialBytes(leWord(s[i:])); a != 0 {
+			return i + bits.TrailingZeros64(a)/8
+		}
+		i += 8
+	}
+	if i == len(s) {
+		return i
+	}
+	if end := len(s) - 8; end >= 0 {
+		if a := jsonSpecialBytes(leWord(s[end:])); a != 0 {
+			return end + bits.TrailingZeros64(a)/8
+		}
+		return len(s)
 	}
 	for i < len(s) && jsonPlainByte[s[i]] {
 		i++
 	}
 	return i
+}
+
+// leWord is the first eight bytes of s as a little-endian word (one load).
+func leWord(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// jsonSpecialBytes flags (with its high bit) the lowest byte of the word x that is not a
+// jsonPlainByte, with the bit tricks that find a zero byte or a byte below n in a word:
+// each flags the lowest such byte exactly, and a borrow only runs upwards, out of a byte
+// that is itself flagged, so the lowest flag of them all is the first byte to escape
+// (bytes above it may be flagged wrongly; bytes below it never are). < and > differ in
+// one bit, and so do " and &: one comparison finds either of a pair.
+func jsonSpecialBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	angle := (x | ones*0x02) ^ ones*'>' // zero at < and >
+	quote := (x | ones*0x04) ^ ones*'&' // zero at " and &
+	slash := x ^ ones*'\\'
+	return (x | // non-ASCII
+		(x-ones*0x20)&^x | // a control character
+		(angle-ones)&^angle | (quote-ones)&^quote | (slash-ones)&^slash) & highs
 }
 
 // appendEscapedASCII appends the escape of the ASCII byte b, as encoding/json and RFC 8785

@@ -56,6 +56,35 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
+// TestAppendJSONStringEveryOffset: a byte or rune to escape at every offset of plain
+// texts of every length up to past four words, quoted as json.Marshal quotes it: the scan
+// reads two words a round, then one, then the last word overlapping what it read, and
+// must find the first such byte wherever it falls (in the overlap too).
+func TestAppendJSONStringEveryOffset(t *testing.T) {
+	specials := []string{"\x00", "\x1f", "\x7f", "\"", "\\", "<", ">", "&", "\n", "\u00e9", "\u2028", "\u2029", "\xff", "\U0001F600", "\xe2\x80"}
+	for b := range 256 {
+		specials = append(specials, string([]byte{byte(b)}))
+	}
+	plain := strings.Repeat("abcdefgh ~}|{0123456789", 3)
+	for n := range 40 {
+		for at := 0; at <= n; at++ {
+			for _, sp := range specials {
+				s := plain[:at] + sp + plain[at:n]
+				want, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := accountable.AppendJSONString(nil, s); !bytes.Equal(got, want) {
+					t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+				}
+			}
+		}
+		if got, want := accountable.AppendJSONString(nil, plain[:n]), `"`+plain[:n]+`"`; string(got) != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	}
+}
+
 // objectTexts are metadata texts as the store and requests give them (jsonb's text, with
 // its spaces; canonical JSON) and odd ones: whitespace of every kind, escapes, < > & and
 // U+2028 in strings and names, invalid UTF-8, and text that is not JSON at all.
