@@ -11,23 +11,24 @@ import (
 // is its digest, and canonical.JSON's reflective pass over the request was a sixth of
 // Diagnose. The members are in the order RFC 8785 sorts them (by UTF-16 code units; the
 // names are ASCII, so byte order), strings and integers are written by the canonical
-// package's own appenders, and a nil slice is null as canonical.JSON writes it.
+// package's own appenders (the enumeration values' forms made once: appendCanonicalText),
+// and a nil slice is null as canonical.JSON writes it.
 // TestWorkloadCanonicalJSON checks the bytes against canonical.JSON.
 
 // appendCanonicalRequest appends the canonical JSON of r.
 func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
 	w := &r.Workload
 	buf = append(buf, `{"schema_version":`...)
-	buf = canonical.AppendString(buf, r.SchemaVersion)
+	buf = appendCanonicalText(buf, r.SchemaVersion)
 	c := &w.Accountability
 	buf = append(buf, `,"workload":{"accountability":{"acceptance":`...)
-	buf = canonical.AppendString(buf, string(c.Acceptance))
+	buf = appendCanonicalText(buf, string(c.Acceptance))
 	buf = append(buf, `,"consequence":`...)
-	buf = canonical.AppendString(buf, string(c.Consequence))
+	buf = appendCanonicalText(buf, string(c.Consequence))
 	buf = append(buf, `,"evidence":`...)
-	buf = canonical.AppendString(buf, string(c.Evidence))
+	buf = appendCanonicalText(buf, string(c.Evidence))
 	buf = append(buf, `,"retention":`...)
-	buf = canonical.AppendString(buf, string(c.Retention))
+	buf = appendCanonicalText(buf, string(c.Retention))
 	buf = append(buf, `},"agent_count":`...)
 	buf = canonical.AppendInt(buf, w.AgentCount)
 	buf = append(buf, `,"authority":{"actions":`...)
@@ -39,16 +40,16 @@ func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = canonical.AppendString(buf, string(a))
+			buf = appendCanonicalText(buf, string(a))
 		}
 		buf = append(buf, ']')
 	}
 	buf = append(buf, `,"approval_policy":`...)
-	buf = canonical.AppendString(buf, string(w.Authority.ApprovalPolicy))
+	buf = appendCanonicalText(buf, string(w.Authority.ApprovalPolicy))
 	buf = append(buf, `,"budget_control":`...)
-	buf = canonical.AppendString(buf, string(w.Authority.BudgetControl))
+	buf = appendCanonicalText(buf, string(w.Authority.BudgetControl))
 	buf = append(buf, `},"coordination":`...)
-	buf = canonical.AppendString(buf, string(w.Coordination))
+	buf = appendCanonicalText(buf, string(w.Coordination))
 	buf = append(buf, `,"name":`...)
 	buf = canonical.AppendString(buf, w.Name)
 	buf = append(buf, `,"outcome":`...)
@@ -64,19 +65,19 @@ func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
 				buf = append(buf, ',')
 			}
 			buf = append(buf, `{"access":`...)
-			buf = canonical.AppendString(buf, string(s.Access))
+			buf = appendCanonicalText(buf, string(s.Access))
 			buf = append(buf, `,"category":`...)
-			buf = canonical.AppendString(buf, string(s.Category))
+			buf = appendCanonicalText(buf, string(s.Category))
 			buf = append(buf, `,"data_class":`...)
-			buf = canonical.AppendString(buf, string(s.DataClass))
+			buf = appendCanonicalText(buf, string(s.DataClass))
 			buf = append(buf, `,"side_effect":`...)
-			buf = canonical.AppendString(buf, string(s.SideEffect))
+			buf = appendCanonicalText(buf, string(s.SideEffect))
 			buf = append(buf, '}')
 		}
 		buf = append(buf, ']')
 	}
 	buf = append(buf, `,"time_horizon":`...)
-	buf = canonical.AppendString(buf, string(w.TimeHorizon))
+	buf = appendCanonicalText(buf, string(w.TimeHorizon))
 	return append(buf, "}}"...)
 }
 

@@ -12,20 +12,22 @@ import (
 // no omitempty, a nil slice as null, strings escaped as encoding/json escapes them with
 // HTML escaping on), so the API may send either; TestWorkloadDiagnosisAppendJSON checks
 // it against json.Marshal on the golden corpus and on random diagnoses. A new field of
-// the result must be added here too (the test fails until it is).
+// the result must be added here too (the test fails until it is). Strings that may be
+// texts of the fixed tables are written by appendJSONText (their JSON made once); the
+// sentences Diagnose composes, the id and the URL never are, and are escaped as they come.
 
 // AppendJSON appends d as json.Marshal encodes it.
 func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `{"schema_version":`...)
-	buf = accountable.AppendJSONString(buf, d.SchemaVersion)
+	buf = appendJSONText(buf, d.SchemaVersion)
 	buf = append(buf, `,"diagnosis_id":`...)
 	buf = accountable.AppendJSONString(buf, d.DiagnosisID)
 
 	rec := &d.Recommendation
 	buf = append(buf, `,"recommendation":{"verdict":`...)
-	buf = accountable.AppendJSONString(buf, string(rec.Verdict))
+	buf = appendJSONText(buf, string(rec.Verdict))
 	buf = append(buf, `,"mode":`...)
-	buf = accountable.AppendJSONString(buf, string(rec.Mode))
+	buf = appendJSONText(buf, string(rec.Mode))
 	buf = append(buf, `,"summary":`...)
 	buf = accountable.AppendJSONString(buf, rec.Summary)
 	buf = append(buf, `,"rationale":`...)
@@ -47,19 +49,19 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `},"missing_capabilities":`...)
 	buf = appendJSONArray(buf, d.MissingCapabilities, func(buf []byte, m *WorkloadMissingCapability) []byte {
 		buf = append(buf, `{"id":`...)
-		buf = accountable.AppendJSONString(buf, m.ID)
+		buf = appendJSONText(buf, m.ID)
 		buf = append(buf, `,"boundary":`...)
-		buf = accountable.AppendJSONString(buf, m.Boundary)
+		buf = appendJSONText(buf, m.Boundary)
 		buf = append(buf, `,"reason":`...)
-		buf = accountable.AppendJSONString(buf, m.Reason)
+		buf = appendJSONText(buf, m.Reason)
 		return append(buf, '}')
 	})
 	buf = append(buf, `,"proposed_resources":`...)
 	buf = appendJSONArray(buf, d.ProposedResources, func(buf []byte, p *WorkloadProposedResource) []byte {
 		buf = append(buf, `{"resource":`...)
-		buf = accountable.AppendJSONString(buf, p.Resource)
+		buf = appendJSONText(buf, p.Resource)
 		buf = append(buf, `,"requested_access":`...)
-		buf = accountable.AppendJSONString(buf, string(p.RequestedAccess))
+		buf = appendJSONText(buf, string(p.RequestedAccess))
 		buf = append(buf, `,"scope_intents":`...)
 		buf = appendJSONStrings(buf, p.ScopeIntents)
 		buf = append(buf, `,"purpose":`...)
@@ -71,23 +73,23 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `,"what_remains_local":`...)
 	buf = appendJSONArray(buf, d.WhatRemainsLocal, func(buf []byte, l *WorkloadLocalItem) []byte {
 		buf = append(buf, `{"item":`...)
-		buf = accountable.AppendJSONString(buf, l.Item)
+		buf = appendJSONText(buf, l.Item)
 		buf = append(buf, `,"reason":`...)
-		buf = accountable.AppendJSONString(buf, l.Reason)
+		buf = appendJSONText(buf, l.Reason)
 		return append(buf, '}')
 	})
 	buf = append(buf, `,"risks":`...)
 	buf = appendJSONArray(buf, d.Risks, func(buf []byte, r *WorkloadRisk) []byte {
 		buf = append(buf, `{"id":`...)
-		buf = accountable.AppendJSONString(buf, r.ID)
+		buf = appendJSONText(buf, r.ID)
 		buf = append(buf, `,"severity":`...)
-		buf = accountable.AppendJSONString(buf, string(r.Severity))
+		buf = appendJSONText(buf, string(r.Severity))
 		buf = append(buf, `,"boundary":`...)
-		buf = accountable.AppendJSONString(buf, r.Boundary)
+		buf = appendJSONText(buf, r.Boundary)
 		buf = append(buf, `,"description":`...)
-		buf = accountable.AppendJSONString(buf, r.Description)
+		buf = appendJSONText(buf, r.Description)
 		buf = append(buf, `,"mitigation":`...)
-		buf = accountable.AppendJSONString(buf, r.Mitigation)
+		buf = appendJSONText(buf, r.Mitigation)
 		return append(buf, '}')
 	})
 	buf = append(buf, `,"capabilities_after_installation":`...)
@@ -95,13 +97,13 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `,"human_approvals":`...)
 	buf = appendJSONArray(buf, d.HumanApprovals, func(buf []byte, h *WorkloadHumanApproval) []byte {
 		buf = append(buf, `{"id":`...)
-		buf = accountable.AppendJSONString(buf, h.ID)
+		buf = appendJSONText(buf, h.ID)
 		buf = append(buf, `,"owner_role":`...)
-		buf = accountable.AppendJSONString(buf, string(h.OwnerRole))
+		buf = appendJSONText(buf, string(h.OwnerRole))
 		buf = append(buf, `,"timing":`...)
-		buf = accountable.AppendJSONString(buf, string(h.Timing))
+		buf = appendJSONText(buf, string(h.Timing))
 		buf = append(buf, `,"decision":`...)
-		buf = accountable.AppendJSONString(buf, h.Decision)
+		buf = appendJSONText(buf, h.Decision)
 		buf = append(buf, `,"scope":`...)
 		buf = appendJSONStrings(buf, h.Scope)
 		return append(buf, '}')
@@ -109,7 +111,7 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 
 	h := &d.ApprovalHandoff
 	buf = append(buf, `,"approval_handoff":{"kind":`...)
-	buf = accountable.AppendJSONString(buf, string(h.Kind))
+	buf = appendJSONText(buf, string(h.Kind))
 	buf = append(buf, `,"url":`...)
 	buf = accountable.AppendJSONString(buf, h.URL)
 	buf = append(buf, `,"mutates_state":`...)
@@ -124,7 +126,7 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 // appendJSON appends one scored boundary.
 func (b *WorkloadBoundary) appendJSON(buf []byte) []byte {
 	buf = append(buf, `{"state":`...)
-	buf = accountable.AppendJSONString(buf, string(b.State))
+	buf = appendJSONText(buf, string(b.State))
 	buf = append(buf, `,"score":`...)
 	buf = strconv.AppendInt(buf, int64(b.Score), 10)
 	buf = append(buf, `,"reason":`...)
@@ -158,7 +160,7 @@ func appendJSONStrings(buf []byte, xs []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = accountable.AppendJSONString(buf, s)
+		buf = appendJSONText(buf, s)
 	}
 	return append(buf, ']')
 }

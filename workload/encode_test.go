@@ -53,19 +53,30 @@ func TestWorkloadDiagnosisAppendJSON(t *testing.T) {
 	}
 }
 
-// fillRandom sets v, and everything in it, to random values.
+// fillRandom sets v, and everything in it, to random values: its strings are any text, a
+// text the encoder knows in advance (workload.KnownTexts: the very string, or one of the
+// same bytes, or one made of it and more) or pieces of both.
 func fillRandom(r *rand.Rand, v reflect.Value) {
 	texts := []string{"", "a", "\x00\x01\x1f\x7f", "\"\\/", "\b\f\n\r\t", "<>&", "\u2028\u2029", "\xff\xfe", "é😀\u202e",
 		"\xed\xa0\x80", "\xf0\x9f", "…"}
+	known := workload.KnownTexts()
 	switch v.Kind() {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			fillRandom(r, v.Field(i))
 		}
 	case reflect.String:
+		if r.IntN(4) == 0 {
+			v.SetString(known[r.IntN(len(known))])
+			break
+		}
 		var b strings.Builder
 		for range r.IntN(4) {
-			b.WriteString(texts[r.IntN(len(texts))])
+			if r.IntN(2) == 0 {
+				b.WriteString(known[r.IntN(len(known))])
+			} else {
+				b.WriteString(texts[r.IntN(len(texts))])
+			}
 		}
 		v.SetString(b.String())
 	case reflect.Int, reflect.Int64:

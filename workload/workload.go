@@ -1624,6 +1624,9 @@ var workloadApprovalTexts = [...]struct{ id, decision string }{
 	{"regulated_data", "Approve the workload's use of regulated data and the handling rules for it (H8)."},
 }
 
+// workloadWholeScope is the scope of an approval that names no resource nor action.
+const workloadWholeScope = "workload"
+
 // workloadInstallationNeeded is H1's decision when the verdict is needed.
 const workloadInstallationNeeded = "Approve installing a governed workspace for this workload with the proposed resources (H1)."
 
@@ -1668,7 +1671,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 		}
 		if len(scope) == 0 { // empty or not, an empty scope is "workload"
 			start := len(scopes)
-			scopes = append(scopes, "workload")
+			scopes = append(scopes, workloadWholeScope)
 			scope = since(start)
 		}
 		out = append(out, WorkloadHumanApproval{ID: h.id, OwnerRole: role, Timing: timing, Decision: h.decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
@@ -1697,6 +1700,18 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 	return out
 }
 
+// The fixed capabilities of an installation: receipts' (always), a coordination record's
+// and a governed workspace's.
+const (
+	capabilityWorkReceipts       = "work_receipts"
+	capabilityEvidenceRecords    = "evidence_records"
+	capabilityLedgerVerification = "ledger_verification"
+	capabilityCoordinationRecord = "coordination_record"
+	capabilityHumanApprovals     = "human_approvals"
+	capabilityScopedCredentials  = "scoped_credentials"
+	capabilitySpendLimits        = "spend_limits"
+)
+
 // capabilities is what the installation gives the workload (K: fixed capabilities, one
 // per proposed resource and one per approval), at most 7 + 15 + 10.
 func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanApproval) []string {
@@ -1704,14 +1719,14 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 		return []string{}
 	}
 	out := make([]string, 0, 6+len(f.resources)+len(approvals))
-	out = append(out, "work_receipts", "evidence_records", "ledger_verification")
+	out = append(out, capabilityWorkReceipts, capabilityEvidenceRecords, capabilityLedgerVerification)
 	if f.r.Workload.Coordination != CoordinationNone && f.active(wbAgents) {
-		out = append(out, "coordination_record")
+		out = append(out, capabilityCoordinationRecord)
 	}
 	if m == ModeGovernedWorkspace {
-		out = append(out, "human_approvals", "scoped_credentials")
+		out = append(out, capabilityHumanApprovals, capabilityScopedCredentials)
 		if f.actions.has(ActionSpendFunds) {
-			out = append(out, "spend_limits")
+			out = append(out, capabilitySpendLimits)
 		}
 	}
 	for _, r := range f.resources {
