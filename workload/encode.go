@@ -47,14 +47,12 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = d.Boundaries.Accountability.appendJSON(buf)
 
 	buf = append(buf, `},"missing_capabilities":`...)
+	from := 0 // knownIndex's, for each list of catalogue entries
 	buf = appendJSONArray(buf, d.MissingCapabilities, func(buf []byte, m *WorkloadMissingCapability) []byte {
-		buf = append(buf, `{"id":`...)
-		buf = appendJSONText(buf, m.ID)
-		buf = append(buf, `,"boundary":`...)
-		buf = appendJSONText(buf, m.Boundary)
-		buf = append(buf, `,"reason":`...)
-		buf = appendJSONText(buf, m.Reason)
-		return append(buf, '}')
+		if j := knownIndex(workloadMissingJSON, &from, m); j >= 0 {
+			return append(buf, workloadMissingJSON[j].json...)
+		}
+		return m.appendJSON(buf)
 	})
 	buf = append(buf, `,"proposed_resources":`...)
 	buf = appendJSONArray(buf, d.ProposedResources, func(buf []byte, p *WorkloadProposedResource) []byte {
@@ -71,26 +69,20 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 		return append(buf, '}')
 	})
 	buf = append(buf, `,"what_remains_local":`...)
+	from = 0
 	buf = appendJSONArray(buf, d.WhatRemainsLocal, func(buf []byte, l *WorkloadLocalItem) []byte {
-		buf = append(buf, `{"item":`...)
-		buf = appendJSONText(buf, l.Item)
-		buf = append(buf, `,"reason":`...)
-		buf = appendJSONText(buf, l.Reason)
-		return append(buf, '}')
+		if j := knownIndex(workloadLocalJSON, &from, l); j >= 0 {
+			return append(buf, workloadLocalJSON[j].json...)
+		}
+		return l.appendJSON(buf)
 	})
 	buf = append(buf, `,"risks":`...)
+	from = 0
 	buf = appendJSONArray(buf, d.Risks, func(buf []byte, r *WorkloadRisk) []byte {
-		buf = append(buf, `{"id":`...)
-		buf = appendJSONText(buf, r.ID)
-		buf = append(buf, `,"severity":`...)
-		buf = appendJSONText(buf, string(r.Severity))
-		buf = append(buf, `,"boundary":`...)
-		buf = appendJSONText(buf, r.Boundary)
-		buf = append(buf, `,"description":`...)
-		buf = appendJSONText(buf, r.Description)
-		buf = append(buf, `,"mitigation":`...)
-		buf = appendJSONText(buf, r.Mitigation)
-		return append(buf, '}')
+		if j := knownIndex(workloadRiskJSON, &from, r); j >= 0 {
+			return append(buf, workloadRiskJSON[j].json...)
+		}
+		return r.appendJSON(buf)
 	})
 	buf = append(buf, `,"capabilities_after_installation":`...)
 	buf = appendJSONStrings(buf, d.CapabilitiesAfterInstallation)
@@ -121,6 +113,71 @@ func (d WorkloadDiagnosis) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `,"approval_ids":`...)
 	buf = appendJSONStrings(buf, h.ApprovalIDs)
 	return append(buf, "}}"...)
+}
+
+// appendJSON appends m.
+func (m *WorkloadMissingCapability) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = appendJSONText(buf, m.ID)
+	buf = append(buf, `,"boundary":`...)
+	buf = appendJSONText(buf, m.Boundary)
+	buf = append(buf, `,"reason":`...)
+	buf = appendJSONText(buf, m.Reason)
+	return append(buf, '}')
+}
+
+// appendJSON appends l.
+func (l *WorkloadLocalItem) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"item":`...)
+	buf = appendJSONText(buf, l.Item)
+	buf = append(buf, `,"reason":`...)
+	buf = appendJSONText(buf, l.Reason)
+	return append(buf, '}')
+}
+
+// appendJSON appends r.
+func (r *WorkloadRisk) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = appendJSONText(buf, r.ID)
+	buf = append(buf, `,"severity":`...)
+	buf = appendJSONText(buf, string(r.Severity))
+	buf = append(buf, `,"boundary":`...)
+	buf = appendJSONText(buf, r.Boundary)
+	buf = append(buf, `,"description":`...)
+	buf = appendJSONText(buf, r.Description)
+	buf = append(buf, `,"mitigation":`...)
+	buf = appendJSONText(buf, r.Mitigation)
+	return append(buf, '}')
+}
+
+// knownValue is an element a list of the result may hold, with its JSON made once.
+type knownValue[T comparable] struct {
+	value T
+	json  string
+}
+
+// knownValues are values with their JSON, as element appends them.
+func knownValues[T comparable](element func(*T, []byte) []byte, values ...T) []knownValue[T] {
+	out := make([]knownValue[T], len(values))
+	for i, v := range values {
+		out[i] = knownValue[T]{v, string(element(&v, nil))}
+	}
+	return out
+}
+
+// knownIndex is the index in known of the value equal to x, from *from on, or -1; a value
+// found moves *from past it. The lists Diagnose makes from a catalogue hold its entries in
+// the catalogue's order, so each is looked for from the last one found on, and compared
+// with it (==) by its strings' pointers when it is made of the catalogue's constants; an
+// element out of that order, or unlike any, is written field by field.
+func knownIndex[T comparable](known []knownValue[T], from *int, x *T) int {
+	for j := *from; j < len(known); j++ {
+		if known[j].value == *x {
+			*from = j + 1
+			return j
+		}
+	}
+	return -1
 }
 
 // appendJSON appends one scored boundary.

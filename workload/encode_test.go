@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,6 +34,34 @@ func TestWorkloadDiagnosisAppendJSON(t *testing.T) {
 		d.ApprovalHandoff.URL = "https://a.example/x?a=<b>&c=\u2028" + d.ApprovalHandoff.URL
 		check(c.name+" under a site URL", d)
 	}
+	// The lists made from the catalogues, out of order, repeated, and with a field of an
+	// entry changed (by bytes, or to another entry's): an element equal to an entry is
+	// written from the entry's JSON made once, any other field by field.
+	r := rand.New(rand.NewPCG(7, 1128))
+	for i, c := range goldenCorpus(t) {
+		if i%4 != 0 {
+			continue
+		}
+		d := workload.Diagnose(c.req)
+		reorder(r, d.MissingCapabilities)
+		reorder(r, d.WhatRemainsLocal)
+		reorder(r, d.Risks)
+		d.MissingCapabilities = append(d.MissingCapabilities, d.MissingCapabilities...)
+		d.Risks = append(d.Risks, d.Risks...)
+		if n := len(d.MissingCapabilities); n > 1 {
+			d.MissingCapabilities[r.IntN(n)].Reason += "<"
+			d.MissingCapabilities[r.IntN(n)].Boundary = d.MissingCapabilities[r.IntN(n)].Boundary
+		}
+		if n := len(d.Risks); n > 1 {
+			d.Risks[r.IntN(n)].Severity = workload.WorkloadSeverity([]string{"high", "critical", "&", ""}[r.IntN(4)])
+			d.Risks[r.IntN(n)].Description = d.Risks[r.IntN(n)].Mitigation
+		}
+		d.WhatRemainsLocal[0].Item = strings.Clone(d.WhatRemainsLocal[0].Item)
+		if n := len(d.WhatRemainsLocal); n > 1 {
+			d.WhatRemainsLocal[r.IntN(n)].Reason = ""
+		}
+		check(c.name+" reordered", d)
+	}
 	// Every byte that needs escaping, and every non-ASCII form, at every offset of a longer
 	// plain text: the eight-byte scan must find it wherever it is.
 	specials := []string{"\x00", "\x1f", "\x7f", "\"", "\\", "<", ">", "&", "\n", "é", "\u2028", "\u2029", "\xff", "😀", "\xe2\x80"}
@@ -45,11 +74,21 @@ func TestWorkloadDiagnosisAppendJSON(t *testing.T) {
 			}
 		}
 	}
-	r := rand.New(rand.NewPCG(7, 1127))
+	r = rand.New(rand.NewPCG(7, 1127))
 	for range 3000 {
 		var d workload.WorkloadDiagnosis
 		fillRandom(r, reflect.ValueOf(&d).Elem())
 		check("random", d)
+	}
+}
+
+// reorder shuffles xs, or reverses it, or leaves it.
+func reorder[T any](r *rand.Rand, xs []T) {
+	switch r.IntN(3) {
+	case 0:
+		r.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
+	case 1:
+		slices.Reverse(xs)
 	}
 }
 

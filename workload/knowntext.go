@@ -134,3 +134,26 @@ func appendCanonicalText(buf []byte, s string) []byte {
 	}
 	return canonical.AppendString(buf, s)
 }
+
+// The catalogues' entries as the lists of the answer hold them (a risk with each
+// severity), in the catalogues' order, with their JSON made once (appendKnownArray).
+var (
+	workloadMissingJSON = func() []knownValue[WorkloadMissingCapability] {
+		values := make([]WorkloadMissingCapability, len(workloadMissingTexts))
+		for i, m := range workloadMissingTexts {
+			values[i] = WorkloadMissingCapability{ID: m.id, Boundary: workloadBoundaryNames[m.b], Reason: m.reason}
+		}
+		return knownValues((*WorkloadMissingCapability).appendJSON, values...)
+	}()
+	workloadLocalJSON = knownValues((*WorkloadLocalItem).appendJSON, workloadLocalTexts[:]...)
+	workloadRiskJSON  = func() []knownValue[WorkloadRisk] {
+		var values []WorkloadRisk
+		for _, k := range workloadRiskTexts {
+			for _, sev := range workloadSeverities {
+				values = append(values, WorkloadRisk{ID: k.id, Severity: sev, Boundary: workloadBoundaryNames[k.b],
+					Description: k.description, Mitigation: k.mitigation})
+			}
+		}
+		return knownValues((*WorkloadRisk).appendJSON, values...)
+	}()
+)
