@@ -111,8 +111,11 @@ var workloadKnownTexts = func() *knownTexts {
 	}
 	texts = append(texts, capabilityWorkReceipts, capabilityEvidenceRecords, capabilityLedgerVerification,
 		capabilityCoordinationRecord, capabilityHumanApprovals, capabilityScopedCredentials, capabilitySpendLimits)
-	for _, c := range workloadCapabilities {
-		texts = append(texts, c)
+	for _, c := range workloadCategories {
+		texts = append(texts, workloadResourceCapabilities[string(c)])
+	}
+	for _, h := range workloadApprovalTexts {
+		texts = append(texts, workloadApprovalCapabilities[h.id])
 	}
 	return newKnownTexts(texts...)
 }()

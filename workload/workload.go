@@ -1470,13 +1470,27 @@ func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
 		gapOutcome && (c.Acceptance == AcceptanceNone || c.Acceptance == AcceptanceAgent),                                                // M12
 		len(retention) > 0, // M13
 	}
-	out := make([]WorkloadMissingCapability, 0, 8) // most diagnoses miss fewer
 	for i, m := range workloadMissingTexts {
-		if holds[i] && (f.active(m.b) || i == workloadM8) {
+		holds[i] = holds[i] && (f.active(m.b) || i == workloadM8)
+	}
+	out := make([]WorkloadMissingCapability, 0, workloadCount(holds[:]))
+	for i, m := range workloadMissingTexts {
+		if holds[i] {
 			out = append(out, WorkloadMissingCapability{ID: m.id, Boundary: workloadBoundaryNames[m.b], Reason: m.reason})
 		}
 	}
 	return out
+}
+
+// workloadCount is how many of holds are true: the lists are made at the length they come to.
+func workloadCount(holds []bool) int {
+	n := 0
+	for _, h := range holds {
+		if h {
+			n++
+		}
+	}
+	return n
 }
 
 // workloadLocalTexts is L1-L8, in catalogue order (data, as workloadMissingTexts).
@@ -1507,7 +1521,7 @@ func (f *workloadFacts) remainsLocal(v WorkloadVerdict) []WorkloadLocalItem {
 		f.regulatedData || f.r.Workload.Accountability.Consequence == ConsequenceRegulated, // L7
 		v == VerdictNotNeeded, // L8
 	}
-	out := make([]WorkloadLocalItem, 0, WorkloadLocalItemsMax) // L1-L8, each at most once
+	out := make([]WorkloadLocalItem, 0, workloadCount(holds[:]))
 	for i, l := range workloadLocalTexts {
 		if holds[i] {
 			out = append(out, l)
@@ -1600,9 +1614,18 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 			weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical), // K14
 		pick(len(retention) > 0, SeverityHigh, len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical), // K15
 	}
-	out := make([]WorkloadRisk, 0, 8) // most diagnoses run fewer
+	n := 0
 	for i, k := range workloadRiskTexts {
-		if severities[i] != "" && f.active(k.b) {
+		if !f.active(k.b) {
+			severities[i] = ""
+		}
+		if severities[i] != "" {
+			n++
+		}
+	}
+	out := make([]WorkloadRisk, 0, n)
+	for i, k := range workloadRiskTexts {
+		if severities[i] != "" {
 			out = append(out, WorkloadRisk{ID: k.id, Severity: severities[i], Boundary: workloadBoundaryNames[k.b],
 				Description: k.description, Mitigation: k.mitigation})
 		}
@@ -1636,13 +1659,18 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 		return []WorkloadHumanApproval{}
 	}
 	w := f.r.Workload
-	out := make([]WorkloadHumanApproval, 0, 8) // H1-H8, each at most once
-	// Every scope is a piece of one array (the resources at most three times, the
-	// actions and the "workload" of an empty scope at most once each), capped at its
-	// end so that no scope grows into the next.
-	scopes := make([]string, 0, 3*len(f.resources)+len(workloadActions)+8)
-	since := func(start int) []string { return scopes[start:len(scopes):len(scopes)] }
-	resources := func(keep func(i int, r *WorkloadProposedResource) bool) []string {
+	// The approvals and their scopes are made on the stack, then copied to the heap each
+	// with one allocation of the size they came to (making them at their bounds was a
+	// sixth of the diagnosis's bytes). Every scope is a piece of one array (the resources
+	// at most three times, the actions and the "workload" of an empty scope at most once
+	// each), cut from the heap's copy at the end; each is capped at its end so that no
+	// scope grows into the next.
+	var approvalsOnStack [len(workloadApprovalTexts)]WorkloadHumanApproval
+	var scopeSpans [len(workloadApprovalTexts)]workloadSpan
+	var scopesOnStack [3*WorkloadProposedResourcesMax + workloadActionCount + len(workloadApprovalTexts)]string
+	out, scopes := approvalsOnStack[:0], scopesOnStack[:0]
+	since := func(start int) workloadSpan { return workloadSpan{start, len(scopes)} }
+	resources := func(keep func(i int, r *WorkloadProposedResource) bool) workloadSpan {
 		start := len(scopes)
 		for i := range f.resources {
 			if keep(i, &f.resources[i]) {
@@ -1656,7 +1684,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 		return r.RequestedAccess == AccessWrite || r.RequestedAccess == AccessAdmin
 	})
 	regulated := resources(func(i int, _ *WorkloadProposedResource) bool { return f.resourceSystem[i].DataClass == DataRegulated })
-	declared := func(acts ...WorkloadAction) []string {
+	declared := func(acts ...WorkloadAction) workloadSpan {
 		start := len(scopes)
 		for _, a := range acts {
 			if f.actions.has(a) {
@@ -1665,29 +1693,31 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 		}
 		return since(start)
 	}
-	add := func(cond bool, h struct{ id, decision string }, role WorkloadOwnerRole, timing WorkloadApprovalTiming, scope []string) {
+	add := func(cond bool, h struct{ id, decision string }, role WorkloadOwnerRole, timing WorkloadApprovalTiming, scope workloadSpan) {
 		if !cond {
 			return
 		}
-		if len(scope) == 0 { // empty or not, an empty scope is "workload"
+		if scope.end == scope.start { // empty or not, an empty scope is "workload"
 			start := len(scopes)
 			scopes = append(scopes, workloadWholeScope)
 			scope = since(start)
 		}
-		out = append(out, WorkloadHumanApproval{ID: h.id, OwnerRole: role, Timing: timing, Decision: h.decision, Scope: scope[:min(len(scope), WorkloadApprovalScopeMax)]})
+		scope.end = min(scope.end, scope.start+WorkloadApprovalScopeMax)
+		scopeSpans[len(out)] = scope
+		out = append(out, WorkloadHumanApproval{ID: h.id, OwnerRole: role, Timing: timing, Decision: h.decision})
 	}
 	installation := workloadApprovalTexts[0]
 	if v == VerdictNeeded {
 		installation.decision = workloadInstallationNeeded
 	}
-	add(true, installation, OwnerWorkload, TimingBeforeInstallation, all)                       // H1
-	add(len(writing) > 0, workloadApprovalTexts[1], OwnerSystem, TimingBeforeFirstUse, writing) // H2
+	add(true, installation, OwnerWorkload, TimingBeforeInstallation, all)                                  // H1
+	add(writing.end > writing.start, workloadApprovalTexts[1], OwnerSystem, TimingBeforeFirstUse, writing) // H2
 	code := declared(ActionModifyCode, ActionMergeOrDeploy)
 	codeTiming := TimingBeforeFirstUse
 	if f.actions.has(ActionMergeOrDeploy) {
 		codeTiming = TimingPerAction
 	}
-	add(len(code) > 0, workloadApprovalTexts[2], OwnerCode, codeTiming, code)                                                                          // H3
+	add(code.end > code.start, workloadApprovalTexts[2], OwnerCode, codeTiming, code)                                                                  // H3
 	add(f.actions.has(ActionSendExternalMessage), workloadApprovalTexts[3], OwnerCommunications, TimingPerAction, declared(ActionSendExternalMessage)) // H4
 	spendTiming := TimingPerAction
 	if w.Authority.BudgetControl == BudgetFixedLimit {
@@ -1697,7 +1727,11 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 	add(f.actions.has(ActionCreateAccount) || f.actions.has(ActionChangePermissions), workloadApprovalTexts[5], OwnerIdentityAdmin, TimingPerAction, declared(ActionCreateAccount, ActionChangePermissions)) // H6
 	add(f.actions.has(ActionDeleteData), workloadApprovalTexts[6], OwnerData, TimingPerAction, declared(ActionDeleteData))                                                                                   // H7
 	add(triggers[2], workloadApprovalTexts[7], OwnerData, TimingBeforeFirstUse, regulated)                                                                                                                   // H8
-	return out
+	heapScopes := slices.Clone(scopes)
+	for i := range out {
+		out[i].Scope = heapScopes[scopeSpans[i].start:scopeSpans[i].end:scopeSpans[i].end]
+	}
+	return slices.Clone(out)
 }
 
 // The fixed capabilities of an installation: receipts' (always), a coordination record's
@@ -1718,44 +1752,55 @@ func (f *workloadFacts) capabilities(m WorkloadMode, approvals []WorkloadHumanAp
 	if m == ModeNone {
 		return []string{}
 	}
-	out := make([]string, 0, 6+len(f.resources)+len(approvals))
-	out = append(out, capabilityWorkReceipts, capabilityEvidenceRecords, capabilityLedgerVerification)
+	fixed := [7]string{capabilityWorkReceipts, capabilityEvidenceRecords, capabilityLedgerVerification}
+	n := 3
 	if f.r.Workload.Coordination != CoordinationNone && f.active(wbAgents) {
-		out = append(out, capabilityCoordinationRecord)
+		fixed[n] = capabilityCoordinationRecord
+		n++
 	}
 	if m == ModeGovernedWorkspace {
-		out = append(out, capabilityHumanApprovals, capabilityScopedCredentials)
+		fixed[n], fixed[n+1] = capabilityHumanApprovals, capabilityScopedCredentials
+		n += 2
 		if f.actions.has(ActionSpendFunds) {
-			out = append(out, capabilitySpendLimits)
+			fixed[n] = capabilitySpendLimits
+			n++
 		}
 	}
+	out := make([]string, 0, min(n+len(f.resources)+len(approvals), WorkloadCapabilitiesMax))
+	out = append(out, fixed[:n]...)
 	for _, r := range f.resources {
-		out = append(out, workloadCapability("resource:", r.Resource))
+		out = append(out, workloadCapability(workloadResourceCapabilities, "resource:", r.Resource))
 	}
 	for _, a := range approvals {
-		out = append(out, workloadCapability("approval:", a.ID))
+		out = append(out, workloadCapability(workloadApprovalCapabilities, "approval:", a.ID))
 	}
 	return out[:min(len(out), WorkloadCapabilitiesMax)]
 }
 
-// workloadCapabilities are the capabilities of the resources named after a category and
-// of the approvals, made once: a diagnosis names several, and each concatenation was an
+// workloadResourceCapabilities and workloadApprovalCapabilities are the capabilities of
+// the resources named after a category and of the approvals, by that name and the
+// approval's id, made once: a diagnosis names several, and each concatenation was an
 // allocation.
-var workloadCapabilities = func() map[string]string {
-	m := map[string]string{}
-	for _, c := range workloadCategories {
-		m["resource:"+string(c)] = "resource:" + string(c)
-	}
-	for _, h := range workloadApprovalTexts {
-		m["approval:"+h.id] = "approval:" + h.id
-	}
-	return m
-}()
+var (
+	workloadResourceCapabilities = func() map[string]string {
+		m := map[string]string{}
+		for _, c := range workloadCategories {
+			m[string(c)] = "resource:" + string(c)
+		}
+		return m
+	}()
+	workloadApprovalCapabilities = func() map[string]string {
+		m := map[string]string{}
+		for _, h := range workloadApprovalTexts {
+			m[h.id] = "approval:" + h.id
+		}
+		return m
+	}()
+)
 
-// workloadCapability is kind+name, from workloadCapabilities when it is there (the map
-// lookup of a concatenation does not allocate it).
-func workloadCapability(kind, name string) string {
-	if c, ok := workloadCapabilities[kind+name]; ok {
+// workloadCapability is kind+name, from made when it is there.
+func workloadCapability(made map[string]string, kind, name string) string {
+	if c, ok := made[name]; ok {
 		return c
 	}
 	return kind + name
