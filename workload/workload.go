@@ -1117,7 +1117,7 @@ func (f *workloadFacts) scoreTime() {
 
 // scoreAgents is A1-A9.
 func (f *workloadFacts) scoreAgents() {
-	w := f.r.Workload
+	w := &f.r.Workload
 	count := workloadAgentCountPoints[0].workloadPoints
 	for _, row := range workloadAgentCountPoints {
 		if w.AgentCount >= row.from {
@@ -1182,7 +1182,7 @@ func (f *workloadFacts) writeCapped(raw int) {
 
 // scoreAuthority is U1-U21.
 func (f *workloadFacts) scoreAuthority() {
-	a := f.r.Workload.Authority
+	a := &f.r.Workload.Authority
 	top := -1
 	for i := range workloadActions { // enumeration order: the first of the highest points
 		if f.actions[i] && (top < 0 || workloadActionPointsByIndex[i].points > workloadActionPointsByIndex[top].points) {
@@ -1224,7 +1224,7 @@ func (f *workloadFacts) scoreAuthority() {
 
 // workloadRetentionGaps is C13 and C14: the points and the rules that apply ("C13",
 // "C14", "C13, C14" or "").
-func workloadRetentionGaps(c WorkloadAccountability) (int, string) {
+func workloadRetentionGaps(c *WorkloadAccountability) (int, string) {
 	c13 := c.Retention == RetentionNone && (c.Consequence == ConsequenceHigh || c.Consequence == ConsequenceRegulated)
 	c14 := c.Consequence == ConsequenceRegulated && c.Retention != RetentionRegulated
 	switch {
@@ -1240,7 +1240,7 @@ func workloadRetentionGaps(c WorkloadAccountability) (int, string) {
 
 // scoreAccountability is C1-C15.
 func (f *workloadFacts) scoreAccountability() {
-	c := f.r.Workload.Accountability
+	c := &f.r.Workload.Accountability
 	co, ev, ac := workloadConsequencePoints[c.Consequence], workloadEvidencePoints[c.Evidence], workloadAcceptancePoints[c.Acceptance]
 	gap, ids := workloadRetentionGaps(c)
 	raw := co.points + ev.points + ac.points + gap
@@ -1451,8 +1451,8 @@ const workloadM8 = 7
 // missingCapabilities is M1-M13, in catalogue order; each is reported when its condition
 // holds and its boundary is active (M8 whenever it holds).
 func (f *workloadFacts) missingCapabilities() []WorkloadMissingCapability {
-	w := f.r.Workload
-	c := w.Accountability
+	w := &f.r.Workload
+	c := &w.Accountability
 	gapOutcome := c.Consequence != ConsequenceLow
 	_, retention := workloadRetentionGaps(c)
 	holds := [len(workloadMissingTexts)]bool{
@@ -1571,13 +1571,17 @@ var workloadRiskTexts = [WorkloadRisksMax]struct {
 // risks is K1-K15, in catalogue order; each is reported when its condition holds and its
 // boundary is active.
 func (f *workloadFacts) risks() []WorkloadRisk {
-	w := f.r.Workload
-	a, c := w.Authority, w.Accountability
-	pick := func(conds ...any) WorkloadSeverity { // cond, severity, cond, severity...: the last that holds
+	w := &f.r.Workload
+	a, c := &w.Authority, &w.Accountability
+	type when struct {
+		holds    bool
+		severity WorkloadSeverity
+	}
+	pick := func(whens ...when) WorkloadSeverity { // the last that holds
 		var sev WorkloadSeverity
-		for i := 0; i+1 < len(conds); i += 2 {
-			if conds[i].(bool) {
-				sev = conds[i+1].(WorkloadSeverity)
+		for _, w := range whens {
+			if w.holds {
+				sev = w.severity
 			}
 		}
 		return sev
@@ -1594,25 +1598,29 @@ func (f *workloadFacts) risks() []WorkloadRisk {
 	escalates := f.actions.has(ActionChangePermissions) || f.actions.has(ActionCreateAccount)
 	weakEvidence := c.Evidence == EvidenceNone || c.Evidence == EvidenceActivityLog
 	severities := [len(workloadRiskTexts)]WorkloadSeverity{ // "": the risk does not apply
-		pick(w.TimeHorizon == HorizonRecurring, SeverityMedium, w.TimeHorizon == HorizonContinuous, SeverityHigh),                 // K1
-		pick(w.TimeHorizon == HorizonMultiDay, SeverityLow),                                                                       // K2
-		pick(w.AgentCount >= 2 && w.Coordination == CoordinationNone, SeverityMedium),                                             // K3
-		pick(w.Coordination == CoordinationHandoff || w.Coordination == CoordinationHierarchical, SeverityMedium),                 // K4
-		pick(w.Coordination == CoordinationParallel && f.writes, SeverityHigh),                                                    // K5
-		pick(f.excess, SeverityMedium, f.excessAdmin, SeverityHigh),                                                               // K6
-		pick(writesWith(SideEffectIrreversible, false), SeverityHigh, writesWith(SideEffectIrreversible, true), SeverityCritical), // K7
-		pick(writesWith(SideEffectExternal, false), SeverityMedium, writesWith(SideEffectExternal, true), SeverityHigh),           // K8
-		pick(f.sensitiveData, SeverityMedium, f.regulatedData, SeverityHigh),                                                      // K9
-		pick(f.consequential > 0 && a.ApprovalPolicy == ApprovalExceptionsOnly, SeverityHigh,
-			f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical), // K10
-		pick(f.actions.has(ActionSpendFunds), SeverityLow, f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium,
-			f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh,
-			f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical), // K11
-		pick(escalates, SeverityHigh, escalates && undefinedApproval, SeverityCritical),                                                                            // K12
-		pick(f.actions.has(ActionDeleteData), SeverityHigh, f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical), // K13
-		pick(weakEvidence && c.Consequence == ConsequenceModerate, SeverityMedium, weakEvidence && c.Consequence == ConsequenceHigh, SeverityHigh,
-			weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical), // K14
-		pick(len(retention) > 0, SeverityHigh, len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical), // K15
+		pick(when{w.TimeHorizon == HorizonRecurring, SeverityMedium}, when{w.TimeHorizon == HorizonContinuous, SeverityHigh}), // K1
+		pick(when{w.TimeHorizon == HorizonMultiDay, SeverityLow}),                                                             // K2
+		pick(when{w.AgentCount >= 2 && w.Coordination == CoordinationNone, SeverityMedium}),                                   // K3
+		pick(when{w.Coordination == CoordinationHandoff || w.Coordination == CoordinationHierarchical, SeverityMedium}),       // K4
+		pick(when{w.Coordination == CoordinationParallel && f.writes, SeverityHigh}),                                          // K5
+		pick(when{f.excess, SeverityMedium}, when{f.excessAdmin, SeverityHigh}),                                               // K6
+		pick(when{writesWith(SideEffectIrreversible, false), SeverityHigh},
+			when{writesWith(SideEffectIrreversible, true), SeverityCritical}), // K7
+		pick(when{writesWith(SideEffectExternal, false), SeverityMedium}, when{writesWith(SideEffectExternal, true), SeverityHigh}), // K8
+		pick(when{f.sensitiveData, SeverityMedium}, when{f.regulatedData, SeverityHigh}),                                            // K9
+		pick(when{f.consequential > 0 && a.ApprovalPolicy == ApprovalExceptionsOnly, SeverityHigh},
+			when{f.consequential > 0 && a.ApprovalPolicy == ApprovalUndefined, SeverityCritical}), // K10
+		pick(when{f.actions.has(ActionSpendFunds), SeverityLow},
+			when{f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetDynamicLimit, SeverityMedium},
+			when{f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUndefined, SeverityHigh},
+			when{f.actions.has(ActionSpendFunds) && a.BudgetControl == BudgetUnbounded, SeverityCritical}), // K11
+		pick(when{escalates, SeverityHigh}, when{escalates && undefinedApproval, SeverityCritical}), // K12
+		pick(when{f.actions.has(ActionDeleteData), SeverityHigh},
+			when{f.actions.has(ActionDeleteData) && (regulated || c.Retention == RetentionRegulated), SeverityCritical}), // K13
+		pick(when{weakEvidence && c.Consequence == ConsequenceModerate, SeverityMedium},
+			when{weakEvidence && c.Consequence == ConsequenceHigh, SeverityHigh},
+			when{weakEvidence && c.Consequence == ConsequenceRegulated, SeverityCritical}), // K14
+		pick(when{len(retention) > 0, SeverityHigh}, when{len(retention) > 0 && c.Consequence == ConsequenceRegulated, SeverityCritical}), // K15
 	}
 	n := 0
 	for i, k := range workloadRiskTexts {
@@ -1658,7 +1666,7 @@ func (f *workloadFacts) approvals(v WorkloadVerdict, triggers [5]bool) []Workloa
 	if v == VerdictNotNeeded {
 		return []WorkloadHumanApproval{}
 	}
-	w := f.r.Workload
+	w := &f.r.Workload
 	// The approvals and their scopes are made on the stack, then copied to the heap each
 	// with one allocation of the size they came to (making them at their bounds was a
 	// sixth of the diagnosis's bytes). Every scope is a piece of one array (the resources
