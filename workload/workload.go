@@ -924,6 +924,9 @@ type workloadFacts struct {
 	scores        [5]int
 	states        [5]WorkloadBoundaryState
 	reasons       [5]workloadSpan // unclipped: the rationale quotes them whole
+	// entries are the rationale's entry of each active boundary: its reason with its name,
+	// state and points in front, written just before it (so the reason is written once).
+	entries [5]workloadSpan
 	// text holds the sentences the rules write (reasons, summary, rationale, purposes)
 	// until Diagnose makes them strings, all with one allocation (concatenating each
 	// was a third of Diagnose's time); the spans above and below are in it.
@@ -1011,10 +1014,6 @@ func DiagnoseUnder(r WorkloadRequest, siteURL string) WorkloadDiagnosis {
 	f.scoreSystems()
 	f.scoreAuthority()
 	f.scoreAccountability()
-	for i := range f.scores {
-		f.scores[i] = min(max(f.scores[i], 0), WorkloadMaxPoints)
-		f.states[i] = workloadState(f.scores[i])
-	}
 
 	d := WorkloadDiagnosis{SchemaVersion: WorkloadSchemaVersion}
 	verdict, mode, triggers := f.verdict()
@@ -1107,12 +1106,32 @@ func workloadState(score int) WorkloadBoundaryState {
 
 func (f *workloadFacts) active(b int) bool { return f.states[b] != BoundaryAbsent }
 
+// openReason starts boundary b's reason once its raw points are known: its score (capped)
+// and state are set, and an active boundary's rationale entry begins with its name, state
+// and points (the reason follows, closeReason ends both).
+func (f *workloadFacts) openReason(b, raw int) {
+	f.scores[b] = min(max(raw, 0), WorkloadMaxPoints)
+	f.states[b] = workloadState(f.scores[b])
+	f.entries[b].start = len(f.text)
+	if f.active(b) {
+		f.write(workloadBoundaryNames[b], " ", string(f.states[b]), " (", strconv.Itoa(f.scores[b]), " points): ")
+	}
+	f.reasons[b].start = len(f.text)
+}
+
+// closeReason ends boundary b's reason and rationale entry.
+func (f *workloadFacts) closeReason(b int) {
+	f.reasons[b].end = len(f.text)
+	f.entries[b].end = len(f.text)
+}
+
 // scoreTime is T1-T5.
 func (f *workloadFacts) scoreTime() {
 	th := f.r.Workload.TimeHorizon
 	p := workloadTimePoints[th]
-	f.scores[wbTime] = p.points
-	f.reasons[wbTime] = f.sentence("time_horizon ", string(th), ": ", strconv.Itoa(p.points), " points (", p.id, ").")
+	f.openReason(wbTime, p.points)
+	f.write("time_horizon ", string(th), ": ", strconv.Itoa(p.points), " points (", p.id, ").")
+	f.closeReason(wbTime)
 }
 
 // scoreAgents is A1-A9.
@@ -1125,10 +1144,12 @@ func (f *workloadFacts) scoreAgents() {
 		}
 	}
 	co := workloadCoordinationPoints[w.Coordination]
-	f.scores[wbAgents] = count.points + co.points
-	f.reasons[wbAgents] = f.sentence("agent_count ", strconv.FormatInt(w.AgentCount, 10), ": ", strconv.Itoa(count.points), " points (", count.id,
+	raw := count.points + co.points
+	f.openReason(wbAgents, raw)
+	f.write("agent_count ", strconv.FormatInt(w.AgentCount, 10), ": ", strconv.Itoa(count.points), " points (", count.id,
 		"); coordination ", string(w.Coordination), ": +", strconv.Itoa(co.points), " (", co.id, "); total ",
-		strconv.Itoa(f.scores[wbAgents]), " (A9).")
+		strconv.Itoa(raw), " (A9).")
+	f.closeReason(wbAgents)
 }
 
 // workloadSystemPoints is S2-S12 of one system.
@@ -1140,7 +1161,9 @@ func workloadSystemPoints(s WorkloadSystem) int {
 func (f *workloadFacts) scoreSystems() {
 	systems := f.r.Workload.Systems
 	if len(systems) == 0 {
-		f.reasons[wbSystems] = f.sentence("No system declared: 0 points (S1).")
+		f.openReason(wbSystems, 0)
+		f.write("No system declared: 0 points (S1).")
+		f.closeReason(wbSystems)
 		return
 	}
 	top, topPoints := 0, workloadSystemPoints(systems[0]) // the first of the highest
@@ -1152,9 +1175,8 @@ func (f *workloadFacts) scoreSystems() {
 	s := systems[top]
 	breadth := min(workloadSystemBreadthPoints*(len(systems)-1), workloadSystemBreadthMax)
 	raw := topPoints + breadth
-	f.scores[wbSystems] = raw
 	access, effect, data := workloadAccessPoints[s.Access], workloadSideEffectPoints[s.SideEffect], workloadDataClassPoints[s.DataClass]
-	start := len(f.text)
+	f.openReason(wbSystems, raw)
 	f.write("Highest system /workload/systems/", strconv.Itoa(top), " (", string(s.Category), "): access ", string(s.Access),
 		" ", strconv.Itoa(access.points), " (", access.id, "), side_effect ", string(s.SideEffect), " +", strconv.Itoa(effect.points),
 		" (", effect.id, "), data_class ", string(s.DataClass), " +", strconv.Itoa(data.points), " (", data.id, ")")
@@ -1163,7 +1185,7 @@ func (f *workloadFacts) scoreSystems() {
 	}
 	f.writeCapped(raw)
 	f.write(".")
-	f.reasons[wbSystems] = f.since(start)
+	f.closeReason(wbSystems)
 }
 
 func workloadPlural(n int, noun string) string {
@@ -1190,36 +1212,40 @@ func (f *workloadFacts) scoreAuthority() {
 		}
 	}
 	if top < 0 {
-		f.reasons[wbAuthority] = f.sentence("No action declared: 0 points.")
+		f.openReason(wbAuthority, 0)
+		f.write("No action declared: 0 points.")
+		f.closeReason(wbAuthority)
 		return
 	}
 	topPoints := workloadActionPointsByIndex[top]
-	raw := topPoints.points
-	start := len(f.text)
-	f.write("Highest action ", string(workloadActions[top]), ": ", strconv.Itoa(raw), " points (", topPoints.id, ")")
 	further := f.consequential
 	if topPoints.points >= workloadConsequentialActionPoints {
 		further--
 	}
+	breadth := min(workloadActionBreadthPoints*max(further, 0), workloadActionBreadthMax)
+	approval, budget := workloadApprovalPoints[a.ApprovalPolicy], workloadBudgetPoints[a.BudgetControl]
+	spends := f.actions.has(ActionSpendFunds)
+	raw := topPoints.points + breadth
+	if f.consequential > 0 {
+		raw += approval.points
+	}
+	if spends {
+		raw += budget.points
+	}
+	f.openReason(wbAuthority, raw)
+	f.write("Highest action ", string(workloadActions[top]), ": ", strconv.Itoa(topPoints.points), " points (", topPoints.id, ")")
 	if further > 0 {
-		b := min(workloadActionBreadthPoints*further, workloadActionBreadthMax)
-		raw += b
-		f.write("; ", strconv.Itoa(further), " further consequential ", workloadPlural(further, "action"), " +", strconv.Itoa(b), " (U12)")
+		f.write("; ", strconv.Itoa(further), " further consequential ", workloadPlural(further, "action"), " +", strconv.Itoa(breadth), " (U12)")
 	}
 	if f.consequential > 0 {
-		p := workloadApprovalPoints[a.ApprovalPolicy]
-		raw += p.points
-		f.write("; approval_policy ", string(a.ApprovalPolicy), " +", strconv.Itoa(p.points), " (", p.id, ")")
+		f.write("; approval_policy ", string(a.ApprovalPolicy), " +", strconv.Itoa(approval.points), " (", approval.id, ")")
 	}
-	if f.actions.has(ActionSpendFunds) {
-		p := workloadBudgetPoints[a.BudgetControl]
-		raw += p.points
-		f.write("; budget_control ", string(a.BudgetControl), " +", strconv.Itoa(p.points), " (", p.id, ")")
+	if spends {
+		f.write("; budget_control ", string(a.BudgetControl), " +", strconv.Itoa(budget.points), " (", budget.id, ")")
 	}
-	f.scores[wbAuthority] = raw
 	f.writeCapped(raw)
 	f.write(" (U21).")
-	f.reasons[wbAuthority] = f.since(start)
+	f.closeReason(wbAuthority)
 }
 
 // workloadRetentionGaps is C13 and C14: the points and the rules that apply ("C13",
@@ -1244,8 +1270,7 @@ func (f *workloadFacts) scoreAccountability() {
 	co, ev, ac := workloadConsequencePoints[c.Consequence], workloadEvidencePoints[c.Evidence], workloadAcceptancePoints[c.Acceptance]
 	gap, ids := workloadRetentionGaps(c)
 	raw := co.points + ev.points + ac.points + gap
-	f.scores[wbAccountability] = raw
-	start := len(f.text)
+	f.openReason(wbAccountability, raw)
 	f.write("consequence ", string(c.Consequence), ": ", strconv.Itoa(co.points), " points (", co.id, "); evidence ",
 		string(c.Evidence), " +", strconv.Itoa(ev.points), " (", ev.id, "); acceptance ", string(c.Acceptance), " +",
 		strconv.Itoa(ac.points), " (", ac.id, "); retention ", string(c.Retention), " +", strconv.Itoa(gap))
@@ -1254,7 +1279,7 @@ func (f *workloadFacts) scoreAccountability() {
 	}
 	f.writeCapped(raw)
 	f.write(" (C15).")
-	f.reasons[wbAccountability] = f.since(start)
+	f.closeReason(wbAccountability)
 }
 
 // workloadTriggers are the rules V1-V5 (needed), in order, with their phrases.
@@ -1344,12 +1369,9 @@ func (f *workloadFacts) recommendation(v WorkloadVerdict, m WorkloadMode, trigge
 		f.summary = f.sentence("No installation is needed: no boundary is active.")
 		f.rationale[0] = f.sentence("Not needed (V7): every boundary scores below 35 points.")
 	}
-	for b, name := range workloadBoundaryNames {
+	for b := range workloadBoundaryNames {
 		if f.active(b) {
-			start := len(f.text)
-			f.write(name, " ", string(f.states[b]), " (", strconv.Itoa(f.scores[b]), " points): ")
-			f.text = append(f.text, f.text[f.reasons[b].start:f.reasons[b].end]...)
-			f.rationale[f.rationales] = f.since(start)
+			f.rationale[f.rationales] = f.entries[b]
 			f.rationales++
 		}
 	}
