@@ -58,8 +58,13 @@ func (p *plainParser) space() {
 	}
 }
 
-// byte reads c, after whitespace.
+// byte reads c, after whitespace (looked for only when c is not next: clients mostly
+// send compact JSON).
 func (p *plainParser) byte(c byte) bool {
+	if p.pos < len(p.in) && p.in[p.pos] == c {
+		p.pos++
+		return true
+	}
 	p.space()
 	if p.pos < len(p.in) && p.in[p.pos] == c {
 		p.pos++
