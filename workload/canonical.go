@@ -4,15 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/accountablework/accountable"
 	"github.com/accountablework/accountable/canonical"
 )
 
 // The canonical JSON (RFC 8785) of a workload request, written by hand: the diagnosis id
 // is its digest, and canonical.JSON's reflective pass over the request was a sixth of
 // Diagnose. The members are in the order RFC 8785 sorts them (by UTF-16 code units; the
-// names are ASCII, so byte order), strings and integers are written by the canonical
-// package's own appenders (the enumeration values' forms made once: appendCanonicalText),
-// and a nil slice is null as canonical.JSON writes it.
+// names are ASCII, so byte order), integers by the canonical package's appender, the
+// enumeration values from their forms made once (appendCanonicalText), the name and the
+// outcome by accountable.AppendCanonicalString (canonical.AppendString's bytes, eight at a
+// time), and a nil slice is null as canonical.JSON writes it.
 // TestWorkloadCanonicalJSON checks the bytes against canonical.JSON.
 
 // appendCanonicalRequest appends the canonical JSON of r.
@@ -51,9 +53,9 @@ func appendCanonicalRequest(buf []byte, r *WorkloadRequest) []byte {
 	buf = append(buf, `},"coordination":`...)
 	buf = appendCanonicalText(buf, string(w.Coordination))
 	buf = append(buf, `,"name":`...)
-	buf = canonical.AppendString(buf, w.Name)
+	buf = accountable.AppendCanonicalString(buf, w.Name)
 	buf = append(buf, `,"outcome":`...)
-	buf = canonical.AppendString(buf, w.Outcome)
+	buf = accountable.AppendCanonicalString(buf, w.Outcome)
 	buf = append(buf, `,"systems":`...)
 	if w.Systems == nil {
 		buf = append(buf, "null"...)
