@@ -725,6 +725,9 @@ func decodeJSONBody(body []byte, scopedType reflect.Type, dst any, closed bool) 
 	} else if trimmed[0] != '{' {
 		return nil, accountable.Errorf(accountable.ECodeInvalidJSON, "The request body must be a JSON object.")
 	}
+	if p, ok := dst.(plainBodyDecoder); ok && p.DecodePlainBody(body) {
+		return nil, nil // a plain body has no workspace_id
+	}
 	scoped := reflect.New(scopedType)
 	scoped.Elem().Field(0).Set(reflect.ValueOf(dst))
 	opts := openBodyOptions
@@ -735,6 +738,13 @@ func decodeJSONBody(body []byte, scopedType reflect.Type, dst any, closed bool) 
 		return nil, decodeError(err)
 	}
 	return scoped.Elem().Field(1).Interface().(*string), nil
+}
+
+// plainBodyDecoder is a body that decodes itself in one pass when its text is the plain
+// form clients send (workload.WorkloadRequest), to what decodeJSONBody would decode, and
+// declines any other text (a workspace_id among it), leaving itself as it was.
+type plainBodyDecoder interface {
+	DecodePlainBody(body []byte) bool
 }
 
 // The decoding options of request bodies: integer members take integral numbers,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +98,31 @@ func TestWorkloadPlainDecoding(t *testing.T) {
 			t.Fatalf("%s: actions nil %v, want %v", name, gotNil, wantNil)
 		}
 	}
+	// The whole body in one pass (DecodePlainBody): what it takes, it decodes as the
+	// default decoding does; what it declines, it leaves alone.
+	plainBodies := 0
+	checkBody := func(name string, body []byte) {
+		t.Helper()
+		check(name, body)
+		fast := workload.WorkloadRequest{SchemaVersion: "untouched"}
+		if !fast.DecodePlainBody(body) {
+			if fast.SchemaVersion != "untouched" || fast.Workload.Name != "" {
+				t.Fatalf("%s: %s\n a declined body changed the request: %+v", name, body, fast)
+			}
+			return
+		}
+		plainBodies++
+		var want plainRequest
+		if err := jsonv2.Unmarshal(body, &want, opts); err != nil {
+			t.Fatalf("%s: %s\n decoded in one pass, but the default decoding fails: %v", name, body, err)
+		}
+		g, _ := json.Marshal(fast)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) || (fast.Workload.Systems == nil) != (want.Workload.Systems == nil) ||
+			(fast.Workload.Authority.Actions == nil) != (want.Workload.Authority.Actions == nil) {
+			t.Fatalf("%s: %s\n one pass %s\n    want %s", name, body, g, w)
+		}
+	}
 	var bodies [][]byte
 	for _, c := range goldenCorpus(t) {
 		b, err := json.Marshal(c.req)
@@ -106,7 +132,28 @@ func TestWorkloadPlainDecoding(t *testing.T) {
 		bodies = append(bodies, b)
 	}
 	for i, b := range bodies {
-		check("golden "+strconv.Itoa(i), b)
+		checkBody("golden "+strconv.Itoa(i), b)
+	}
+	// Clients' bodies are of the plain form: so is the example (the one make bench posts),
+	// and a good part of the corpus's (the rest are there for their nulls, empty values
+	// and other edges).
+	example, err := os.ReadFile("testdata/release-notes-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := plainBodies
+	if checkBody("the example", example); golden < len(bodies)/4 || plainBodies != golden+1 {
+		t.Fatalf("%d of %d golden bodies decoded in one pass; the example: %v", golden, len(bodies), plainBodies > golden)
+	}
+	// The request's own members: another member, a repeat, text after the body, around it.
+	for _, b := range bodies {
+		for _, body := range []string{`{"workspace_id":"x",` + string(b[1:]), `{"schema_version":"a",` + string(b[1:]),
+			`{"extra":1,` + string(b[1:]), string(b) + " x", string(b) + "}", " \n" + string(b) + "\t ", string(b[:len(b)-1]),
+			strings.Replace(string(b), `"workload":`, `"Workload":`, 1), strings.Replace(string(b), `"schema_version":`, `"schema_versio\u006e":`, 1),
+			strings.Replace(string(b), `"name":"`, "\"name\":\"\xff", 1), strings.Replace(string(b), `"name":"`, "\"name\":\"\u00e9", 1),
+			strings.Replace(string(b), `"name":"`, `"name":"é`, 1), `{}`, `{"workload":null}`, `[]`} {
+			checkBody("request members", []byte(body))
+		}
 	}
 	// The members an enumeration decodes, and what each may be replaced with.
 	members := []string{`"time_horizon":`, `"coordination":`, `"category":`, `"access":`, `"side_effect":`, `"data_class":`,
@@ -162,7 +209,7 @@ func TestWorkloadPlainDecoding(t *testing.T) {
 				body = body[:at] + insertions[r.IntN(len(insertions))] + body[at:]
 			}
 		}
-		check("changed", []byte(body))
+		checkBody("changed", []byte(body))
 		// And broken anywhere: a byte changed, or the text cut short.
 		b := []byte(body)
 		switch r.IntN(3) {
@@ -172,6 +219,6 @@ func TestWorkloadPlainDecoding(t *testing.T) {
 		case 1:
 			b = b[:r.IntN(len(b))]
 		}
-		check("broken", b)
+		checkBody("broken", b)
 	}
 }
