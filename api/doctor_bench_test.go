@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -50,15 +51,7 @@ func BenchmarkDoctorPath(b *testing.B) {
 //
 //	go test -run '^$' -bench DoctorRequest -benchmem ./api
 func BenchmarkDoctorRequest(b *testing.B) {
-	body, err := os.ReadFile("../workload/testdata/release-notes-agent.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(NewJSONLineHandler(io.Discard, nil))
-	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{stores: make([]any, len(storeTypes))}, log)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, body := doctorServer(b)
 	handler := s.app.Handler()
 	var req fasthttp.Request
 	req.Header.SetMethod(fiber.MethodPost)
@@ -77,15 +70,7 @@ func BenchmarkDoctorRequest(b *testing.B) {
 //
 //	go test -run '^$' -bench DoctorOverTCP -benchmem ./api
 func BenchmarkDoctorOverTCP(b *testing.B) {
-	body, err := os.ReadFile("../workload/testdata/release-notes-agent.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(NewJSONLineHandler(io.Discard, nil))
-	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{stores: make([]any, len(storeTypes))}, log)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, body := doctorServer(b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -94,7 +79,7 @@ func BenchmarkDoctorOverTCP(b *testing.B) {
 	defer s.app.Shutdown() //nolint:errcheck // the benchmark is over
 	client := &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: 8}
 	uri := "http://" + ln.Addr().String() + V1Root + "/doctor/workload"
-	b.SetParallelism(4) // 8 clients on 2 CPUs, as the bench line
+	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0))) // 8 clients, as the bench line
 	b.ReportAllocs()
 	cpu := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
@@ -113,4 +98,20 @@ func BenchmarkDoctorOverTCP(b *testing.B) {
 		}
 	})
 	reportCPU(b, cpu)
+}
+
+// doctorServer is a server with no store (the account-free operations need none), its
+// request lines written into io.Discard, and the body make bench's doctor line posts.
+func doctorServer(b *testing.B) (*Server, []byte) {
+	b.Helper()
+	body, err := os.ReadFile("../workload/testdata/release-notes-agent.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(NewJSONLineHandler(io.Discard, nil))
+	s, err := NewServer(Config{SiteURL: "http://api.test"}, Deps{stores: make([]any, len(storeTypes))}, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, body
 }
