@@ -124,15 +124,20 @@ func (t Task) AppendJSON(buf []byte) ([]byte, error) {
 	buf = append(buf, `,"aggregate_version":`...)
 	buf = strconv.AppendInt(buf, t.AggregateVersion, 10)
 	if c := t.Concurrency; c != (TaskConcurrency{}) { // omitzero: the zero value, field by field
-		buf = append(buf, `,"concurrency":{"version_token":`...)
-		buf = AppendJSONString(buf, c.VersionToken)
-		buf = append(buf, `,"expected_updated_at":`...)
-		buf = c.ExpectedUpdatedAt.appendJSON(buf)
-		buf = append(buf, `,"expected_aggregate_version":`...)
-		buf = strconv.AppendInt(buf, c.ExpectedAggregateVersion, 10)
-		buf = append(buf, '}')
+		buf = c.AppendJSON(append(buf, `,"concurrency":`...))
 	}
 	return append(buf, '}'), nil
+}
+
+// AppendJSON appends c as json.Marshal encodes it.
+func (c TaskConcurrency) AppendJSON(buf []byte) []byte {
+	buf = append(buf, `{"version_token":`...)
+	buf = AppendJSONString(buf, c.VersionToken)
+	buf = append(buf, `,"expected_updated_at":`...)
+	buf = c.ExpectedUpdatedAt.appendJSON(buf)
+	buf = append(buf, `,"expected_aggregate_version":`...)
+	buf = strconv.AppendInt(buf, c.ExpectedAggregateVersion, 10)
+	return append(buf, '}')
 }
 
 // TaskConcurrency is what a client copies from a read into a completion: the opaque

@@ -38,10 +38,11 @@ import (
 //
 // A command costs two round trips (begin, then the writes with the COMMIT) plus those of
 // its own reads; statements it can queue before reading anything ride in the first
-// (command.prepare). A command that only creates (blind) is sent in one round trip
-// (runBlind), and so is a command that is one statement (single, runSingle: a
-// completion), which takes the long way only when that statement matches nothing. Both are batches of pgbatch.go (each statement prepared once per
-// connection, the common parameters written as text).
+// (command.prepare). Both are batches of pgbatch.go (each statement prepared once per
+// connection, the common parameters written as text). A command that only creates
+// (blind) is sent in one round trip (runBlind), and so is a command that is one statement
+// (single, runSingle: a completion), which takes the long way only when that statement
+// matches nothing.
 
 // command is one state change, as given to runCommand.
 type command[T any] struct {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -394,21 +393,18 @@ func queueCompletion(tx *tx, ref aggregateRef, in accountable.CompleteWork, expe
 	args := []any{cc.WorkspaceID, in.TaskID, ref.Type, ref.ID, expected.AggregateVersion, expected.UpdatedAt,
 		string(accountable.TaskCompleted), cc.Now, ev.ID, ev.EventType, ev.SchemaVersion, string(ev.ActorType), ev.ActorID,
 		string(ev.Payload), ev.PayloadDigest, ev.IdempotencyKey, ev.CausationID, ev.CorrelationID, before, middle, after,
-		r.ID, r.Status, r.Summary, r.MeasuredDurationHours, r.CostCents, string(r.Evidence),
-		nil, nil, nil, nil, nil, nil, nil, nil}
-	if idem := cc.Idempotency; idem != nil {
+		r.ID, r.Status, r.Summary, r.MeasuredDurationHours, r.CostCents, string(r.Evidence)}
+	if idem := cc.Idempotency; idem == nil {
+		args = append(args, make([]any, 8)...) // no record
+	} else {
 		// The task as it will be: its version and instant, and so its concurrency, are known.
 		done := accountable.Task{AggregateVersion: expected.AggregateVersion + 1, UpdatedAt: accountable.TimeOf(cc.Now)}.WithConcurrency()
-		concurrency, err := json.Marshal(done.Concurrency)
-		if err != nil {
-			return nil, err
-		}
 		docA, docB, docC, docD, err := completionDocument(in.TaskID, ev, r)
 		if err != nil {
 			return nil, err
 		}
-		copy(args[27:], []any{idem.Operation, idem.RequestDigest, docA, docB, docC, docD, string(concurrency),
-			cc.Now.Add(accountable.IdempotencyRetention)})
+		args = append(args, idem.Operation, idem.RequestDigest, docA, docB, docC, docD,
+			string(done.Concurrency.AppendJSON(nil)), cc.Now.Add(accountable.IdempotencyRetention))
 	}
 	var (
 		t        accountable.Task
