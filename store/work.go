@@ -380,6 +380,9 @@ const taskJSONSQL = `json_build_object('id', d.id, 'title', d.title, 'descriptio
 		'updated_at', to_char(d.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS.US"Z"'),
 		'aggregate_version', d.aggregate_version, 'concurrency', $34::json)::text`
 
+// completeWorkParams is the number of CompleteWorkSQL's parameters.
+const completeWorkParams = 35
+
 // queueCompletion queues CompleteWorkSQL for in on tx's batch, and returns what makes the
 // completion from its row (errNoMatch when it matched none).
 func queueCompletion(tx *tx, ref aggregateRef, in accountable.CompleteWork, expected accountable.TaskVersion) (func() (accountable.WorkCompletion, error), error) {
@@ -390,12 +393,13 @@ func queueCompletion(tx *tx, ref aggregateRef, in accountable.CompleteWork, expe
 		return nil, err
 	}
 	before, middle, after := eventHeaderAround(ev.EventHeader)
-	args := []any{cc.WorkspaceID, in.TaskID, ref.Type, ref.ID, expected.AggregateVersion, expected.UpdatedAt,
+	// $1–$27 the completion, $28–$35 its idempotency record: one array, filled in place.
+	args := append(make([]any, 0, completeWorkParams), cc.WorkspaceID, in.TaskID, ref.Type, ref.ID, expected.AggregateVersion, expected.UpdatedAt,
 		string(accountable.TaskCompleted), cc.Now, ev.ID, ev.EventType, ev.SchemaVersion, string(ev.ActorType), ev.ActorID,
 		string(ev.Payload), ev.PayloadDigest, ev.IdempotencyKey, ev.CausationID, ev.CorrelationID, before, middle, after,
-		r.ID, r.Status, r.Summary, r.MeasuredDurationHours, r.CostCents, string(r.Evidence)}
+		r.ID, r.Status, r.Summary, r.MeasuredDurationHours, r.CostCents, string(r.Evidence))
 	if idem := cc.Idempotency; idem == nil {
-		args = append(args, make([]any, 8)...) // no record
+		args = args[:completeWorkParams] // no record: its parameters NULL (make's zero values)
 	} else {
 		// The task as it will be: its version and instant, and so its concurrency, are known.
 		done := accountable.Task{AggregateVersion: expected.AggregateVersion + 1, UpdatedAt: accountable.TimeOf(cc.Now)}.WithConcurrency()
