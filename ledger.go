@@ -173,6 +173,11 @@ func (c LedgerCheckpoint) Note() string {
 	return n
 }
 
+// LedgerCheckpointMissing is the not_found of a size a workspace's log was never signed at.
+func LedgerCheckpointMissing(size int64) error {
+	return Errorf(ECodeNotFound, "The workspace's log has no checkpoint of size %d.", size)
+}
+
 // LedgerLeaf is an event's place in its workspace's log: its leaf index and its entry
 // (the canonical JSON of its header).
 type LedgerLeaf struct {

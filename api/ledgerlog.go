@@ -26,8 +26,8 @@ import (
 // LedgerLogStore is what the transparency log's operations need.
 type LedgerLogStore interface {
 	LedgerCheckpoint(ctx context.Context, workspaceID string) (accountable.LedgerCheckpoint, error)
-	LedgerCheckpointAt(ctx context.Context, workspaceID string, size int64) (accountable.LedgerCheckpoint, error)
-	LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (accountable.LedgerLeaf, error)
+	LedgerCheckpointsAt(ctx context.Context, workspaceID string, sizes ...int64) ([]accountable.LedgerCheckpoint, error)
+	LedgerLeafIn(ctx context.Context, workspaceID, eventID string, size int64) (accountable.LedgerLeaf, accountable.LedgerCheckpoint, error)
 	ProveLedgerInclusion(ctx context.Context, workspaceID string, index, size int64) (tlog.RecordProof, error)
 	ProveLedgerConsistency(ctx context.Context, workspaceID string, from, to int64) (tlog.TreeProof, error)
 	LedgerWitnessStatus(ctx context.Context, workspaceID string) ([]accountable.LedgerWitness, error)
@@ -115,10 +115,15 @@ func checkLedgerSettings(cfg Config) error {
 func (s *Server) newestCheckpoint(c *call) (accountable.LedgerCheckpoint, error) {
 	cp, err := ledgerLogStore.of(s).LedgerCheckpoint(c.ctx, c.principal.WorkspaceID)
 	if err == nil && cp.TreeSize == 0 {
-		err = accountable.Errorf(accountable.ECodeNotFound,
-			"The workspace's log has no signed checkpoint yet: the ledger sealer signs one within seconds of the workspace's first events; retry.")
+		err = noCheckpointYet()
 	}
 	return cp, err
+}
+
+// noCheckpointYet is the not_found of a log not signed yet.
+func noCheckpointYet() error {
+	return accountable.Errorf(accountable.ECodeNotFound,
+		"The workspace's log has no signed checkpoint yet: the ledger sealer signs one within seconds of the workspace's first events; retry.")
 }
 
 // checkpointOf reads the checkpoint a signed note carries (its text, before the blank
@@ -173,32 +178,30 @@ func (s *Server) proveLedgerInclusion(c *call, in *proofQuery) (accountable.Ledg
 }
 
 // inclusionProof proves the workspace's event in the signed tree of size treeSize (nil:
-// the newest checkpoint). An event no checkpoint holds yet is not_found.
+// the newest checkpoint). An event no checkpoint holds yet is not_found. The leaf and the
+// checkpoint are read together, and the proof's hashes with the log's size: two round
+// trips.
 func (s *Server) inclusionProof(c *call, eventID string, treeSize *int64) (accountable.LedgerInclusionProof, error) {
 	st, ws := ledgerLogStore.of(s), c.principal.WorkspaceID
-	leaf, err := st.LedgerLeafOf(c.ctx, ws, eventID)
+	size := int64(-1)
+	if treeSize != nil {
+		size = *treeSize
+	}
+	leaf, cp, err := st.LedgerLeafIn(c.ctx, ws, eventID, size)
 	if accountable.ErrorCode(err) == accountable.ECodeNotFound {
 		return accountable.LedgerInclusionProof{}, eventNotInLog()
 	}
 	if err != nil {
 		return accountable.LedgerInclusionProof{}, err
 	}
-	var cp accountable.LedgerCheckpoint
-	if treeSize == nil {
-		if cp, err = st.LedgerCheckpoint(c.ctx, ws); err != nil {
-			return accountable.LedgerInclusionProof{}, err
-		}
-		if cp.TreeSize <= leaf.Index {
-			return accountable.LedgerInclusionProof{}, eventNotInLog()
-		}
-	} else {
-		if *treeSize <= leaf.Index {
-			return accountable.LedgerInclusionProof{}, accountable.ValidationError(accountable.Issue{Path: "tree_size",
-				Message: fmt.Sprintf("must be greater than the event's leaf index, %d: a smaller tree does not hold it", leaf.Index)})
-		}
-		if cp, err = st.LedgerCheckpointAt(c.ctx, ws, *treeSize); err != nil {
-			return accountable.LedgerInclusionProof{}, err
-		}
+	switch {
+	case treeSize == nil && cp.TreeSize <= leaf.Index:
+		return accountable.LedgerInclusionProof{}, eventNotInLog()
+	case treeSize != nil && *treeSize <= leaf.Index:
+		return accountable.LedgerInclusionProof{}, accountable.ValidationError(accountable.Issue{Path: "tree_size",
+			Message: fmt.Sprintf("must be greater than the event's leaf index, %d: a smaller tree does not hold it", leaf.Index)})
+	case treeSize != nil && cp.TreeSize == 0:
+		return accountable.LedgerInclusionProof{}, accountable.LedgerCheckpointMissing(*treeSize)
 	}
 	proof, err := st.ProveLedgerInclusion(c.ctx, ws, leaf.Index, cp.TreeSize)
 	if err != nil {
@@ -236,33 +239,42 @@ type consistencyQuery struct {
 	To   *int64 `json:"-" query:"to" minimum:"1" description:"The size of the later tree: a size the log was signed at (default: the newest checkpoint's)."`
 }
 
-// proveLedgerConsistency: GET /events/consistency.
+// proveLedgerConsistency: GET /events/consistency. Both checkpoints are read together,
+// and the proof's hashes with the log's size: two round trips.
 func (s *Server) proveLedgerConsistency(c *call, in *consistencyQuery) (accountable.LedgerConsistencyProof, error) {
 	st, ws := ledgerLogStore.of(s), c.principal.WorkspaceID
 	from := *in.From // required
 	if in.To != nil && from > *in.To {
 		return accountable.LedgerConsistencyProof{}, accountable.ValidationError(accountable.Issue{Path: "from", Message: "must be at most to"})
 	}
-	var to accountable.LedgerCheckpoint
-	var err error
-	if in.To == nil {
-		if to, err = s.newestCheckpoint(c); err != nil {
-			return accountable.LedgerConsistencyProof{}, err
-		}
-		if from > to.TreeSize {
-			return accountable.LedgerConsistencyProof{}, accountable.ValidationError(accountable.Issue{Path: "from",
-				Message: fmt.Sprintf("must be at most to, the newest checkpoint's size (%d)", to.TreeSize)})
-		}
-	} else if to, err = st.LedgerCheckpointAt(c.ctx, ws, *in.To); err != nil {
+	sizes := []int64{-1} // the later tree's: the newest by default
+	if in.To != nil {
+		sizes[0] = *in.To
+	}
+	if from > 0 { // the empty tree has no checkpoint
+		sizes = append(sizes, from)
+	}
+	cps, err := st.LedgerCheckpointsAt(c.ctx, ws, sizes...)
+	if err != nil {
 		return accountable.LedgerConsistencyProof{}, err
+	}
+	to := cps[0]
+	switch {
+	case in.To == nil && to.TreeSize == 0:
+		return accountable.LedgerConsistencyProof{}, noCheckpointYet()
+	case in.To == nil && from > to.TreeSize:
+		return accountable.LedgerConsistencyProof{}, accountable.ValidationError(accountable.Issue{Path: "from",
+			Message: fmt.Sprintf("must be at most to, the newest checkpoint's size (%d)", to.TreeSize)})
+	case in.To != nil && to.TreeSize == 0:
+		return accountable.LedgerConsistencyProof{}, accountable.LedgerCheckpointMissing(*in.To)
 	}
 	out := accountable.LedgerConsistencyProof{From: from, To: to.TreeSize, Proof: []string{}, ToCheckpoint: to.Note()}
 	if from == 0 { // the empty tree: nothing to prove, and no checkpoint of it
 		return out, nil
 	}
-	earlier, err := st.LedgerCheckpointAt(c.ctx, ws, from)
-	if err != nil {
-		return accountable.LedgerConsistencyProof{}, err
+	earlier := cps[1]
+	if earlier.TreeSize == 0 {
+		return accountable.LedgerConsistencyProof{}, accountable.LedgerCheckpointMissing(from)
 	}
 	note := earlier.Note()
 	out.FromCheckpoint = &note

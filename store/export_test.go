@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/accountablework/accountable"
 )
@@ -100,4 +101,9 @@ func EventHashInPostgres(ctx context.Context, db *DB, h accountable.EventHeader)
 	err := db.pool.QueryRow(ctx, `SELECT `+eventHashSQL(1, "$4::bigint", "$5::text"),
 		before, middle, after, h.AggregateVersion, h.PreviousHash).Scan(&hash)
 	return hash, err
+}
+
+// LedgerLogTreeAt is the workspace's tree of size size, from its stored hashes.
+func (db *DB) LedgerLogTreeAt(ctx context.Context, workspaceID string, size int64) (tlog.Tree, error) {
+	return db.ledgerLogTreeAt(ctx, workspaceID, size)
 }

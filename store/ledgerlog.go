@@ -124,9 +124,22 @@ type logHashReader struct {
 	q           querier
 	workspaceID string
 	fresh       map[int64]tlog.Hash
+	// holds, when above 0, is the size the log must have reached for the read to stand
+	// (a proof or tile of a tree of that size): the statement that reads the hashes asks
+	// it too, so a proof is one round trip, and only a read that finds hashes missing asks
+	// the log's size to say why (logHolds). read says whether a read was made at all.
+	holds int64
+	read  bool
 }
 
+// holdsHashesSQL reads stored hashes of a log that has reached a size ($3): none of a log
+// that has not.
+const holdsHashesSQL = `SELECT h.hash_index, h.hash FROM ledger_logs l
+	JOIN ledger_log_hashes h ON h.workspace_id = l.workspace_id AND h.hash_index = ANY ($2)
+	WHERE l.workspace_id = $1 AND l.tree_size >= $3`
+
 func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	r.read = true
 	out := make([]tlog.Hash, len(indexes))
 	var missing []int64
 	for i, x := range indexes {
@@ -139,8 +152,14 @@ func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	if len(missing) == 0 {
 		return out, nil
 	}
-	rows, err := r.q.Query(r.ctx, `SELECT hash_index, hash FROM ledger_log_hashes
+	var rows pgx.Rows
+	var err error
+	if r.holds > 0 {
+		rows, err = r.q.Query(r.ctx, holdsHashesSQL, r.workspaceID, missing, r.holds)
+	} else {
+		rows, err = r.q.Query(r.ctx, `SELECT hash_index, hash FROM ledger_log_hashes
 		WHERE workspace_id = $1 AND hash_index = ANY ($2)`, r.workspaceID, missing)
+	}
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -167,6 +186,11 @@ func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		}
 		h, ok := found[x]
 		if !ok {
+			if r.holds > 0 { // a log short of the size, or a hash lost
+				if err := r.logHolds(); err != nil {
+					return nil, err
+				}
+			}
 			return nil, fmt.Errorf("store: stored hash %d of the log is missing", x)
 		}
 		out[i] = h
@@ -175,6 +199,36 @@ func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		}
 	}
 	return out, nil
+}
+
+// logHolds checks that the workspace's log has reached the reader's size: not_found if
+// it has not.
+func (r *logHashReader) logHolds() error {
+	var have int64
+	err := r.q.QueryRow(r.ctx, `SELECT tree_size FROM ledger_logs WHERE workspace_id = $1`, r.workspaceID).Scan(&have)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return mapError(err)
+	}
+	if r.holds > have {
+		return accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has %d leaves, not %d.", have, r.holds)
+	}
+	return nil
+}
+
+// proved ends a read of a tree of the reader's size: an error of the tlog computation
+// wrapped in what (a not_found of the reader's own kept as it is), and, when the
+// computation needed no stored hash at all, the check the read would have made.
+func (r *logHashReader) proved(err error, what string, args ...any) error {
+	if err != nil {
+		if accountable.ErrorCode(err) == accountable.ECodeNotFound {
+			return err
+		}
+		return fmt.Errorf("store: "+what+": %w", append(args, err)...)
+	}
+	if !r.read && r.holds > 0 {
+		return r.logHolds()
+	}
+	return nil
 }
 
 // LedgerLogTree is the workspace's log as the database has it now: its size and root.
@@ -228,28 +282,80 @@ func (db *DB) LedgerCheckpointAt(ctx context.Context, workspaceID string, size i
 
 func (db *DB) ledgerCheckpoint(ctx context.Context, workspaceID string, size int64) (accountable.LedgerCheckpoint, error) {
 	var c accountable.LedgerCheckpoint
+	sql, args := checkpointSQL(workspaceID, size)
+	if err := scanCheckpoint(db.pool.QueryRow(ctx, sql, args...), &c); err != nil {
+		return c, err
+	}
+	if c.TreeSize == 0 && size >= 0 {
+		return c, accountable.LedgerCheckpointMissing(size)
+	}
+	return c, nil
+}
+
+// LedgerCheckpointsAt are the checkpoints of the workspace's log at sizes (-1: the
+// newest), read in one round trip; a size the log was never signed at has a checkpoint of
+// size 0 (the caller says what that means for it).
+func (db *DB) LedgerCheckpointsAt(ctx context.Context, workspaceID string, sizes ...int64) ([]accountable.LedgerCheckpoint, error) {
+	out := make([]accountable.LedgerCheckpoint, len(sizes))
+	b := &pgx.Batch{}
+	for i, size := range sizes {
+		queueCheckpoint(b, workspaceID, size, &out[i])
+	}
+	return out, mapError(db.pool.SendBatch(ctx, b).Close())
+}
+
+// LedgerLeafIn is an event's leaf (not_found for an event of another workspace, or one
+// not yet integrated) with the checkpoint of the log at size (-1: the newest; size 0 if
+// there is none), read in one round trip: what an inclusion proof starts from.
+func (db *DB) LedgerLeafIn(ctx context.Context, workspaceID, eventID string, size int64) (accountable.LedgerLeaf, accountable.LedgerCheckpoint, error) {
+	var leaf accountable.LedgerLeaf
+	var c accountable.LedgerCheckpoint
+	b := &pgx.Batch{}
+	b.Queue(leafSQL, workspaceID, eventID).QueryRow(func(row pgx.Row) (err error) {
+		leaf, err = scanLeaf(row, eventID)
+		return err
+	})
+	queueCheckpoint(b, workspaceID, size, &c)
+	return leaf, c, mapError(db.pool.SendBatch(ctx, b).Close())
+}
+
+// checkpointSQL is the statement that reads a checkpoint of the workspace's log, the
+// newest (size < 0) or the one of size, with its witnesses' cosignatures in their order:
+// one statement, each with its own plan (a size asked is a primary-key lookup, however
+// many checkpoints the log has; the newest is the key's last).
+func checkpointSQL(workspaceID string, size int64) (string, []any) {
+	if size < 0 {
+		return checkpointColumns + ` WHERE c.workspace_id = $1 ORDER BY c.tree_size DESC LIMIT 1`, []any{workspaceID}
+	}
+	return checkpointColumns + ` WHERE c.workspace_id = $1 AND c.tree_size = $2`, []any{workspaceID, size}
+}
+
+const checkpointColumns = `SELECT c.tree_size, c.root_hash, c.signed_note, c.signed_at,
+		ARRAY(SELECT k.signature FROM ledger_cosignatures k
+			WHERE k.workspace_id = c.workspace_id AND k.tree_size = c.tree_size ORDER BY k.witness)
+	FROM ledger_checkpoints c`
+
+// queueCheckpoint queues the read of a checkpoint (checkpointSQL) into c.
+func queueCheckpoint(b *pgx.Batch, workspaceID string, size int64, c *accountable.LedgerCheckpoint) {
+	sql, args := checkpointSQL(workspaceID, size)
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return scanCheckpoint(row, c) })
+}
+
+// scanCheckpoint reads a row of checkpointSQL into c, which stays of size 0 if there is
+// none.
+func scanCheckpoint(row pgx.Row, c *accountable.LedgerCheckpoint) error {
 	var root []byte
 	var signedAt time.Time
-	err := db.pool.QueryRow(ctx, `SELECT tree_size, root_hash, signed_note, signed_at FROM ledger_checkpoints
-		WHERE workspace_id = $1 AND ($2 < 0 OR tree_size = $2) ORDER BY tree_size DESC LIMIT 1`,
-		workspaceID, size).Scan(&c.TreeSize, &root, &c.SignedNote, &signedAt)
+	err := row.Scan(&c.TreeSize, &root, &c.SignedNote, &signedAt, &c.Cosignatures)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if size >= 0 {
-			return c, accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has no checkpoint of size %d.", size)
-		}
-		return c, nil
+		*c = accountable.LedgerCheckpoint{}
+		return nil
 	}
 	if err != nil {
-		return c, mapError(err)
+		return mapError(err)
 	}
 	c.RootHash, c.SignedAt = root, accountable.TimeOf(signedAt)
-	rows, err := db.pool.Query(ctx, `SELECT signature FROM ledger_cosignatures
-		WHERE workspace_id = $1 AND tree_size = $2 ORDER BY witness`, workspaceID, c.TreeSize)
-	if err != nil {
-		return c, mapError(err)
-	}
-	c.Cosignatures, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	return c, mapError(err)
+	return nil
 }
 
 // SaveLedgerCheckpoint keeps a signed checkpoint. A second one of the same size (another
@@ -264,12 +370,10 @@ func (db *DB) SaveLedgerCheckpoint(ctx context.Context, workspaceID string, tree
 // ProveLedgerConsistency is the consistency proof of the workspace's log from size from
 // to size to (both at most the log's size).
 func (db *DB) ProveLedgerConsistency(ctx context.Context, workspaceID string, from, to int64) (tlog.TreeProof, error) {
-	if err := db.logHolds(ctx, workspaceID, to); err != nil {
+	r := db.heldHashes(ctx, workspaceID, to)
+	p, err := tlog.ProveTree(to, from, r)
+	if err := r.proved(err, "the consistency proof from %d to %d", from, to); err != nil {
 		return nil, err
-	}
-	p, err := tlog.ProveTree(to, from, db.logHashes(ctx, workspaceID))
-	if err != nil {
-		return nil, fmt.Errorf("store: the consistency proof from %d to %d: %w", from, to, err)
 	}
 	return p, nil
 }
@@ -277,9 +381,15 @@ func (db *DB) ProveLedgerConsistency(ctx context.Context, workspaceID string, fr
 // LedgerLeafOf returns the leaf of an event (not_found for an event of another workspace,
 // or one not yet integrated).
 func (db *DB) LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (accountable.LedgerLeaf, error) {
-	row := db.pool.QueryRow(ctx, `SELECT `+eventColumns+`, l.leaf_index FROM ledger_log_leaves l
+	return scanLeaf(db.pool.QueryRow(ctx, leafSQL, workspaceID, eventID), eventID)
+}
+
+const leafSQL = `SELECT ` + eventColumns + `, l.leaf_index FROM ledger_log_leaves l
 		JOIN ledger_events USING (workspace_id)
-		WHERE l.workspace_id = $1 AND l.event_id = $2::uuid AND ledger_events.id = l.event_id`, workspaceID, eventID)
+		WHERE l.workspace_id = $1 AND l.event_id = $2::uuid AND ledger_events.id = l.event_id`
+
+// scanLeaf reads a row of leafSQL: the leaf's index and its entry, made from the event.
+func scanLeaf(row pgx.Row, eventID string) (accountable.LedgerLeaf, error) {
 	var idx int64
 	e, _, err := scanEvent(row, &idx)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -298,38 +408,27 @@ func (db *DB) LedgerLeafOf(ctx context.Context, workspaceID, eventID string) (ac
 // ProveLedgerInclusion is the inclusion proof of leaf index in the workspace's tree of
 // size size.
 func (db *DB) ProveLedgerInclusion(ctx context.Context, workspaceID string, index, size int64) (tlog.RecordProof, error) {
-	if err := db.logHolds(ctx, workspaceID, size); err != nil {
+	r := db.heldHashes(ctx, workspaceID, size)
+	p, err := tlog.ProveRecord(size, index, r)
+	if err := r.proved(err, "the inclusion proof of leaf %d in size %d", index, size); err != nil {
 		return nil, err
-	}
-	p, err := tlog.ProveRecord(size, index, db.logHashes(ctx, workspaceID))
-	if err != nil {
-		return nil, fmt.Errorf("store: the inclusion proof of leaf %d in size %d: %w", index, size, err)
 	}
 	return p, nil
 }
 
-// logHolds checks that the workspace's log has reached size.
-func (db *DB) logHolds(ctx context.Context, workspaceID string, size int64) error {
-	var have int64
-	err := db.pool.QueryRow(ctx, `SELECT tree_size FROM ledger_logs WHERE workspace_id = $1`, workspaceID).Scan(&have)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return mapError(err)
-	}
-	if size > have {
-		return accountable.Errorf(accountable.ECodeNotFound, "The workspace's log has %d leaves, not %d.", have, size)
-	}
-	return nil
+// heldHashes reads the stored hashes of the workspace's tree of size size, which the log
+// must have reached (not_found if it has not; any log holds the empty tree).
+func (db *DB) heldHashes(ctx context.Context, workspaceID string, size int64) *logHashReader {
+	return &logHashReader{ctx: ctx, q: db.pool, workspaceID: workspaceID, holds: size}
 }
 
 // LedgerLogTile is the data of a hash tile of the workspace's log (C2SP tlog-tiles): the
 // tile must lie within a tree of size treeSize the log has reached.
 func (db *DB) LedgerLogTile(ctx context.Context, workspaceID string, t tlog.Tile, treeSize int64) ([]byte, error) {
-	if err := db.logHolds(ctx, workspaceID, treeSize); err != nil {
+	r := db.heldHashes(ctx, workspaceID, treeSize)
+	data, err := tlog.ReadTileData(t, r)
+	if err := r.proved(err, "tile %s", t.Path()); err != nil {
 		return nil, err
-	}
-	data, err := tlog.ReadTileData(t, db.logHashes(ctx, workspaceID))
-	if err != nil {
-		return nil, fmt.Errorf("store: tile %s: %w", t.Path(), err)
 	}
 	return data, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -69,6 +70,11 @@ func TestLedgerLogIsTheStreamAsAMerkleTree(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t)
 	f := newLedgerFixture(t, db)
+	// Before the log has a leaf, no tree of it can be proved, even one whose proof reads
+	// no stored hash.
+	if _, err := db.ProveLedgerInclusion(ctx, f.p.WorkspaceID, 0, 1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("a proof in the one-leaf tree of an empty log: %v", err)
+	}
 	tree := integrateAll(t, db, f.p.WorkspaceID, fixtureEvents)
 	if tree.N != fixtureEvents {
 		t.Fatalf("tree size %d, want %d", tree.N, fixtureEvents)
@@ -134,6 +140,85 @@ func TestLedgerLogIsTheStreamAsAMerkleTree(t *testing.T) {
 	}
 	if _, err := db.ProveLedgerInclusion(ctx, f.p.WorkspaceID, 0, tree.N+1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
 		t.Fatalf("a proof in a tree the log has not reached: %v", err)
+	}
+	if _, err := db.ProveLedgerConsistency(ctx, f.p.WorkspaceID, 3, tree.N+1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("a consistency proof to a tree the log has not reached: %v", err)
+	}
+	if _, err := db.LedgerLogTile(ctx, f.p.WorkspaceID, tlog.Tile{H: 8, L: 0, N: 0, W: int(tree.N)}, tree.N+1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("a tile of a tree the log has not reached: %v", err)
+	}
+}
+
+// TestLedgerLeafAndCheckpointsReadTogether: the reads an inclusion or consistency proof
+// starts from, each in one round trip, say what they found: the leaf (not_found for an
+// event that is none of the log's), and each checkpoint asked for, the newest or one of a
+// size, with its cosignatures in the witnesses' order; one that is not there is of size 0.
+func TestLedgerLeafAndCheckpointsReadTogether(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	f := newLedgerFixture(t, db)
+	ws := f.p.WorkspaceID
+	if cps, err := db.LedgerCheckpointsAt(ctx, ws, -1, 3); err != nil || len(cps) != 2 || cps[0].TreeSize != 0 || cps[1].TreeSize != 0 {
+		t.Fatalf("the checkpoints of a log never signed: %+v, %v", cps, err)
+	}
+	tree := integrateAll(t, db, ws, fixtureEvents)
+	small, err := db.LedgerLogTreeAt(ctx, ws, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []tlog.Tree{small, tree} {
+		if err := db.SaveLedgerCheckpoint(ctx, ws, tr, []byte(fmt.Sprintf("note of %d\n\n— log sig\n", tr.N))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []string{"witness.b", "witness.a"} {
+		if err := db.SaveLedgerCosignature(ctx, ws, tree.N, w, "— "+w+" sig\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(c accountable.LedgerCheckpoint, tr tlog.Tree, cosignatures ...string) {
+		t.Helper()
+		if c.TreeSize != tr.N || string(c.RootHash) != string(tr.Hash[:]) || c.SignedNote != fmt.Sprintf("note of %d\n\n— log sig\n", tr.N) ||
+			c.SignedAt == (accountable.Time{}) || fmt.Sprint(c.Cosignatures) != fmt.Sprint(cosignatures) {
+			t.Fatalf("checkpoint %+v, want the tree %d with the cosignatures %q", c, tr.N, cosignatures)
+		}
+	}
+	cps, err := db.LedgerCheckpointsAt(ctx, ws, -1, 3, 4)
+	if err != nil || len(cps) != 3 {
+		t.Fatalf("%+v, %v", cps, err)
+	}
+	want(cps[0], tree, "— witness.a sig\n", "— witness.b sig\n")
+	want(cps[1], small)
+	if cps[2].TreeSize != 0 {
+		t.Fatalf("a size never signed: %+v", cps[2])
+	}
+	if c, err := db.LedgerCheckpointAt(ctx, ws, 4); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("LedgerCheckpointAt a size never signed: %+v, %v", c, err)
+	}
+	for i, e := range f.events {
+		entry, err := ledgerlog.Entry(e.EventHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, c, err := db.LedgerLeafIn(ctx, ws, e.ID, -1)
+		if err != nil || leaf.Index != int64(i) || string(leaf.Entry) != string(entry) {
+			t.Fatalf("event %d: leaf %d %s, %v", i, leaf.Index, leaf.Entry, err)
+		}
+		want(c, tree, "— witness.a sig\n", "— witness.b sig\n")
+		if _, c, err = db.LedgerLeafIn(ctx, ws, e.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		want(c, small)
+		if _, c, err = db.LedgerLeafIn(ctx, ws, e.ID, 4); err != nil || c.TreeSize != 0 {
+			t.Fatalf("event %d in a size never signed: %+v, %v", i, c, err)
+		}
+	}
+	if _, _, err := db.LedgerLeafIn(ctx, ws, "0190c0de-0000-7000-8000-000000000001", -1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("an event that is none of the log's: %v", err)
+	}
+	other := newLedgerFixture(t, db)
+	if _, _, err := db.LedgerLeafIn(ctx, other.p.WorkspaceID, f.events[0].ID, -1); accountable.ErrorCode(err) != accountable.ECodeNotFound {
+		t.Fatalf("another workspace's event: %v", err)
 	}
 }
 

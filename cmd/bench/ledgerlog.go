@@ -1235,16 +1235,19 @@ func (b *bench) logHistory() string {
 // --- the baseline's tiles -----------------------------------------------------------------
 
 // The statements the service sends for a tile (store/ledgerlog.go; a test keeps them in
-// step): the newest checkpoint and its cosignatures, then for a hash tile the log's size
-// and the tile's stored hashes, for an entry bundle the entries' events.
+// step): the newest checkpoint with its cosignatures, then for a hash tile the tile's
+// stored hashes of a log that has reached the checkpoint's size, for an entry bundle the
+// entries' events.
 const (
-	baseCheckpointSQL = `SELECT tree_size, root_hash, signed_note, signed_at FROM ledger_checkpoints
-		WHERE workspace_id = $1 AND ($2 < 0 OR tree_size = $2) ORDER BY tree_size DESC LIMIT 1`
-	baseCosignaturesSQL = `SELECT signature FROM ledger_cosignatures
-		WHERE workspace_id = $1 AND tree_size = $2 ORDER BY witness`
-	baseLogSizeSQL   = `SELECT tree_size FROM ledger_logs WHERE workspace_id = $1`
-	baseLogHashesSQL = `SELECT hash_index, hash FROM ledger_log_hashes
-		WHERE workspace_id = $1 AND hash_index = ANY ($2)`
+	baseCheckpointColumns = `SELECT c.tree_size, c.root_hash, c.signed_note, c.signed_at,
+		ARRAY(SELECT k.signature FROM ledger_cosignatures k
+			WHERE k.workspace_id = c.workspace_id AND k.tree_size = c.tree_size ORDER BY k.witness)
+	FROM ledger_checkpoints c`
+	baseNewestCheckpoint = ` WHERE c.workspace_id = $1 ORDER BY c.tree_size DESC LIMIT 1`
+	baseCheckpointSQL    = baseCheckpointColumns + baseNewestCheckpoint
+	baseLogHashesSQL     = `SELECT h.hash_index, h.hash FROM ledger_logs l
+	JOIN ledger_log_hashes h ON h.workspace_id = l.workspace_id AND h.hash_index = ANY ($2)
+	WHERE l.workspace_id = $1 AND l.tree_size >= $3`
 	baseEventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
 	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, stream_position, seq`
@@ -1270,14 +1273,8 @@ func baselineLogRoutes(app *fiber.App, pool *pgxpool.Pool) {
 		var root []byte
 		var signed string
 		var signedAt time.Time
-		if err := pool.QueryRow(ctx, baseCheckpointSQL, ws, -1).Scan(&size, &root, &signed, &signedAt); err != nil {
-			return err
-		}
-		rows, err := pool.Query(ctx, baseCosignaturesSQL, ws, size)
-		if err != nil {
-			return err
-		}
-		if _, err := pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		var cosignatures []string
+		if err := pool.QueryRow(ctx, baseCheckpointSQL, ws).Scan(&size, &root, &signed, &signedAt, &cosignatures); err != nil {
 			return err
 		}
 		level := max(t.L, 0)
@@ -1313,10 +1310,7 @@ func baselineLogRoutes(app *fiber.App, pool *pgxpool.Pool) {
 				return err
 			}
 		} else {
-			if err := pool.QueryRow(ctx, baseLogSizeSQL, ws).Scan(&size); err != nil {
-				return err
-			}
-			if data, err = tlog.ReadTileData(t, baseHashReader{ctx, pool, ws}); err != nil {
+			if data, err = tlog.ReadTileData(t, baseHashReader{ctx, pool, ws, size}); err != nil {
 				return err
 			}
 		}
@@ -1330,10 +1324,11 @@ type baseHashReader struct {
 	ctx  context.Context
 	pool *pgxpool.Pool
 	ws   string
+	size int64 // the tree's, which the log must hold
 }
 
 func (r baseHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	rows, err := r.pool.Query(r.ctx, baseLogHashesSQL, r.ws, indexes)
+	rows, err := r.pool.Query(r.ctx, baseLogHashesSQL, r.ws, indexes, r.size)
 	if err != nil {
 		return nil, err
 	}
