@@ -133,10 +133,11 @@ type logHashReader struct {
 }
 
 // holdsHashesSQL reads stored hashes of a log that has reached a size ($3): none of a log
-// that has not.
-const holdsHashesSQL = `SELECT h.hash_index, h.hash FROM ledger_logs l
-	JOIN ledger_log_hashes h ON h.workspace_id = l.workspace_id AND h.hash_index = ANY ($2)
-	WHERE l.workspace_id = $1 AND l.tree_size >= $3`
+// that has not. The log's size is asked once for the statement (a one-time filter), and
+// the hashes are read as the plain statement reads them.
+const holdsHashesSQL = `SELECT h.hash_index, h.hash FROM ledger_log_hashes h
+	WHERE h.workspace_id = $1 AND h.hash_index = ANY ($2)
+		AND EXISTS (SELECT FROM ledger_logs l WHERE l.workspace_id = $1 AND l.tree_size >= $3)`
 
 func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	r.read = true

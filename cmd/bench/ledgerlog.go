@@ -1245,9 +1245,9 @@ const (
 	FROM ledger_checkpoints c`
 	baseNewestCheckpoint = ` WHERE c.workspace_id = $1 ORDER BY c.tree_size DESC LIMIT 1`
 	baseCheckpointSQL    = baseCheckpointColumns + baseNewestCheckpoint
-	baseLogHashesSQL     = `SELECT h.hash_index, h.hash FROM ledger_logs l
-	JOIN ledger_log_hashes h ON h.workspace_id = l.workspace_id AND h.hash_index = ANY ($2)
-	WHERE l.workspace_id = $1 AND l.tree_size >= $3`
+	baseLogHashesSQL     = `SELECT h.hash_index, h.hash FROM ledger_log_hashes h
+	WHERE h.workspace_id = $1 AND h.hash_index = ANY ($2)
+		AND EXISTS (SELECT FROM ledger_logs l WHERE l.workspace_id = $1 AND l.tree_size >= $3)`
 	baseEventColumns = `id, workspace_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	schema_version, actor_type, actor_id, payload::text, payload_digest, occurred_at, recorded_at,
 	idempotency_key, causation_id, correlation_id, previous_hash, event_hash, stream_position, seq`
