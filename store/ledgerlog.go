@@ -126,8 +126,8 @@ type logHashReader struct {
 	fresh       map[int64]tlog.Hash
 	// holds, when above 0, is the size the log must have reached for the read to stand
 	// (a proof or tile of a tree of that size): the statement that reads the hashes asks
-	// it too, so a proof is one round trip, and only a read that finds hashes missing asks
-	// the log's size to say why (logHolds). read says whether a read was made at all.
+	// it too, so the read is one round trip, and only a read that finds hashes missing asks
+	// the log's size to say why (proved). read says whether a read was made at all.
 	holds int64
 	read  bool
 }
@@ -187,11 +187,6 @@ func (r *logHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		}
 		h, ok := found[x]
 		if !ok {
-			if r.holds > 0 { // a log short of the size, or a hash lost
-				if err := r.logHolds(); err != nil {
-					return nil, err
-				}
-			}
 			return nil, fmt.Errorf("store: stored hash %d of the log is missing", x)
 		}
 		out[i] = h
@@ -216,18 +211,18 @@ func (r *logHashReader) logHolds() error {
 	return nil
 }
 
-// proved ends a read of a tree of the reader's size: an error of the tlog computation
-// wrapped in what (a not_found of the reader's own kept as it is), and, when the
-// computation needed no stored hash at all, the check the read would have made.
+// proved ends a read of a tree of the reader's size. Where the tlog computation failed
+// (a hash missing: a log short of the size, or a hash lost) or read no stored hash at all,
+// the log's size says whether the tree is one the log holds (not_found if not); any other
+// failure is wrapped in what.
 func (r *logHashReader) proved(err error, what string, args ...any) error {
-	if err != nil {
-		if accountable.ErrorCode(err) == accountable.ECodeNotFound {
-			return err
+	if err != nil || !r.read {
+		if herr := r.logHolds(); herr != nil {
+			return herr
 		}
-		return fmt.Errorf("store: "+what+": %w", append(args, err)...)
 	}
-	if !r.read && r.holds > 0 {
-		return r.logHolds()
+	if err != nil {
+		return fmt.Errorf("store: "+what+": %w", append(args, err)...)
 	}
 	return nil
 }
